@@ -1,0 +1,32 @@
+"""Torch computation behind the positional-encoding explorer (no Streamlit, no plotly)."""
+
+from pe_core.config import context_length_of, from_hf_config, head_dim_of
+from pe_core.device import compute_device, device_label
+from pe_core.methods import METHOD_TITLES, METHODS, MethodSetup, method_setup
+from pe_core.presets import Preset, load_presets, preset_by_name
+from pe_core.rope import (
+    ROPE_TYPE_TITLES,
+    ROPE_TYPES,
+    AngleCoverage,
+    RopeFrequencies,
+    RopeSpec,
+    angle_coverage,
+    default_inv_freq,
+    ntk_aware_base,
+    ntk_by_parts_gamma,
+    rope_frequencies,
+    rotation_angles,
+    rotations_within,
+    wavelengths,
+    yarn_correction_range,
+    yarn_get_mscale,
+    yarn_ramp,
+)
+
+__all__ = [
+    "AngleCoverage", "METHODS", "METHOD_TITLES", "MethodSetup", "Preset", "ROPE_TYPES", "ROPE_TYPE_TITLES",
+    "RopeFrequencies", "RopeSpec", "angle_coverage", "compute_device", "context_length_of", "default_inv_freq",
+    "device_label", "from_hf_config", "head_dim_of", "load_presets", "method_setup", "ntk_aware_base",
+    "ntk_by_parts_gamma", "preset_by_name", "rope_frequencies", "rotation_angles", "rotations_within",
+    "wavelengths", "yarn_correction_range", "yarn_get_mscale", "yarn_ramp",
+]

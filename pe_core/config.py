@@ -1,0 +1,155 @@
+"""Read a transformers ``config.json`` dict into a ``RopeSpec``, the way transformers reads it.
+
+Follows ``RotaryEmbeddingConfigMixin.standardize_rope_params`` and the ``_compute_*`` functions
+of transformers 5.x: ``rope_parameters`` (v5) or ``rope_scaling`` (v4), ``type`` as an old
+name for ``rope_type``, a top-level ``original_max_position_embeddings`` taking priority
+(Phi-3), and ``factor`` defaulting to max_position_embeddings / original (DeepSeek, Phi-3).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+
+from pe_core.rope import ROPE_TYPES, RopeSpec
+
+# Old names that transformers still accepts for a rope type.
+_TYPE_ALIASES = {"su": "longrope", "ntk-aware": "ntk", "dynamic_ntk": "dynamic"}
+_SCALED_WITH_ORIGINAL = ("llama3", "yarn", "longrope")
+_DEFAULT_THETA = 10000.0
+
+
+def _number(config: Mapping, key: str, where: str = "config.json"):
+    value = config[key]
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValueError(f"{where} field {key!r} must be a number (got {value!r}).")
+    return value
+
+
+def _positive_int(config: Mapping, key: str, where: str = "config.json") -> int:
+    value = _number(config, key, where)
+    if value != int(value) or value < 1:
+        raise ValueError(f"{where} field {key!r} must be a positive integer (got {value!r}).")
+    return int(value)
+
+
+def _rope_parameters(config: Mapping) -> dict:
+    params = config.get("rope_parameters")
+    if params is None:
+        params = config.get("rope_scaling")
+    if params is None:
+        return {}
+    if not isinstance(params, Mapping):
+        raise ValueError(f"config.json field 'rope_scaling' / 'rope_parameters' must be an object (got {params!r}).")
+    nested = [key for key, value in params.items() if isinstance(value, Mapping)]
+    if nested:  # per-layer-type parameters (e.g. Gemma 3): show the full-attention layers
+        key = "full_attention" if "full_attention" in nested else nested[0]
+        return dict(params[key])
+    return dict(params)
+
+
+def head_dim_of(config: Mapping) -> int:
+    """The per-head width RoPE acts on: qk_rope_head_dim (DeepSeek), head_dim, or hidden/heads."""
+    for key in ("qk_rope_head_dim", "head_dim"):
+        if config.get(key) is not None:
+            return _positive_int(config, key)
+    if config.get("hidden_size") is None or config.get("num_attention_heads") is None:
+        raise ValueError(
+            "config.json must give the head width: 'head_dim', or both 'hidden_size' and "
+            "'num_attention_heads' (head_dim = hidden_size // num_attention_heads)."
+        )
+    return _positive_int(config, "hidden_size") // _positive_int(config, "num_attention_heads")
+
+
+def from_hf_config(config: Mapping | str) -> RopeSpec:
+    """A ``RopeSpec`` equal to what transformers builds from this ``config.json`` (dict or JSON text).
+
+    Raises ``ValueError`` naming the missing or invalid field.
+    """
+    if isinstance(config, str):
+        try:
+            config = json.loads(config)
+        except json.JSONDecodeError as err:
+            raise ValueError(f"That is not valid JSON: {err.msg} (line {err.lineno}, column {err.colno}).") from err
+    if not isinstance(config, Mapping):
+        raise ValueError("A config.json must be a JSON object ({...}).")
+
+    params = _rope_parameters(config)
+    where = "rope_scaling"
+    rope_type = params.get("rope_type", params.get("type", "default"))
+    if not isinstance(rope_type, str):
+        raise ValueError(f"rope_scaling field 'rope_type' must be a string (got {rope_type!r}).")
+    rope_type = _TYPE_ALIASES.get(rope_type, rope_type)
+    if rope_type not in ROPE_TYPES:
+        raise ValueError(f"rope_scaling field 'rope_type' must be one of {', '.join(ROPE_TYPES)} (got {rope_type!r}).")
+
+    if "rope_theta" in params:
+        base = _number(params, "rope_theta", where)
+    elif "rope_theta" in config:
+        base = _number(config, "rope_theta")
+    else:
+        base = _DEFAULT_THETA  # transformers' default_theta
+    partial = params.get("partial_rotary_factor", config.get("partial_rotary_factor", 1.0))
+    if partial is None:
+        partial = 1.0
+
+    max_positions = None
+    if config.get("max_position_embeddings") is not None:
+        max_positions = _positive_int(config, "max_position_embeddings")
+
+    def need_max_positions() -> int:
+        if max_positions is None:
+            raise ValueError(f"config.json needs 'max_position_embeddings' for rope_type {rope_type!r}.")
+        return max_positions
+
+    values: dict = {"head_dim": head_dim_of(config), "base": float(base), "rope_type": rope_type,
+                    "partial_rotary_factor": float(partial)}
+
+    if rope_type in _SCALED_WITH_ORIGINAL:
+        if config.get("original_max_position_embeddings") is not None:
+            original = _positive_int(config, "original_max_position_embeddings")
+        elif params.get("original_max_position_embeddings") is not None:
+            original = _positive_int(params, "original_max_position_embeddings", where)
+        else:
+            original = need_max_positions()
+    elif rope_type == "dynamic":
+        original = need_max_positions()
+    else:
+        original = max_positions if max_positions is not None else RopeSpec.original_max_position_embeddings
+    values["original_max_position_embeddings"] = original
+
+    if rope_type in ("linear", "ntk", "dynamic", "llama3", "ntk_by_parts"):
+        if params.get("factor") is None:
+            raise ValueError(f"rope_scaling needs 'factor' for rope_type {rope_type!r}.")
+        values["factor"] = float(_number(params, "factor", where))
+    elif rope_type in ("yarn", "longrope"):
+        if params.get("factor") is not None:
+            values["factor"] = float(_number(params, "factor", where))
+        else:
+            values["factor"] = need_max_positions() / original
+
+    if rope_type in ("yarn", "ntk_by_parts"):
+        values["beta_fast"] = float(params.get("beta_fast") or 32)
+        values["beta_slow"] = float(params.get("beta_slow") or 1)
+        values["truncate"] = bool(params.get("truncate", True))
+    for key in ("attention_factor", "mscale", "mscale_all_dim"):
+        if params.get(key) is not None:
+            values[key] = float(_number(params, key, where))
+    if rope_type == "llama3":
+        for key in ("low_freq_factor", "high_freq_factor"):
+            if params.get(key) is None:
+                raise ValueError(f"rope_scaling needs {key!r} for rope_type 'llama3'.")
+            values[key] = float(_number(params, key, where))
+    if rope_type == "longrope":
+        for key in ("short_factor", "long_factor"):
+            if not isinstance(params.get(key), list):
+                raise ValueError(f"rope_scaling needs {key!r} (a list of numbers) for rope_type 'longrope'.")
+            values[key] = tuple(params[key])
+    return RopeSpec(**values)
+
+
+def context_length_of(config: Mapping) -> int | None:
+    """The context length the model advertises (``max_position_embeddings``), if given."""
+    value = config.get("max_position_embeddings")
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 1 else None

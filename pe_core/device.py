@@ -1,0 +1,42 @@
+"""The one place that decides where torch computation runs (cuda > mps > cpu)."""
+
+from __future__ import annotations
+
+import functools
+import os
+
+import torch
+
+
+@functools.lru_cache(maxsize=1)
+def compute_device() -> torch.device:
+    """The best available device; ``PE_DEVICE`` (cpu/cuda/mps) overrides the choice."""
+    forced = os.environ.get("PE_DEVICE", "").strip().lower()
+    if forced:
+        if forced == "cuda" and not torch.cuda.is_available():
+            raise ValueError("PE_DEVICE=cuda was requested but no CUDA device is available.")
+        if forced == "mps" and not _mps_available():
+            raise ValueError("PE_DEVICE=mps was requested but no MPS device is available.")
+        if forced not in {"cpu", "cuda", "mps"}:
+            raise ValueError(f"PE_DEVICE must be one of cpu, cuda, mps (got {forced!r}).")
+        return torch.device(forced)
+    if torch.cuda.is_available():
+        return torch.device("cuda")
+    if _mps_available():
+        return torch.device("mps")
+    return torch.device("cpu")
+
+
+def _mps_available() -> bool:
+    backend = getattr(torch.backends, "mps", None)
+    return bool(backend is not None and backend.is_available())
+
+
+def device_label(device: torch.device | None = None) -> str:
+    """A short human description, e.g. 'CUDA (NVIDIA H100)' or 'CPU (2 threads)'."""
+    device = device or compute_device()
+    if device.type == "cuda":
+        return f"CUDA ({torch.cuda.get_device_name(device)})"
+    if device.type == "mps":
+        return "MPS (Apple GPU)"
+    return f"CPU ({torch.get_num_threads()} threads)"
