@@ -8,7 +8,8 @@ pass/fail.
 
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 
 class Case(NamedTuple):

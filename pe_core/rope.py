@@ -9,8 +9,9 @@ transformers implements against it to float32 precision.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, fields
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 import torch
 
@@ -72,7 +73,7 @@ class RopeSpec:
     def num_pairs(self) -> int:
         return self.rotary_dim // 2
 
-    def replace(self, **changes) -> "RopeSpec":
+    def replace(self, **changes) -> RopeSpec:
         values = {f.name: getattr(self, f.name) for f in fields(self)}
         values.update(changes)
         return RopeSpec(**values)
@@ -367,8 +368,8 @@ def rotations_within(inv_freq: torch.Tensor, length: int) -> torch.Tensor:
 
 
 class AngleCoverage(NamedTuple):
-    train_max_angle: torch.Tensor  # (L−1)·θ_i: the largest angle seen in training, per pair
-    eval_max_angle: torch.Tensor  # (L'−1)·θ'_i: the largest angle reached at evaluation
+    train_max_angle: torch.Tensor  # L·θ_i: the angle range training sweeps, per pair
+    eval_max_angle: torch.Tensor  # L'·θ'_i: the angle range evaluation sweeps
     unseen: torch.Tensor  # bool per pair: evaluation reaches angles training never produced
 
 
@@ -377,13 +378,15 @@ def angle_coverage(
 ) -> AngleCoverage:
     """Per pair, whether evaluating at L' with θ' produces angles never seen when training at L with θ.
 
-    A pair whose training angles already covered a full turn ((L−1)·θ_i ≥ 2π) has seen every
-    (cos, sin) value, so nothing is new to it; otherwise angles beyond (L−1)·θ_i are unseen.
-    This is the argument behind NTK-by-parts (YaRN paper §3.2).
+    A pair whose training angles already covered a full turn (L·θ_i ≥ 2π) has seen every
+    (cos, sin) value, so nothing is new to it; otherwise angles beyond L·θ_i are unseen.
+    This is the argument behind NTK-by-parts (YaRN paper §3.2). Ranges are measured as the
+    paper does, over a window of L positions (L·θ_i, i.e. r = L/λ turns); integer positions
+    0..L−1 stop at (L−1)·θ_i, which would make PI at L' = sL look 1 − 1/s positions "beyond".
     """
     check_length("train_length", train_length)
     check_length("eval_length", eval_length)
-    train_max = (train_length - 1) * train_inv_freq.to(torch.float64)
-    eval_max = (eval_length - 1) * eval_inv_freq.to(torch.float64)
+    train_max = train_length * train_inv_freq.to(torch.float64)
+    eval_max = eval_length * eval_inv_freq.to(torch.float64)
     unseen = (eval_max > train_max * (1 + 1e-12)) & (train_max < 2 * math.pi)
     return AngleCoverage(train_max, eval_max, unseen)

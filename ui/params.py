@@ -40,8 +40,8 @@ def _serialised(value: Any, format_func: Callable[[Any], str] | None) -> set[str
 
 def _is_default(raw: list[str], default: Any, format_func: Callable[[Any], str] | None) -> bool:
     if isinstance(default, (list, tuple)):
-        expected = [sorted(_serialised(v, format_func)) for v in default]
-        return len(raw) == len(default) and all(r in e for r, e in zip(sorted(raw), sorted(expected)))
+        given = set(raw)
+        return len(raw) == len(default) and all(_serialised(v, format_func) & given for v in default)
     text = raw[-1]
     if isinstance(default, (int, float)) and not isinstance(default, bool):
         return _same_number(text, default)

@@ -1,0 +1,75 @@
+"""The app shell: navigation built from the page registry, Home lists pages, URL fallback notes."""
+
+from __future__ import annotations
+
+import torch
+from streamlit.testing.v1 import AppTest
+
+from tests.conftest import ROOT
+from ui.pages import PAGES, available_pages
+
+
+def test_app_runs_and_shows_home_and_device():
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.run()
+    assert not at.exception
+    assert at.title[0].value == "Positional encodings, explored"
+    sidebar_text = " ".join(c.value for c in at.sidebar.caption)
+    expected = "CUDA" if torch.cuda.is_available() else "CPU"
+    assert f"Compute device: **{expected}" in sidebar_text
+
+
+def test_registry_lists_only_existing_pages():
+    listed = available_pages()
+    assert listed[0].path == "pages/home.py"
+    assert all((ROOT / page.path).exists() for page in listed)
+    assert {page.path for page in PAGES} >= {page.path for page in listed}
+
+
+def test_home_links_every_other_page():
+    at = AppTest.from_file(str(ROOT / "pages/home.py"), default_timeout=60)
+    at.run()
+    assert not at.exception
+    summaries = " ".join(c.value for c in at.caption)
+    for page in available_pages()[1:]:
+        assert page.summary in summaries
+
+
+PARAMS_PAGE = """
+import streamlit as st
+from ui import params
+value = params.slider("Length", "n", 1, 100, 10)
+choice = params.selectbox("Method", "m", ["direct", "pi"], format_func=str.upper)
+picked = params.multiselect("Methods", "ms", ["a", "b", "c"], ["a"])
+flag = params.toggle("Slide", "t", False)
+st.write(f"value={value} choice={choice} picked={','.join(picked)} flag={flag}")
+"""
+
+
+def run_params_page(query: dict) -> AppTest:
+    at = AppTest.from_string(PARAMS_PAGE, default_timeout=30)
+    for key, value in query.items():
+        at.query_params[key] = value
+    at.run()
+    assert not at.exception
+    return at
+
+
+def test_url_values_are_used_when_valid():
+    at = run_params_page({"n": "42", "m": "PI", "ms": ["b", "c"], "t": "true"})
+    assert at.markdown[-1].value == "value=42 choice=pi picked=b,c flag=True"
+    assert len(at.warning) == 0
+
+
+def test_url_default_values_raise_no_note():
+    at = run_params_page({"n": "10", "m": "DIRECT", "ms": "a", "t": "false"})
+    assert len(at.warning) == 0
+
+
+def test_garbage_url_values_fall_back_with_a_visible_note():
+    at = run_params_page({"n": "1e9", "m": "<script>", "ms": ["zzz"], "t": "perhaps"})
+    assert at.markdown[-1].value == "value=10 choice=direct picked=a flag=False"
+    notes = [w.value for w in at.warning]
+    assert len(notes) == 4
+    assert "Length" in notes[0] and "`1e9`" in notes[0] and "default (10)" in notes[0]
+    assert "Method" in notes[1] and "DIRECT" in notes[1]

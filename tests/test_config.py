@@ -1,0 +1,128 @@
+"""Validation messages and config.json reading."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from pe_core import RopeSpec, from_hf_config, load_presets, preset_by_name, rope_frequencies
+
+
+@pytest.mark.parametrize(
+    ("changes", "field"),
+    [
+        ({"head_dim": 7}, "head_dim"),
+        ({"head_dim": 0}, "head_dim"),
+        ({"head_dim": 64.0}, "head_dim"),
+        ({"base": 1.0}, "base"),
+        ({"base": -5.0}, "base"),
+        ({"base": float("nan")}, "base"),
+        ({"factor": 0.5}, "factor"),
+        ({"rope_type": "xpos"}, "rope_type"),
+        ({"original_max_position_embeddings": 0}, "original_max_position_embeddings"),
+        ({"partial_rotary_factor": 0.0}, "partial_rotary_factor"),
+        ({"partial_rotary_factor": 1.5}, "partial_rotary_factor"),
+        ({"head_dim": 10, "partial_rotary_factor": 0.5}, "partial_rotary_factor"),
+        ({"rope_type": "yarn", "beta_fast": 1.0, "beta_slow": 2.0}, "beta_fast"),
+        ({"rope_type": "llama3", "low_freq_factor": 4.0, "high_freq_factor": 1.0}, "low_freq_factor"),
+        ({"rope_type": "longrope"}, "short_factor"),
+        ({"rope_type": "longrope", "short_factor": [1.0] * 3, "long_factor": [1.0] * 64}, "short_factor"),
+        ({"rope_type": "longrope", "short_factor": [1.0] * 64, "long_factor": [0.0] * 64}, "long_factor"),
+        ({"attention_factor": -1.0}, "attention_factor"),
+    ],
+)
+def test_invalid_spec_names_the_field(changes, field):
+    with pytest.raises(ValueError, match=field):
+        RopeSpec(**changes)
+
+
+def test_invalid_seq_len():
+    with pytest.raises(ValueError, match="seq_len"):
+        rope_frequencies(RopeSpec(), 0)
+
+
+def test_spec_is_hashable_and_lists_become_tuples():
+    spec = RopeSpec(head_dim=4, rope_type="longrope", short_factor=[1, 2], long_factor=[3, 4])
+    assert spec.short_factor == (1.0, 2.0)
+    assert hash(spec) == hash(RopeSpec(head_dim=4, rope_type="longrope", short_factor=(1, 2), long_factor=(3, 4)))
+    assert spec.replace(base=20.0).base == 20.0
+
+
+LLAMA31 = {"hidden_size": 4096, "num_attention_heads": 32, "max_position_embeddings": 131072,
+           "rope_theta": 500000.0, "rope_scaling": {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                                                     "original_max_position_embeddings": 8192, "rope_type": "llama3"}}
+
+
+def test_reads_llama31_config_and_json_text():
+    spec = from_hf_config(LLAMA31)
+    assert (spec.head_dim, spec.base, spec.rope_type, spec.factor, spec.original_max_position_embeddings) == (
+        128, 500000.0, "llama3", 8.0, 8192)
+    assert from_hf_config(json.dumps(LLAMA31)) == spec
+
+
+def test_reads_v5_rope_parameters_and_old_type_key():
+    v5 = {"head_dim": 64, "max_position_embeddings": 131072,
+          "rope_parameters": {"rope_type": "yarn", "rope_theta": 150000, "factor": 32.0,
+                              "original_max_position_embeddings": 4096, "truncate": False}}
+    spec = from_hf_config(v5)
+    assert (spec.base, spec.rope_type, spec.truncate, spec.head_dim) == (150000.0, "yarn", False, 64)
+    old = {"head_dim": 64, "max_position_embeddings": 8192, "rope_scaling": {"type": "linear", "factor": 2.0}}
+    assert from_hf_config(old).rope_type == "linear"
+
+
+def test_yarn_factor_defaults_to_context_ratio():
+    config = {"head_dim": 64, "max_position_embeddings": 163840,
+              "rope_scaling": {"rope_type": "yarn", "factor": None, "original_max_position_embeddings": 4096}}
+    assert from_hf_config(config).factor == 40.0
+
+
+def test_nested_per_layer_parameters_use_full_attention():
+    config = {"head_dim": 64, "layer_types": ["sliding_attention", "full_attention"],
+              "rope_parameters": {"sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+                                  "full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1e6}}}
+    spec = from_hf_config(config)
+    assert (spec.rope_type, spec.factor, spec.base) == ("linear", 8.0, 1e6)
+
+
+@pytest.mark.parametrize(
+    ("config", "field"),
+    [
+        ("{not json", "JSON"),
+        ("[1, 2]", "object"),
+        ({"rope_theta": 10000.0}, "head_dim"),
+        ({"hidden_size": 4096}, "num_attention_heads"),
+        ({"head_dim": "big"}, "head_dim"),
+        ({"head_dim": 64, "rope_theta": "ten thousand"}, "rope_theta"),
+        ({"head_dim": 64, "rope_scaling": {"rope_type": "llama3", "factor": 8.0}}, "max_position_embeddings"),
+        ({"head_dim": 64, "max_position_embeddings": 8192, "rope_scaling": {"rope_type": "linear"}}, "factor"),
+        ({"head_dim": 64, "max_position_embeddings": 8192,
+          "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "original_max_position_embeddings": 8192}},
+         "low_freq_factor"),
+        ({"head_dim": 64, "max_position_embeddings": 8192, "rope_scaling": {"rope_type": "longrope"}},
+         "short_factor"),
+        ({"head_dim": 64, "rope_scaling": {"rope_type": "mrope"}}, "rope_type"),
+        ({"head_dim": 64, "rope_scaling": "yes"}, "rope_scaling"),
+    ],
+)
+def test_bad_config_names_the_field(config, field):
+    with pytest.raises(ValueError, match=field):
+        from_hf_config(config)
+
+
+def test_presets_are_real_and_loadable():
+    presets = load_presets()
+    assert len(presets) >= 8
+    for preset in presets:
+        assert preset.hf_id and preset.source and preset.note
+        assert rope_frequencies(preset.spec, preset.context_length).inv_freq.shape == (preset.spec.num_pairs,)
+    llama31 = preset_by_name("Llama-3.1-8B")
+    assert (llama31.spec.rope_type, llama31.spec.factor, llama31.context_length) == ("llama3", 8.0, 131072)
+    deepseek = preset_by_name("DeepSeek-V3")
+    assert deepseek.spec.head_dim == 64 and deepseek.spec.factor == 40
+    gpt_oss = preset_by_name("gpt-oss-20b")
+    assert gpt_oss.spec.truncate is False
+    assert rope_frequencies(gpt_oss.spec).attention_factor == pytest.approx(0.1 * math.log(32) + 1)
+    with pytest.raises(ValueError, match="Unknown preset"):
+        preset_by_name("GPT-5")
