@@ -10,7 +10,8 @@ st.set_page_config(page_title="Positional-encoding explorer", page_icon="🌀", 
 sections: dict[str, list] = {}
 for page in available_pages():
     sections.setdefault(page.section, []).append(
-        st.Page(page.path, title=page.title, icon=page.icon, default=page.path == "pages/home.py")
+        st.Page(page.path, title=page.title, icon=page.icon, default=page.path == "pages/home.py",
+                url_path=page.url_path or None)
     )
 
 navigation = st.navigation(sections)

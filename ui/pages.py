@@ -17,6 +17,14 @@ class PageInfo(NamedTuple):
     icon: str
     section: str
     summary: str
+    slug: str = ""  # the URL path; defaults to the file name
+
+    @property
+    def url_path(self) -> str:
+        """Where the page lives in the browser ('' for Home)."""
+        if self.path == "pages/home.py":
+            return ""
+        return self.slug or Path(self.path).stem
 
 
 PAGES = (
@@ -33,8 +41,8 @@ PAGES = (
              "Why bfloat16 positions collide above 256 and what that does to RoPE's angles."),
     PageInfo("pages/family.py", "The wider family", ":material/family_history:", "Other encodings",
              "Sinusoidal, learned, ALiBi, T5 buckets, ReRoPE, Dual Chunk Attention and log-n scaling."),
-    PageInfo("pages/derivations.py", "Derivations (sympy-checked)", ":material/functions:", "Maths",
-             "Every formula the app uses, derived step by step and verified by sympy."),
+    PageInfo("pages/maths.py", "Derivations (sympy-checked)", ":material/functions:", "Maths",
+             "Every formula the app uses, derived step by step and verified by sympy.", slug="derivations"),
     PageInfo("pages/training.py", "Train a tiny transformer", ":material/model_training:", "Experiment",
              "Train a small model live at a short length and watch each encoding extrapolate."),
 )

@@ -1,0 +1,204 @@
+"""NTK-by-parts and YaRN: where the ramp sits, how it blends θ, and what the attention scaling does."""
+
+from __future__ import annotations
+
+import sympy as sp
+
+from derivations.base import Derivation, Step, all_of, identity, numbers_match, power_zero, truth
+
+TOPIC = "NTK-by-parts and YaRN"
+
+base, dims, length, rotations = sp.symbols("b D L r", positive=True)
+index = sp.Symbol("d", real=True)  # the (fractional) pair index the paper calls d
+theta, scale, wavelength = sp.symbols("theta s lambda", positive=True)
+gamma = sp.Symbol("gamma", nonnegative=True)
+scale_factor = sp.Symbol("a", positive=True)  # √(1/t)
+temperature = sp.Symbol("t", positive=True)
+i = sp.Symbol("i", integer=True, nonnegative=True)
+size = sp.Symbol("D", integer=True, positive=True)
+q, k = sp.IndexedBase("q", real=True), sp.IndexedBase("k", real=True)
+
+
+def correction_index(turns: sp.Expr = rotations) -> sp.Expr:
+    """d = D·ln(L/(2πr)) / (2 ln b): the pair whose wavelength fits r times into L."""
+    return dims * sp.log(length / (2 * sp.pi * turns)) / (2 * sp.log(base))
+
+
+def blended_frequency(frequency: sp.Expr = theta) -> sp.Expr:
+    """h(θ) = (1 − γ)θ/s + γθ: the YaRN paper's eq. 19 and every implementation."""
+    return (1 - gamma) * frequency / scale + gamma * frequency
+
+
+def yarn_mscale(factor: sp.Expr = scale) -> sp.Expr:
+    """√(1/t) = 0.1·ln s + 1 (YaRN paper eq. 22)."""
+    return sp.Rational(1, 10) * sp.log(factor) + 1
+
+
+def _correction_dim():
+    wavelength_at = 2 * sp.pi * base ** (2 * index / dims)
+    logged = sp.Eq(sp.log(rotations), sp.expand_log(sp.log(length / wavelength_at), force=True))
+    solved = sp.solve(logged, index)
+    unique = truth(len(solved) == 1, sp.Integer(len(solved)), "taking logs makes r = L/λ_d linear in d; sympy solves "
+                   "it and finds one solution;")
+    matches = identity(solved[0] if solved else sp.S.Zero, correction_index(), "it equals D ln(L/(2πr))/(2 ln b);",
+                       simplifier=power_zero)
+    back = identity(length / wavelength_at.subs(index, correction_index()), rotations,
+                    "substituting it back gives r = L/λ;", simplifier=power_zero)
+    from pe_core.rope import yarn_correction_dim
+
+    settings = [(32, 128, 10_000, 4096), (1, 128, 10_000, 4096), (32, 64, 500_000, 8192)]
+    computed = [yarn_correction_dim(r, d, float(b), n) for r, d, b, n in settings]
+    exact = [correction_index().subs({rotations: r, dims: d, base: b, length: n}) for r, d, b, n in settings]
+    code = numbers_match(computed, exact, "and pe_core.rope.yarn_correction_dim agrees for three settings.")
+    return all_of([unique, matches, back, code])
+
+
+def _ramp_blend():
+    blended_wavelength = 2 * sp.pi / blended_frequency(2 * sp.pi / wavelength)
+    form = identity(blended_wavelength, wavelength * scale / (1 - gamma + gamma * scale),
+                    "2π/h(θ) = λs/(1 − γ + γs);", simplifier=sp.simplify)
+    ends = identity([blended_frequency().subs(gamma, 0), blended_frequency().subs(gamma, 1)], [theta / scale, theta],
+                    "h = θ/s at γ = 0 and h = θ at γ = 1.")
+    return all_of([form, ends])
+
+
+def _paper_wavelength_blend():
+    paper = (1 - gamma) * scale * wavelength + gamma * wavelength
+    implemented = 2 * sp.pi / blended_frequency(2 * sp.pi / wavelength)
+    residual = sp.factor(sp.simplify(paper - implemented))
+    point = {gamma: sp.Rational(1, 2), scale: 4, wavelength: 1}
+    example = (f"at γ = 1/2, s = 4 the paper's λ' is {float(paper.subs(point)):g}λ, the implemented wavelength "
+               f"{float(implemented.subs(point)):g}λ")
+    return truth(residual == 0, residual, "sympy factors λ'(paper) − 2π/h(θ).", example)
+
+
+def _attention_scaling():
+    dot = sp.Sum(q[i] * k[i], (i, 0, size - 1))
+    scaled = sp.Sum((scale_factor * q[i]) * (scale_factor * k[i]), (i, 0, size - 1))
+    divides = identity(scaled.subs(scale_factor, sp.sqrt(1 / temperature)), dot / temperature,
+                       "Σ(√(1/t) q_i)(√(1/t) k_i) − (Σ q_i k_i)/t = 0 for a symbolic dimension D;",
+                       simplifier=lambda e: sp.simplify(sp.factor_terms(sp.expand(e.doit()))))
+    solved_t = sp.solve(sp.Eq(sp.sqrt(1 / temperature), yarn_mscale()), temperature)
+    t_value = identity(solved_t[0] if len(solved_t) == 1 else sp.S.Zero, 1 / yarn_mscale() ** 2,
+                       "√(1/t) = 0.1 ln s + 1 gives t = (0.1 ln s + 1)^{−2};", simplifier=sp.simplify)
+    region = sp.solve_univariate_inequality(yarn_mscale() > 1, scale, relational=False)
+    sharpen = truth(region == sp.Interval.open(1, sp.oo), region,
+                    "the factor exceeds 1 (so t < 1 and logits grow) exactly for s > 1;")
+    from pe_core import yarn_get_mscale
+
+    scales = (2, 4, 8, 16, 32)
+    code = numbers_match([yarn_get_mscale(float(s)) for s in scales], [yarn_mscale(sp.Integer(s)) for s in scales],
+                         "and pe_core.yarn_get_mscale agrees for s = 2 … 32.")
+    return all_of([divides, t_value, sharpen, code])
+
+
+def _seed_threshold_e():
+    region = sp.solve_univariate_inequality(yarn_mscale() > 1, scale, relational=False)
+    stated = sp.Interval.open(sp.E, sp.oo)
+    difference = region - stated
+    at_two = yarn_mscale(sp.Integer(2))
+    example = f"at s = 2 < e: √(1/t) = 0.1·ln 2 + 1 ≈ {float(at_two):.4f} > 1" if at_two > 1 else None
+    return truth(difference == sp.EmptySet and stated - region == sp.EmptySet, difference,
+                 "sympy solves 0.1 ln s + 1 > 1 for s > 0 and compares the solution set with (e, ∞).", example)
+
+
+CORRECTION_DIM = Derivation(
+    slug="yarn_correction_dim",
+    title="The pair that turns r times within L is d = D·ln(L/(2πr)) / (2 ln b)",
+    topic=TOPIC,
+    claim=r"\lambda_d = 2\pi b^{2d/D},\quad r = \frac{L}{\lambda_d}\quad\Longrightarrow\quad "
+          r"d = \frac{D\,\ln\!\big(L/(2\pi r)\big)}{2\ln b}",
+    steps=(
+        Step("Pair d (of D/2 pairs; the YaRN paper writes |D| for the head dimension) has wavelength λ_d; in a "
+             "context of L tokens it makes r = L/λ_d full turns.", r"r = \frac{L}{2\pi b^{2d/D}}"),
+        Step("Take logarithms: the unknown d appears linearly.",
+             r"\ln r = \ln L - \ln 2\pi - \frac{2d}{D}\ln b"),
+        Step("Solve for d. NTK-by-parts ramps between the pairs with r = β (32) and r = α (1).",
+             r"d(r) = \frac{D\,\ln\!\big(L/(2\pi r)\big)}{2\ln b}"),
+    ),
+    check="Solve the logged equation for d with sympy, compare with the formula, substitute back, and compare "
+          "pe_core.rope.yarn_correction_dim at three settings.",
+    check_function=_correction_dim,
+    source="YaRN paper (Peng et al. 2023) eq. 14 and the correction-range code; seed 002 eq. 19–21.",
+)
+
+RAMP_BLEND = Derivation(
+    slug="yarn_ramp_blend",
+    title="NTK-by-parts blends frequencies: h(θ) = (1−γ)θ/s + γθ, whose wavelength is λs/(1 − γ + γs)",
+    topic=TOPIC,
+    claim=r"h(\theta_d) = (1-\gamma_d)\frac{\theta_d}{s} + \gamma_d\,\theta_d\quad\Longrightarrow\quad "
+          r"\frac{2\pi}{h(\theta_d)} = \frac{\lambda_d\, s}{1-\gamma_d+\gamma_d s}",
+    steps=(
+        Step("γ(r) is 0 for pairs that turn fewer than α times in L (interpolate), 1 above β (keep), linear between.",
+             r"\gamma(r) = \operatorname{clamp}\!\left(\frac{r-\alpha}{\beta-\alpha}, 0, 1\right)"),
+        Step("The frequency is a straight blend between PI's θ/s and the original θ.",
+             r"h(\theta) = (1-\gamma)\frac{\theta}{s} + \gamma\theta = \frac{\theta}{s}(1 - \gamma + \gamma s)"),
+        Step("Its wavelength is therefore a harmonic, not a straight, blend of sλ and λ.",
+             r"\lambda' = \frac{2\pi}{h(\theta)} = \frac{\lambda s}{1-\gamma+\gamma s}"),
+    ),
+    check="Simplify 2π/h(2π/λ) − λs/(1 − γ + γs) to 0 and evaluate h at γ = 0 and γ = 1.",
+    check_function=_ramp_blend,
+    source="YaRN paper eq. 18–19 (seed 002 eq. 22, 25); transformers' `_compute_yarn_parameters`.",
+)
+
+PAPER_WAVELENGTH_BLEND = Derivation(
+    slug="yarn_paper_wavelength_blend",
+    title="Blending wavelengths is the same as blending frequencies",
+    topic=TOPIC,
+    claim=r"(1-\gamma)\,s\lambda + \gamma\lambda = \frac{2\pi}{h(\theta)}",
+    steps=(),
+    check="Factor the difference between the paper's λ' and the wavelength of h(θ).",
+    check_function=_paper_wavelength_blend,
+    source="YaRN paper eq. 17 vs eq. 19 (seed 002 eq. 22 vs eq. 25).",
+    refutes="yarn_ramp_blend",
+    said="the new wavelength is $\\lambda'_d = (1-\\gamma_d)s\\lambda_d + \\gamma_d\\lambda_d$ and, after converting "
+         "to "
+         "frequencies, $h(\\theta_d) = (1-\\gamma_d)\\theta_d/s + \\gamma_d\\theta_d$.",
+    shows="the two differ by $\\lambda\\gamma(1-\\gamma)(s-1)^2/(1-\\gamma+\\gamma s)$: they agree only where the ramp "
+          "is flat (γ = 0 or 1). Implementations, and this app, use the frequency blend $h(\\theta)$.",
+)
+
+ATTENTION_SCALING = Derivation(
+    slug="yarn_attention_scaling",
+    title="Scaling q and k by √(1/t) divides the logits by t; YaRN's factor makes t < 1 (sharper attention)",
+    topic=TOPIC,
+    claim=r"\begin{gathered}(\sqrt{1/t}\,q)^{\top}(\sqrt{1/t}\,k) = \frac{q^{\top}k}{t}\\ \sqrt{1/t} = 0.1\ln s "
+          r"+ 1 \;\Longrightarrow\; t = (0.1\ln s + 1)^{-2} < 1 \text{ for } s > 1\end{gathered}",
+    steps=(
+        Step("A dot product is bilinear, so a common factor on q and k comes out squared.",
+             r"\sum_i (a q_i)(a k_i) = a^2 \sum_i q_i k_i,\qquad a = \sqrt{1/t} \Rightarrow a^2 = 1/t"),
+        Step("Implementations multiply cos and sin by a (transformers' attention_factor): the rotated q and k are "
+             "linear in (cos, sin), so this is the same as scaling q and k, with no change to the attention code.",
+             r"a\,(q\otimes\cos + \operatorname{rot}(q)\otimes\sin) = "
+             r"(a q)\otimes\cos + \operatorname{rot}(aq)\otimes\sin"),
+        Step("With the fitted factor, t < 1 whenever s > 1: the logits are multiplied by (0.1 ln s + 1)² > 1, which "
+             "sharpens the softmax.", r"t = \frac{1}{(0.1\ln s + 1)^2}"),
+    ),
+    check="Simplify the scaled sum for a symbolic dimension, solve √(1/t) = 0.1 ln s + 1 for t, solve the inequality "
+          "0.1 ln s + 1 > 1, and compare pe_core.yarn_get_mscale.",
+    check_function=_attention_scaling,
+    source="YaRN paper eq. 21–22 (seed 002 §3.4); seed 000 (YaRN section).",
+    notes=(
+        "The translated YaRN text in seed 002 speaks of multiplying the logits by a temperature $t > 1$ to \"increase "
+        "the temperature\". With $\\sqrt{1/t} = 0.1\\ln s + 1$ as implemented, $t < 1$ for every $s > 1$: the logits "
+        "are divided by $t$, i.e. enlarged, and the attention becomes more concentrated, as seed 000 says.",
+    ),
+)
+
+SEED_THRESHOLD_E = Derivation(
+    slug="yarn_seed_threshold_e",
+    title="The YaRN factor exceeds 1 only when s > e",
+    topic=TOPIC,
+    claim=r"0.1\ln s + 1 > 1 \iff s > e",
+    steps=(),
+    check="Solve the inequality for s and compare the solution set with (e, ∞).",
+    check_function=_seed_threshold_e,
+    source="Seed 000, YaRN section (\"when k > e, √(1/t) > 1\").",
+    refutes="yarn_attention_scaling",
+    said="when $k > e$, $\\sqrt{1/t} = 0.1\\ln k + 1 > 1$, so $t < 1$.",
+    shows="$0.1\\ln s + 1 > 1$ holds for every $s > 1$ (the residual is the part of the solution set the statement "
+          "misses, $(1, e]$); the conclusion $t < 1$ is right for any extension at all.",
+)
+
+DERIVATIONS = (CORRECTION_DIM, RAMP_BLEND, ATTENTION_SCALING)
+WRONG_VARIANTS = (PAPER_WAVELENGTH_BLEND, SEED_THRESHOLD_E)

@@ -1,0 +1,117 @@
+"""The derivations page: every claim shows as verified, every write-up variant as refuted, d is URL-bound."""
+
+from __future__ import annotations
+
+import math
+import time
+
+import pytest
+
+import derivations  # imported first: the page's file name shadows the package when pages/ is on sys.path
+from tests.conftest import figure_titled, run_page
+
+PAGE = "pages/maths.py"
+VERIFIED = "verified by sympy"
+REFUTED = "refuted by sympy"
+BLOCK_SLUGS = [d.slug for d in derivations.DERIVATIONS if d.parameter is not None]
+
+
+def marked_lines(at, mark: str) -> list[str]:
+    return [m.value for m in at.markdown if mark in m.value]
+
+
+def as_markdown(text: str) -> str:
+    """Titles reach st.markdown with * and _ escaped, so they are not read as emphasis."""
+    return text.replace("\\", "\\\\").replace("*", "\\*").replace("_", "\\_")
+
+
+def line_for(at, title: str, mark: str) -> str:
+    title = as_markdown(title)
+    lines = [line for line in marked_lines(at, mark) if title in line]
+    assert len(lines) == 1, f"expected one line with {title!r} and {mark!r}, found {len(lines)}"
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def default_page():
+    return run_page(PAGE)
+
+
+def test_every_claim_shows_as_verified(default_page):
+    at = default_page
+    assert not at.exception
+    assert len(marked_lines(at, VERIFIED)) == len(derivations.DERIVATIONS)
+    for derivation in derivations.DERIVATIONS:
+        line_for(at, derivation.title, VERIFIED)
+    assert not at.error
+    total, wrong = len(derivations.DERIVATIONS), len(derivations.WRONG_VARIANTS)
+    assert at.success[0].value.startswith(f"**{total} of {total} claims verified by sympy**; {wrong} of {wrong}")
+
+
+def test_every_write_up_variant_shows_as_refuted_with_its_source(default_page):
+    at = default_page
+    assert len(marked_lines(at, REFUTED)) == len(derivations.WRONG_VARIANTS)
+    for variant in derivations.WRONG_VARIANTS:
+        assert as_markdown(variant.source) in line_for(at, variant.title, REFUTED)
+    says = [m.value for m in at.markdown if m.value.startswith("**A widely copied write-up says**")]
+    assert len(says) == sum(not v.counterfactual for v in derivations.WRONG_VARIANTS)
+    captions = " ".join(c.value for c in at.caption)
+    assert "Counterexample: at d = 128, b = 10000" in captions
+
+
+def test_topics_steps_and_notes_are_shown(default_page):
+    at = default_page
+    assert [h.value for h in at.header] == list(derivations.TOPICS)
+    assert len(at.expander) == len(derivations.DERIVATIONS)
+    first_step = derivations.get("relative_linear_phase").steps[0].text
+    assert any(m.value == f"1. {first_step}" for m in at.markdown)
+    notes = [d for claim in derivations.DERIVATIONS for d in claim.notes]
+    assert [i.value for i in at.info] == notes
+
+
+def test_figures_carry_the_checked_values(default_page):
+    ntk = figure_titled(default_page, "NTK-aware vs PI")
+    pi_ratio, ntk_ratio = ntk["data"][0]["y"], ntk["data"][1]["y"]
+    assert len(ntk_ratio) == 64
+    assert all(math.isclose(r, 1 / 8, rel_tol=1e-12) for r in pi_ratio)
+    assert math.isclose(ntk_ratio[0], 1.0) and math.isclose(ntk_ratio[-1], 1 / 8, rel_tol=1e-12)
+    blend = figure_titled(default_page, "blending frequencies is not blending wavelengths")
+    implemented, paper = blend["data"][0]["y"], blend["data"][1]["y"]
+    assert math.isclose(implemented[50], 1.6) and math.isclose(paper[50], 2.5)
+
+
+@pytest.mark.parametrize("d", [2, 8])
+def test_block_proofs_follow_d_from_the_url(d):
+    at = run_page(PAGE, {"d": str(d)})
+    assert not at.exception and not at.warning
+    assert at.select_slider[0].value == d
+    for slug in BLOCK_SLUGS:
+        assert f"(d = {d})" in line_for(at, derivations.get(slug).title, VERIFIED)
+    assert f"With d = {d}" in " ".join(c.value for c in at.caption)
+
+
+def test_slider_change_reverifies_at_the_new_d(default_page):
+    at = default_page
+    at.select_slider[0].set_value(6).run()
+    assert not at.exception
+    for slug in BLOCK_SLUGS:
+        assert "(d = 6)" in line_for(at, derivations.get(slug).title, VERIFIED)
+    at.select_slider[0].set_value(4).run()
+
+
+def test_garbage_url_falls_back_with_a_note():
+    at = run_page(PAGE, {"d": "banana"})
+    assert not at.exception
+    assert any("banana" in w.value for w in at.warning)
+    for slug in BLOCK_SLUGS:
+        assert "(d = 4)" in line_for(at, derivations.get(slug).title, VERIFIED)
+
+
+def test_warm_rerun_is_fast(default_page):
+    at = default_page
+    at.run()  # caches are warm after the module fixture
+    start = time.perf_counter()
+    at.run()
+    elapsed = time.perf_counter() - start
+    assert not at.exception
+    assert elapsed < 3.0, f"warm rerun took {elapsed:.2f} s"
