@@ -61,6 +61,8 @@ def t5_relative_bucket(
     else:
         distance = -torch.clamp(relative_position, max=0)
     max_exact = num_buckets // 2
+    if max_distance <= max_exact:
+        raise ValueError(f"max_distance ({max_distance}) must exceed the {max_exact} exactly-kept distances.")
     is_small = distance < max_exact
     # float32, as in the reference, so bucket boundaries match it exactly
     scaled = torch.log(distance.float().clamp(min=1) / max_exact) / math.log(max_distance / max_exact)

@@ -42,7 +42,8 @@ value = params.slider("Length", "n", 1, 100, 10)
 choice = params.selectbox("Method", "m", ["direct", "pi"], format_func=str.upper)
 picked = params.multiselect("Methods", "ms", ["a", "b", "c"], ["a"])
 flag = params.toggle("Slide", "t", False)
-st.write(f"value={value} choice={choice} picked={','.join(picked)} flag={flag}")
+count = params.number_input("Count", "c", 1, 1000, 5)
+st.write(f"value={value} choice={choice} picked={','.join(picked)} flag={flag} count={count!r}")
 """
 
 
@@ -56,8 +57,8 @@ def run_params_page(query: dict) -> AppTest:
 
 
 def test_url_values_are_used_when_valid():
-    at = run_params_page({"n": "42", "m": "PI", "ms": ["b", "c"], "t": "true"})
-    assert at.markdown[-1].value == "value=42 choice=pi picked=b,c flag=True"
+    at = run_params_page({"n": "42", "m": "PI", "ms": ["b", "c"], "t": "true", "c": "7"})
+    assert at.markdown[-1].value == "value=42 choice=pi picked=b,c flag=True count=7"
     assert len(at.warning) == 0
 
 
@@ -67,9 +68,9 @@ def test_url_default_values_raise_no_note():
 
 
 def test_garbage_url_values_fall_back_with_a_visible_note():
-    at = run_params_page({"n": "1e9", "m": "<script>", "ms": ["zzz"], "t": "perhaps"})
-    assert at.markdown[-1].value == "value=10 choice=direct picked=a flag=False"
+    at = run_params_page({"n": "1e9", "m": "<script>", "ms": ["zzz"], "t": "perhaps", "c": "1e999"})
+    assert at.markdown[-1].value == "value=10 choice=direct picked=a flag=False count=5"
     notes = [w.value for w in at.warning]
-    assert len(notes) == 4
+    assert len(notes) == 5
     assert "Length" in notes[0] and "`1e9`" in notes[0] and "default (10)" in notes[0]
     assert "Method" in notes[1] and "DIRECT" in notes[1]

@@ -104,6 +104,14 @@ def multiselect(label: str, key: str, options: Sequence, default: Sequence, form
 
 def number_input(label: str, key: str, min_value, max_value, value, step=None, **kwargs):
     raw = _raw_values(key)
+    if all(isinstance(v, int) and not isinstance(v, bool) for v in (min_value, max_value, value)):
+        # Streamlit's integer number_input raises OverflowError on a URL value such as 1e999;
+        # a float widget rejects non-finite values itself, so integers go through one.
+        kwargs.setdefault("format", "%.0f")
+        result = st.number_input(label, float(min_value), float(max_value), float(value),
+                                 float(step if step is not None else 1), key=key, bind="query-params", **kwargs)
+        _check(key, label, raw, value)
+        return int(round(result))
     result = st.number_input(label, min_value, max_value, value, step, key=key, bind="query-params", **kwargs)
     _check(key, label, raw, value)
     return result
