@@ -1,0 +1,126 @@
+"""Drive the real app in headless Chromium: start `streamlit run app.py`, open pages, move sliders.
+
+Shared by the end-to-end tests and by the load check (``python -m benchmarks.load``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = os.environ.get("CHROMIUM_PATH") or shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--disable-quic", "--no-first-run",
+]
+
+
+def chromium_available() -> bool:
+    return Path(CHROMIUM).exists()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextlib.contextmanager
+def streamlit_server(timeout: float = 60.0):
+    """Run the app on a free localhost port; yields (base_url, seconds until healthy)."""
+    port = free_port()
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
+         "--server.address", "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false"],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    base_url = f"http://127.0.0.1:{port}"
+    started = time.perf_counter()
+    try:
+        while True:
+            if process.poll() is not None:
+                raise RuntimeError(f"streamlit exited early:\n{process.stdout.read()}")
+            try:
+                with urllib.request.urlopen(f"{base_url}/_stcore/health", timeout=1) as response:
+                    if response.read() == b"ok":
+                        break
+            except OSError:
+                pass
+            if time.perf_counter() - started > timeout:
+                raise TimeoutError("streamlit did not become healthy in time")
+            time.sleep(0.1)
+        yield base_url, time.perf_counter() - started
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+def wait_for_app_idle(page, timeout_ms: float = 60_000) -> None:
+    """Wait until the script run finished (Streamlit shows a 'running' status widget meanwhile)."""
+    page.wait_for_selector('[data-testid="stMain"] [data-testid="stElementContainer"]', timeout=timeout_ms)
+    page.wait_for_function(
+        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')",
+        timeout=timeout_ms,
+    )
+
+
+def figures_signature(page) -> str:
+    """A string that changes whenever any plotly figure on the page changes its data."""
+    return page.evaluate(
+        """() => Array.from(document.querySelectorAll('.js-plotly-plot')).map(el => {
+               const data = el.data || [];
+               return JSON.stringify(data.map(t => [t.x, t.y, t.z]).slice(0, 6)).length + ':' +
+                      JSON.stringify(data.map(t => [t.x, t.y, t.z])).slice(0, 4000);
+           }).join('|')"""
+    )
+
+
+def page_errors(page) -> list[str]:
+    return page.locator('[data-testid="stException"]').all_inner_texts()
+
+
+def move_first_slider(page, presses: int = 1, key: str = "ArrowRight") -> float:
+    """Focus the first slider thumb, press a key, wait for the figures to change; returns seconds."""
+    before = figures_signature(page)
+    thumb = page.locator('[data-testid="stSlider"] [role="slider"]').first
+    thumb.focus()
+    started = time.perf_counter()
+    for _ in range(presses):
+        thumb.press(key)
+    page.wait_for_function(
+        """(before) => {
+               const sig = Array.from(document.querySelectorAll('.js-plotly-plot')).map(el => {
+                   const data = el.data || [];
+                   return JSON.stringify(data.map(t => [t.x, t.y, t.z]).slice(0, 6)).length + ':' +
+                          JSON.stringify(data.map(t => [t.x, t.y, t.z])).slice(0, 4000);
+               }).join('|');
+               return sig !== before;
+           }""",
+        arg=before,
+        timeout=30_000,
+    )
+    return time.perf_counter() - started
+
+
+@contextlib.contextmanager
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        instance = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            yield instance
+        finally:
+            instance.close()
