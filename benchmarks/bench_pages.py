@@ -15,6 +15,8 @@ HEAVIEST: dict[str, dict] = {
                                          "NTK-by-parts", "YaRN", "Llama-3 scaling", "LongRoPE",
                                          "Base change (ABF)"]},
     "pages/maths.py": {"d": "8"},
+    "pages/precision.py": {"d": "256", "base": "10,000,000", "L": "131,072", "s": "128×", "lp": "float16",
+                           "zw": "256", "zn": "65400", "zdt": "float16"},
     "pages/family.py": {"sd": "256", "sb": "1,000,000", "sL": "2048", "ah": "64", "aL": "256", "tb": "128",
                         "tm": "1024", "rL": "256", "rc": "128", "rw": "128", "rk": "64", "dl": "256", "dc": "128",
                         "ds": "0.75", "nL": "131072"},

@@ -1,8 +1,10 @@
 """Torch computation behind the positional-encoding explorer (no Streamlit, no plotly)."""
 
+from pe_core.biases import alibi_slopes, t5_relative_bucket
 from pe_core.config import context_length_of, from_hf_config, head_dim_of
 from pe_core.device import compute_device, device_label
 from pe_core.methods import METHOD_TITLES, METHODS, MethodSetup, method_setup
+from pe_core.precision import collision_summary, exact_position_fraction, first_inexact_position
 from pe_core.presets import Preset, load_presets, preset_by_name
 from pe_core.rope import (
     ROPE_TYPE_TITLES,
@@ -24,6 +26,7 @@ from pe_core.rope import (
 )
 
 __all__ = [
+    "alibi_slopes", "collision_summary", "exact_position_fraction", "first_inexact_position", "t5_relative_bucket",
     "AngleCoverage", "METHODS", "METHOD_TITLES", "MethodSetup", "Preset", "ROPE_TYPES", "ROPE_TYPE_TITLES",
     "RopeFrequencies", "RopeSpec", "angle_coverage", "compute_device", "context_length_of", "default_inv_freq",
     "device_label", "from_hf_config", "head_dim_of", "load_presets", "method_setup", "ntk_aware_base",
