@@ -1,0 +1,396 @@
+"""Figures for "θ heatmaps & scaling methods": how each context-extension method reshapes m·θ_i.
+
+Every function takes values already computed by ``pe_core`` (tensors, tuples, numbers) and
+returns a slide-ready figure; ``export_figures`` computes and draws them all at the page's
+defaults.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+import torch
+
+from figures.theme import DIVERGING, PALETTE, SEQUENTIAL, new_figure
+from pe_core.angles import (
+    REACH_TITLES,
+    VIEW_TITLES,
+    FrequencyProfile,
+    HeatmapPanel,
+    RampComparison,
+    frequency_profile,
+    heatmap_panels,
+    ramp_comparison,
+    rescaled_setup,
+    rows_per_panel,
+)
+from pe_core.methods import METHODS, MethodSetup, method_setup
+
+# The page's defaults (its widgets start here, and the export CLI draws these).
+DEFAULTS = {
+    "head_dim": 128,
+    "base": 10_000.0,
+    "train_length": 4096,
+    "scale": 4.0,
+    "methods": ("direct", "pi", "ntk"),
+    "abf_base": 500_000.0,
+    "second_scale": None,  # a second row of heatmaps at this s (seed 000 shows s = 2 and s = 4)
+    "positions_shown": None,  # None: all of 0 .. L'−1 (sampled); an int: the first N positions
+    "view": "log",
+    "length_so_far": True,
+    "mark_unseen": True,
+    "as_frequency": False,
+}
+
+# What the browser receives: all heatmap panels together stay within this many cells.
+MAX_HEATMAP_CELLS = 200_000
+MAX_HEATMAP_ROWS = 300
+MIN_HEATMAP_ROWS = 32
+MAX_COLUMNS = 4
+
+HEATMAP_TITLE = "Rotation angle m·θ_i by pair and position"
+UNSEEN_TITLE = "Pairs that reach angles never seen in training"
+WAVELENGTH_TITLE = "Wavelength λ_i = 2π/θ_i per pair"
+FREQUENCY_TITLE = "Frequency θ_i per pair"
+RATIO_TITLE = "Interpolation ratio θ'_i / θ_i per pair"
+RAMP_TITLE = "NTK-by-parts: the YaRN paper's γ(r) against the reference code's ramp"
+
+CYCLIC = "Twilight"
+BOTTOM_LEGEND = dict(orientation="h", yanchor="top", y=-0.22, x=0, xanchor="left")
+MODEL_COLOUR = "#555555"
+UNSEEN_COLOUR = "#D0021B"
+REACH_COLOURS = ("#E8E8E8", "#56B4E9", UNSEEN_COLOUR)
+VIEW_COLOURSCALES = {"log": SEQUENTIAL, "angle": SEQUENTIAL, "mod": CYCLIC, "cos": DIVERGING}
+
+
+def setup_colour(method: str) -> str:
+    """The same colour for a method on every chart (a model's own RoPE is grey)."""
+    return PALETTE[METHODS.index(method) % len(PALETTE)] if method in METHODS else MODEL_COLOUR
+
+
+def _array(values, dtype=np.float32) -> np.ndarray:
+    if isinstance(values, torch.Tensor):
+        values = values.detach().cpu().numpy()
+    return np.asarray(values, dtype=dtype)
+
+
+def _length(value: float) -> str:
+    return f"{value:,.0f}"
+
+
+def panel_label(panel: HeatmapPanel, show_scale: bool) -> str:
+    return f"{panel.title} · s = {panel.scale:g}" if show_scale else panel.title
+
+
+def _grid_domains(count: int, spacing: float) -> list[tuple[float, float]]:
+    """``count`` equal [start, end] fractions of the plot area with ``spacing`` between them."""
+    width = (1 - spacing * (count - 1)) / count
+    return [(k * (width + spacing), min(1.0, k * (width + spacing) + width)) for k in range(count)]
+
+
+def angle_heatmaps(
+    panels: Sequence[HeatmapPanel],
+    *,
+    view: str,
+    train_length: int,
+    mark_unseen: bool = True,
+    columns: int | None = None,
+    title: str = HEATMAP_TITLE,
+) -> go.Figure:
+    """Side-by-side heatmaps of the angle view (x: pair i, y: position m) with one shared colour scale.
+
+    Panels of different scales start a new grid row each (so the seed-000 layout, s = 2 above
+    s = 4, comes out as two rows). Rows m ≥ L are hatched: those positions were never trained on.
+    The grid is laid out by hand in one layout dict: plotly's make_subplots plus per-axis updates
+    cost ~10× more, and this figure is rebuilt on every rerun.
+    """
+    scales = list(dict.fromkeys(p.scale for p in panels))
+    by_scale = [[p for p in panels if p.scale == s] for s in scales]
+    if columns is None:  # at most MAX_COLUMNS, and rows as even as possible (9 panels: 3 × 3, not 4 + 4 + 1)
+        widest = max((len(group) for group in by_scale), default=1)
+        columns = max(1, math.ceil(widest / math.ceil(widest / MAX_COLUMNS)))
+    grid: list[tuple[int, int, HeatmapPanel]] = []  # (row, column) from the top left, 0-based
+    rows = 0
+    for group in by_scale:
+        grid.extend((rows + index // columns, index % columns, panel) for index, panel in enumerate(group))
+        rows += max(1, math.ceil(len(group) / columns))
+    rows = max(1, rows)
+    show_scale = len(scales) > 1
+    height = 150 + 290 * rows
+    x_domains = _grid_domains(columns, 0.06)
+    plot_height = height - 80 - 110  # less the top and bottom margins set below
+    y_domains = _grid_domains(rows, 75 / plot_height if rows > 1 else 0.0)[::-1]  # first grid row at the top
+
+    low, high = panels[0].colour_range if panels else (0.0, 1.0)
+    hover = "pair i = %{x}<br>position m = %{y:,}<br>" + VIEW_TITLES[view] + " = %{z:.5g}<extra>%{fullData.name}</extra>"
+    traces: list[go.BaseTraceType] = []
+    layout: dict = {"annotations": []}
+    if any(len(p.positions) and train_length <= int(p.positions[-1]) for p in panels):
+        # The hatch is white on the heatmap; this legend-only twin shows the same hatch in grey.
+        traces.append(go.Scatter(
+            x=[None], y=[None], mode="lines", fill="toself", line=dict(color="#666", width=1, dash="dash"),
+            fillpattern=dict(shape="/", fgcolor="#666", size=8, solidity=0.2), name="beyond training (m ≥ L)",
+        ))
+    unseen_in_legend = False
+    for number, (r, c, panel) in enumerate(grid, start=1):
+        suffix = "" if number == 1 else str(number)
+        axes = dict(xaxis=f"x{suffix}", yaxis=f"y{suffix}")
+        positions = _array(panel.positions, np.int64)
+        pairs = np.arange(panel.values.shape[1])
+        label = panel_label(panel, show_scale)
+        traces.append(go.Heatmap(z=_array(panel.values), x=pairs, y=positions, coloraxis="coloraxis", zmin=low,
+                                 zmax=high, name=label, hovertemplate=hover, **axes))
+        top = float(positions[-1]) if len(positions) else 0.0
+        step = float(np.diff(positions).min()) if len(positions) > 1 else 1.0
+        bottom, ceiling = -step / 2, top + step / 2
+        headroom = 0.07 * (ceiling - bottom) if mark_unseen else 0.0  # room for the unseen-pair markers
+        if train_length <= top:
+            traces.append(_beyond_training_hatch(train_length - 0.5, ceiling, len(pairs), axes))
+        unseen = np.flatnonzero(_array(panel.unseen, bool))
+        if mark_unseen and len(unseen):
+            traces.append(go.Scatter(
+                x=unseen, y=np.full(len(unseen), ceiling + headroom / 2), mode="markers",
+                marker=dict(symbol="triangle-down", size=8, color=UNSEEN_COLOUR),
+                name="pair reaches angles unseen in training", legendgroup="unseen", showlegend=not unseen_in_legend,
+                hovertemplate="pair %{x}: unseen angles at L'<extra></extra>", **axes,
+            ))
+            unseen_in_legend = True
+        layout[f"xaxis{suffix}"] = dict(domain=x_domains[c], anchor=f"y{suffix}", range=[-0.5, len(pairs) - 0.5],
+                                        title=dict(text="pair index i") if r == rows - 1 or _last_in_column(
+                                            grid, r, c) else None)
+        layout[f"yaxis{suffix}"] = dict(domain=y_domains[r], anchor=f"x{suffix}", range=[bottom, ceiling + headroom],
+                                        title=dict(text="position m") if c == 0 else None)
+        layout["annotations"].append(dict(
+            text=label, x=sum(x_domains[c]) / 2, y=y_domains[r][1], xref="paper", yref="paper", xanchor="center",
+            yanchor="bottom", showarrow=False, font=dict(size=14),
+        ))
+    colorbar = dict(title=dict(text=VIEW_TITLES[view], side="right"), thickness=14)
+    if view == "mod":
+        colorbar.update(tickvals=[0, math.pi / 2, math.pi, 3 * math.pi / 2, 2 * math.pi],
+                        ticktext=["0", "π/2", "π", "3π/2", "2π"])
+    layout.update(
+        coloraxis=dict(colorscale=VIEW_COLOURSCALES[view], cmin=low, cmax=high, colorbar=colorbar),
+        legend=dict(orientation="h", yanchor="top", y=-70 / (height - 160), x=0, xanchor="left"),
+        margin=dict(t=80, b=110), height=height,
+    )
+    figure = new_figure(title)
+    figure.add_traces(traces)
+    figure.update_layout(layout)
+    return figure
+
+
+def _last_in_column(grid: list[tuple[int, int, HeatmapPanel]], row: int, col: int) -> bool:
+    return all(r <= row for r, c, _ in grid if c == col)
+
+
+def _beyond_training_hatch(start: float, stop: float, pairs: int, axes: dict) -> go.Scatter:
+    """Hatch positions m ≥ L and outline the boundary, so the untrained region shows in every view."""
+    return go.Scatter(
+        x=[-0.5, pairs - 0.5, pairs - 0.5, -0.5, -0.5], y=[start, start, stop, stop, start],
+        mode="lines", fill="toself", line=dict(color="white", width=2, dash="dash"), fillcolor="rgba(0,0,0,0)",
+        fillpattern=dict(shape="/", fgcolor="rgba(255,255,255,0.45)", size=14, solidity=0.12),
+        name="beyond training (m ≥ L)", showlegend=False, hoverinfo="skip", **axes,
+    )
+
+
+def _assemble(title: str, traces: list, layout: dict) -> go.Figure:
+    """One figure from its traces and one layout dict: plotly validates each update, so do a single one."""
+    figure = new_figure(title)
+    figure.add_traces(traces)
+    figure.update_layout(layout)
+    return figure
+
+
+def unseen_angles_figure(profile: FrequencyProfile, *, train_length: int, target_length: int,
+                         title: str = UNSEEN_TITLE) -> go.Figure:
+    """Methods × pairs: did training sweep a full turn, does L' stay within training's range, or go beyond it."""
+    state = _array(profile.reach_state, np.int8)
+    reach = _array(profile.reach_ratio)
+    count = len(profile.titles)
+    scale = [(0.0, REACH_COLOURS[0]), (1 / 3, REACH_COLOURS[0]), (1 / 3, REACH_COLOURS[1]),
+             (2 / 3, REACH_COLOURS[1]), (2 / 3, REACH_COLOURS[2]), (1.0, REACH_COLOURS[2])]
+    heatmap = go.Heatmap(
+        z=state, x=np.arange(state.shape[1] if state.ndim == 2 else 0), y=list(profile.titles),
+        customdata=reach, zmin=-0.5, zmax=2.5, colorscale=scale, xgap=1, ygap=2,
+        colorbar=dict(tickvals=[0, 1, 2], ticktext=list(REACH_TITLES), thickness=14, len=1.0),
+        hovertemplate="%{y}, pair %{x}<br>L'·θ'/(L·θ) = %{customdata:.3g}<extra></extra>",
+    )
+    return _assemble(
+        f"{title} (L = {_length(train_length)} → L' = {_length(target_length)})", [heatmap],
+        dict(height=160 + 34 * max(count, 1),
+             xaxis=dict(title=dict(text="pair index i (high frequency → low frequency)")),
+             yaxis=dict(autorange="reversed")),
+    )
+
+
+def _reference_line(value: float, text: str, *, dash: str, log_axis: bool, below: bool = False) -> tuple[dict, dict]:
+    """A labelled horizontal line (shape, annotation); placed by hand because add_hline mislabels log axes."""
+    shape = dict(type="line", xref="x domain", x0=0, x1=1, y0=value, y1=value, line=dict(color="#444", width=1,
+                                                                                          dash=dash))
+    label = dict(xref="x domain", x=0.01, xanchor="left", y=math.log10(value) if log_axis else value,
+                 yanchor="top" if below else "bottom", text=text, showarrow=False, font=dict(size=12))
+    return shape, label
+
+
+def _method_lines(profile: FrequencyProfile, methods: Sequence[str], values, hover: str) -> list[go.Scatter]:
+    return [
+        go.Scatter(x=np.arange(row_values.shape[0]), y=row_values, mode="lines", name=name,
+                   line=dict(color=setup_colour(method)), hovertemplate=f"{name}<br>pair %{{x}}: {hover}<extra></extra>")
+        for row_values, name, method in zip(values, profile.titles, methods, strict=True)
+    ]
+
+
+def wavelength_figure(profile: FrequencyProfile, methods: Sequence[str], *, train_length: int,
+                      target_length: int, as_frequency: bool = False) -> go.Figure:
+    """log λ_i (or log θ_i) per pair for every method on one chart; λ = L and λ = L' marked."""
+    inv_freq = _array(profile.inv_freq, np.float64)
+    if as_frequency:
+        traces = _method_lines(profile, methods, inv_freq, "θ = %{y:.4g} rad/token")
+        lines = []
+    else:
+        traces = _method_lines(profile, methods, 2 * math.pi / inv_freq, "λ = %{y:,.4g} tokens")
+        marks = [(train_length, "L", "dash")]
+        if target_length != train_length:
+            marks.append((target_length, "L'", "dot"))
+        lines = [_reference_line(length, f"λ = {label} = {_length(length)}", dash=dash, log_axis=True)
+                 for length, label, dash in marks]
+    return _assemble(FREQUENCY_TITLE if as_frequency else WAVELENGTH_TITLE, traces, dict(
+        height=480, legend=BOTTOM_LEGEND, margin=dict(b=150), shapes=[shape for shape, _ in lines], annotations=[label for _, label in lines],
+        xaxis=dict(title=dict(text="pair index i")),
+        yaxis=dict(type="log", title=dict(text="θ_i (rad per token, log)" if as_frequency
+                                          else "wavelength λ_i (tokens, log)")),
+    ))
+
+
+def ratio_figure(profile: FrequencyProfile, methods: Sequence[str], *, scale: float) -> go.Figure:
+    """θ'_i/θ_i per pair: 1 is extrapolation (θ kept), 1/s is interpolation (PI)."""
+    traces = _method_lines(profile, methods, _array(profile.ratio, np.float64), "θ'/θ = %{y:.4g}")
+    lines = [_reference_line(1.0, "1: extrapolate (θ kept)", dash="dash", log_axis=True)]
+    if scale > 1:
+        lines.append(_reference_line(1 / scale, f"1/s = 1/{scale:g}: interpolate (PI)", dash="dot", log_axis=True,
+                                     below=True))
+    ratio = _array(profile.ratio, np.float64)
+    finite = ratio[np.isfinite(ratio) & (ratio > 0)]
+    lowest = min(float(finite.min()) if finite.size else 1.0, 1 / scale)
+    highest = max(float(finite.max()) if finite.size else 1.0, 1.0)
+    return _assemble(RATIO_TITLE, traces, dict(
+        height=480, legend=BOTTOM_LEGEND, margin=dict(b=150),
+        shapes=[shape for shape, _ in lines], annotations=[label for _, label in lines],
+        xaxis=dict(title=dict(text="pair index i")),
+        yaxis=dict(type="log", title=dict(text="θ'_i / θ_i (log)"), **power_of_two_ticks(lowest, highest)),
+    ))
+
+
+def power_of_two_ticks(lowest: float, highest: float, most: int = 9) -> dict:
+    """Log-axis ticks at 1/2^k (labelled as fractions) - plotly's own labels drop the digits on short ranges."""
+    low_exp = math.floor(math.log2(lowest) + 1e-9)
+    high_exp = math.ceil(math.log2(highest) - 1e-9)
+    stride = max(1, math.ceil((high_exp - low_exp + 1) / most))
+    exponents = list(range(high_exp, low_exp - 1, -stride))
+    values = [2.0**e for e in exponents]
+    labels = [f"{2**e:g}" if e >= 0 else f"1/{2**-e:g}" for e in exponents]
+    pad = 0.15 * max(1, high_exp - low_exp) ** 0.5
+    return dict(tickvals=values, ticktext=labels, range=[math.log10(lowest) - pad * 0.301, math.log10(highest)
+                                                         + pad * 0.301])
+
+
+def ramp_figure(ramp: RampComparison, *, beta_fast: float, beta_slow: float, truncate: bool) -> go.Figure:
+    """γ(r_i) of the paper (linear in r) and 1 − ramp(i) of the code (linear in i) over the pair index."""
+    pairs = np.arange(len(ramp.paper_kept))
+    rotations = _array(ramp.rotations, np.float64)
+    low, high = ramp.code_range
+    traces = [
+        go.Scatter(
+            x=pairs, y=_array(ramp.paper_kept, np.float64), customdata=rotations, mode="lines+markers",
+            name="paper: γ(r), linear in r = L/λ", line=dict(color=PALETTE[4]), marker=dict(size=5),
+            hovertemplate="pair %{x}, r = %{customdata:.3g}<br>γ = %{y:.3f}<extra>paper</extra>",
+        ),
+        go.Scatter(
+            x=pairs, y=_array(ramp.code_kept, np.float64), customdata=rotations, mode="lines+markers",
+            name="code: 1 − ramp(i), linear in i", line=dict(color=PALETTE[5], dash="dash"), marker=dict(size=5),
+            hovertemplate="pair %{x}, r = %{customdata:.3g}<br>1 − ramp = %{y:.3f}<extra>code</extra>",
+        ),
+    ]
+    shapes = [dict(type="rect", xref="x", yref="y domain", x0=low, x1=high, y0=0, y1=1, fillcolor="#cccccc",
+                   opacity=0.25, line=dict(width=0), layer="below")]
+    annotations = [dict(x=(low + high) / 2, y=1.12, text="code's ramp" + (" (floor/ceil)" if truncate else ""),
+                        showarrow=False, font=dict(size=12))]
+    for index, label, side in ((ramp.beta_fast_index, f"r = β = {beta_fast:g}", "right"),
+                               (ramp.beta_slow_index, f"r = α = {beta_slow:g}", "left")):
+        if 0 <= index <= len(pairs) - 1:
+            shapes.append(dict(type="line", xref="x", yref="y domain", x0=index, x1=index, y0=0, y1=1,
+                               line=dict(color="#444", width=1, dash="dot")))
+            annotations.append(dict(x=index, y=0.5, text=label, showarrow=False, textangle=-90, xanchor=side,
+                                    font=dict(size=12)))
+    return _assemble(RAMP_TITLE, traces, dict(
+        height=480, shapes=shapes, annotations=annotations, legend=BOTTOM_LEGEND, margin=dict(b=150),
+        xaxis=dict(title=dict(text="pair index i"), range=[-0.5, len(pairs) - 0.5]),
+        yaxis=dict(title=dict(text="fraction of θ_i kept"), range=[-0.05, 1.2],
+                   tickvals=[0, 0.25, 0.5, 0.75, 1]),
+    ))
+
+
+# --- everything the page draws, from plain values (the export CLI and the tests use it) -----------
+
+
+def build_setups(head_dim: int, base: float, train_length: int, target_length: int, methods: Sequence[str],
+                 abf_base: float) -> tuple[MethodSetup, ...]:
+    return tuple(method_setup(m, head_dim, base, train_length, target_length, abf_base=abf_base) for m in methods)
+
+
+def second_row_setups(setups: Sequence[MethodSetup], base: float, train_length: int,
+                      second_scale: float | None, max_target: int) -> tuple[MethodSetup, ...]:
+    """The same methods at a second scale (a model's own RoPE has a fixed scale, so it is left out)."""
+    if not second_scale:
+        return ()
+    target = min(max(1, int(round(train_length * second_scale))), max_target)
+    if all(setup.seq_len == target for setup in setups):
+        return ()  # the cap made it the same as the first row
+    return tuple(s for s in (rescaled_setup(setup, base, target) for setup in setups) if s is not None)
+
+
+def heatmap_rows(num_panels: int, num_pairs: int) -> int:
+    return rows_per_panel(num_panels, num_pairs, max_cells=MAX_HEATMAP_CELLS, max_rows=MAX_HEATMAP_ROWS,
+                          min_rows=MIN_HEATMAP_ROWS)
+
+
+def yarn_spec_for(setups: Sequence[MethodSetup], head_dim: int, base: float, train_length: int, target_length: int):
+    """The spec the ramp chart explains: a model's own YaRN / NTK-by-parts if one is shown, else YaRN's defaults."""
+    for setup in setups:
+        if setup.spec.rope_type in ("yarn", "ntk_by_parts"):
+            return setup.spec
+    return method_setup("yarn", head_dim, base, train_length, max(target_length, train_length)).spec
+
+
+def export_figures(**overrides) -> dict[str, go.Figure]:
+    """Every figure of the page at its defaults (override any key of ``DEFAULTS``)."""
+    unknown = set(overrides) - set(DEFAULTS)
+    if unknown:
+        raise ValueError(f"unknown parameter(s) {', '.join(sorted(unknown))}; choose from {', '.join(DEFAULTS)}.")
+    p = {**DEFAULTS, **overrides}
+    p["positions_shown"] = p["positions_shown"] or None  # 0 or None: every position of 0 .. L'−1
+    p["second_scale"] = p["second_scale"] or None
+    target = min(int(round(p["train_length"] * p["scale"])), 1 << 20)
+    setups = build_setups(p["head_dim"], p["base"], p["train_length"], target, p["methods"], p["abf_base"])
+    shown = setups + second_row_setups(setups, p["base"], p["train_length"], p["second_scale"], 1 << 20)
+    pairs = setups[0].spec.num_pairs if setups else p["head_dim"] // 2
+    panels = heatmap_panels(
+        shown, base=p["base"], train_length=p["train_length"], positions_shown=p["positions_shown"], view=p["view"],
+        rows=heatmap_rows(len(shown), pairs), length_so_far=p["length_so_far"],
+    )
+    profile = frequency_profile(setups, base=p["base"])
+    methods = [s.method for s in setups]
+    spec = yarn_spec_for(setups, p["head_dim"], p["base"], p["train_length"], target)
+    return {
+        "angle-heatmaps": angle_heatmaps(panels, view=p["view"], train_length=p["train_length"],
+                                         mark_unseen=p["mark_unseen"]),
+        "unseen-angles": unseen_angles_figure(profile, train_length=p["train_length"], target_length=target),
+        "wavelengths": wavelength_figure(profile, methods, train_length=p["train_length"], target_length=target,
+                                         as_frequency=p["as_frequency"]),
+        "interpolation-ratio": ratio_figure(profile, methods, scale=target / p["train_length"]),
+        "yarn-ramp": ramp_figure(ramp_comparison(spec), beta_fast=spec.beta_fast, beta_slow=spec.beta_slow,
+                                 truncate=spec.truncate),
+    }
