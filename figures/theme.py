@@ -23,7 +23,7 @@ def _build_template() -> go.layout.Template:
     return go.layout.Template(
         layout=go.Layout(
             font=dict(family=FONT_FAMILY, size=BASE_FONT_SIZE, color="#222"),
-            title=dict(font=dict(size=BASE_FONT_SIZE + 4), x=0.0, xanchor="left"),
+            title=dict(font=dict(size=BASE_FONT_SIZE + 4), x=0.0, xanchor="left", pad=dict(l=8)),
             paper_bgcolor="white",
             plot_bgcolor="white",
             colorway=list(PALETTE),

@@ -1,9 +1,11 @@
-"""The single place a figure reaches the page (export controls are added here, for every page)."""
+"""The single place a figure reaches the page, with its export controls (for every page)."""
 
 from __future__ import annotations
 
 import plotly.graph_objects as go
 import streamlit as st
+
+from ui import export
 
 _PLOTLY_CONFIG = {
     "displaylogo": False,
@@ -15,15 +17,24 @@ _PAGE_FIGURES_KEY = "_figures_on_page"
 
 
 def show_figure(figure: go.Figure, key: str, *, caption: str | None = None) -> None:
-    """Draw ``figure`` exactly as exported: the project template, not Streamlit's theme."""
-    st.plotly_chart(figure, theme=None, key=key, config=_PLOTLY_CONFIG, width="stretch")
+    """Draw ``figure`` exactly as exported (the project template, not Streamlit's theme), with
+    PNG / SVG / PDF download buttons; in slide style the figure is shown as the slide will look."""
+    shown = export.current_style().apply(figure)
+    stem = export.figure_stem(key)
+    st.plotly_chart(shown, theme=None, key=key, config=export.modebar_config(_PLOTLY_CONFIG, shown, stem),
+                    width="stretch")
     if caption:
         st.caption(caption)
-    page_figures().append((key, figure))
+    export.figure_buttons(shown, key, stem)
+    figures = page_figures()
+    # A fragment rerun shows a figure again without a fresh list: replace it, do not add a copy.
+    figures[:] = [(k, f) for k, f in figures if k != key]
+    figures.append((key, shown))
+    export.remember(key, stem, figures)
 
 
 def page_figures() -> list[tuple[str, go.Figure]]:
-    """Figures shown in this script run, in order (cleared at every rerun by ``ui.layout``)."""
+    """Figures shown in this script run as (key, figure as shown), in order (reset every run by ``ui.layout``)."""
     return st.session_state.setdefault(_PAGE_FIGURES_KEY, [])
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from pe_core.device import device_label
+from ui.export import sidebar_controls
 from ui.figure import reset_page_figures
 
 
@@ -13,3 +14,4 @@ def start_page() -> None:
     reset_page_figures()
     with st.sidebar:
         st.caption(f"Compute device: **{device_label()}**")
+    sidebar_controls()

@@ -1,0 +1,130 @@
+"""The slide style: any project figure restyled for a 16:9 slide (pure function, no Streamlit).
+
+A figure made for the screen is read from a metre away; on a slide it is read from across a
+room. So the slide style keeps every trace and value and changes only how they are drawn: a
+16:9 canvas, type about 1.6x larger, thicker lines and markers, a white background, and
+(optionally) no title, because a slide usually carries its own.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import plotly.graph_objects as go
+
+from figures.theme import BASE_FONT_SIZE, TEMPLATE
+
+SLIDE_WIDTH = 1280
+SLIDE_HEIGHT = 720  # 16:9
+SLIDE_FONT_SIZE = 22
+FONT_FACTOR = SLIDE_FONT_SIZE / BASE_FONT_SIZE
+LINE_FACTOR = 1.8
+MARKER_FACTOR = 1.5
+MARGIN_FACTOR = 1.5
+
+_TEMPLATE_LINE_WIDTH = TEMPLATE.data.scatter[0].line.width
+_PLOTLY_MARKER_SIZE = 6
+_PLOTLY_SHAPE_LINE_WIDTH = 2
+_TITLE_ROOM = 50  # px of top margin a slide title takes
+_AXIS_NAME = re.compile(r"[xy]axis\d*")
+_TAGS = re.compile(r"<[^>]*>")
+_CHAR_WIDTH = 0.55  # average glyph width of a sans-serif font, in font sizes
+_MIN_FONT_SIZE = 14
+_LINE_TRACES = {"scatter", "scattergl", "scatterpolar", "scatterpolargl", "scatter3d", "scatterternary"}
+# Keys that hold data, not styling: never walked (they can be long, and hold no fonts).
+_DATA_KEYS = {"x", "y", "z", "text", "customdata", "hovertext", "ids", "r", "theta", "a", "b", "c"}
+
+
+def _margin(layout: dict) -> dict:
+    template_margin = TEMPLATE.layout.margin.to_plotly_json()
+    own = layout.get("margin") or {}
+    return {side: round(MARGIN_FACTOR * (own.get(side, template_margin.get(side)) or 0))
+            for side in ("l", "r", "t", "b")} | ({"pad": own["pad"]} if "pad" in own else {})
+
+
+def _scale_fonts(node: Any, factor: float) -> None:
+    """Multiply every explicitly set font size below ``node`` (annotations, colour bars, legends...)."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key in _DATA_KEYS or key == "template":
+                continue
+            if key.endswith("font") and isinstance(value, dict) and isinstance(value.get("size"), (int, float)):
+                value["size"] = round(value["size"] * factor, 1)
+            if isinstance(value, (dict, list)):
+                _scale_fonts(value, factor)
+    elif isinstance(node, list):
+        for item in node:
+            if isinstance(item, (dict, list)):
+                _scale_fonts(item, factor)
+
+
+def _thicken(trace: dict) -> None:
+    if trace.get("type", "scatter") not in _LINE_TRACES:
+        return
+    mode = trace.get("mode", "lines")
+    if "lines" in mode:
+        line = trace.setdefault("line", {})
+        line["width"] = round(LINE_FACTOR * (line.get("width") or _TEMPLATE_LINE_WIDTH), 2)
+    if "markers" in mode:
+        marker = trace.setdefault("marker", {})
+        size = marker.get("size", _PLOTLY_MARKER_SIZE)
+        if isinstance(size, (int, float)):
+            marker["size"] = round(MARKER_FACTOR * size, 1)
+        elif size is not None:  # one size per point
+            marker["size"] = [MARKER_FACTOR * s for s in size]
+
+
+def _fit_axis_titles(layout: dict, margin: dict) -> None:
+    """Shrink an axis title that would overrun its axis at slide size (larger type, same canvas)."""
+    plot_size = {"x": SLIDE_WIDTH - margin["l"] - margin["r"], "y": SLIDE_HEIGHT - margin["t"] - margin["b"]}
+    for name, axis in layout.items():
+        if not (_AXIS_NAME.fullmatch(name) and isinstance(axis, dict) and isinstance(axis.get("title"), dict)):
+            continue
+        text = _TAGS.sub("", str(axis["title"].get("text") or ""))
+        if not text:
+            continue
+        low, high = axis.get("domain", (0.0, 1.0))
+        room = 0.95 * plot_size[name[0]] * (high - low)
+        font = axis["title"].setdefault("font", {})
+        size = font.get("size") or layout.get("font", {}).get("size") or SLIDE_FONT_SIZE
+        needed = _CHAR_WIDTH * size * len(text)
+        if needed > room:
+            font["size"] = round(max(_MIN_FONT_SIZE, size * room / needed), 1)
+
+
+def slide_style(figure: go.Figure, *, title: bool = True) -> go.Figure:
+    """A copy of ``figure`` styled for a 16:9 slide; ``title=False`` drops the figure's own title.
+
+    The input is not changed. Data, colours, axis ranges and legends are kept.
+    """
+    # Deep copies that keep numpy arrays as arrays (``to_dict`` would turn them into base64 blobs).
+    layout = figure.layout.to_plotly_json()
+    data = [trace.to_plotly_json() for trace in figure.data]
+    _scale_fonts(layout, FONT_FACTOR)
+    for trace in data:
+        _scale_fonts(trace, FONT_FACTOR)
+        _thicken(trace)
+
+    title_spec = layout.get("title") or {}
+    has_title = title and bool(title_spec.get("text"))
+    margin = _margin(layout)
+    if not has_title:
+        layout.pop("title", None)
+        margin["t"] = max(40, margin["t"] - _TITLE_ROOM)  # keep room for legends or subplot titles up there
+    else:
+        title_font = title_spec.setdefault("font", {})
+        title_font.setdefault("size", round(TEMPLATE.layout.title.font.size * FONT_FACTOR))
+        # the template puts titles flush with the canvas edge; a projector may crop that
+        title_spec.setdefault("pad", {}).setdefault("l", 16)
+    for shape in layout.get("shapes", []):
+        line = shape.setdefault("line", {})
+        line["width"] = round(LINE_FACTOR * (line.get("width") or _PLOTLY_SHAPE_LINE_WIDTH), 2)
+
+    layout.update(
+        width=SLIDE_WIDTH, height=SLIDE_HEIGHT, autosize=False, margin=margin,
+        paper_bgcolor="white", plot_bgcolor="white",
+    )
+    layout.setdefault("font", {}).setdefault("size", SLIDE_FONT_SIZE)
+    _fit_axis_titles(layout, margin)
+    return go.Figure(data=data, layout=layout)

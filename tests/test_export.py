@@ -1,0 +1,381 @@
+"""Figure export without Streamlit: slide style, file names, ZIPs, figure discovery, the CLI, and
+the PNG / SVG / PDF bytes kaleido renders (those need Chrome/Chromium; CI installs it)."""
+
+from __future__ import annotations
+
+import io
+import re
+import struct
+import sys
+import textwrap
+import zipfile
+import zlib
+
+import numpy as np
+import plotly.graph_objects as go
+import pytest
+
+from figures import export
+from figures.slides import SLIDE_HEIGHT, SLIDE_WIDTH, slide_style
+from figures.theme import BASE_FONT_SIZE, PALETTE, TEMPLATE, new_figure
+
+needs_browser = pytest.mark.skipif(
+    export.find_browser() is None,
+    reason="no Chrome/Chromium to render with (install it: apt install chromium, or set BROWSER_PATH)",
+)
+
+TRACE_COLOUR = PALETTE[1]  # #D55E00: a colour nothing else in the template uses
+TRACE_RGB = tuple(int(TRACE_COLOUR[i:i + 2], 16) for i in (1, 3, 5))
+
+
+def line_figure(colour: str = TRACE_COLOUR, title: str = "Rotation angle by position") -> go.Figure:
+    figure = new_figure(title, xaxis_title="Position m (tokens)", yaxis_title="Angle m·θ (rad)")
+    x = np.arange(200)
+    figure.add_trace(go.Scatter(x=x, y=np.sin(x / 20), name="Position Interpolation", line=dict(color=colour)))
+    figure.add_trace(go.Scatter(x=x, y=np.cos(x / 20), name="markers", mode="markers",
+                                marker=dict(size=4, color="#999999")))
+    figure.add_annotation(text="L = 4096", x=100, y=0.5, showarrow=False, font=dict(size=12))
+    figure.add_hline(y=0.0, line=dict(dash="dot", width=1))
+    return figure
+
+
+def heatmap_figure() -> go.Figure:
+    figure = new_figure("Angles", xaxis_title="pair index i", yaxis_title="position m")
+    z = np.outer(np.arange(30), 10000.0 ** (-np.arange(16) / 16))
+    figure.add_trace(go.Heatmap(z=z, colorbar=dict(title=dict(text="rad", font=dict(size=10)))))
+    return figure
+
+
+# ---- slide style ------------------------------------------------------------------------------
+
+def test_slide_style_is_a_16_by_9_white_canvas_with_larger_type():
+    styled = slide_style(line_figure())
+    assert (styled.layout.width, styled.layout.height) == (SLIDE_WIDTH, SLIDE_HEIGHT)
+    assert SLIDE_WIDTH * 9 == SLIDE_HEIGHT * 16
+    assert styled.layout.paper_bgcolor == styled.layout.plot_bgcolor == "white"
+    assert styled.layout.font.size > 1.5 * BASE_FONT_SIZE
+    assert styled.layout.title.font.size > TEMPLATE.layout.title.font.size * 1.5
+    # an explicitly small font grows in proportion, so the figure's hierarchy of sizes survives
+    assert styled.layout.annotations[0].font.size == pytest.approx(12 * styled.layout.font.size / BASE_FONT_SIZE,
+                                                                   abs=0.1)
+
+
+def test_slide_style_thickens_lines_markers_and_shapes_but_keeps_the_data():
+    original = line_figure()
+    styled = slide_style(original)
+    template_width = TEMPLATE.data.scatter[0].line.width
+    assert styled.data[0].line.width > 1.5 * template_width
+    assert styled.data[1].marker.size > 4
+    assert styled.layout.shapes[0].line.width > 1
+    for before, after in zip(original.data, styled.data, strict=True):
+        np.testing.assert_array_equal(np.asarray(before.x), np.asarray(after.x))
+        np.testing.assert_array_equal(np.asarray(before.y), np.asarray(after.y))
+        assert before.name == after.name
+    assert styled.data[0].line.color == TRACE_COLOUR
+
+
+def test_slide_style_leaves_its_input_alone():
+    original = line_figure()
+    before = original.to_json()
+    slide_style(original, title=False)
+    assert original.to_json() == before
+
+
+def test_slide_title_is_optional():
+    assert slide_style(line_figure(), title=True).layout.title.text == "Rotation angle by position"
+    untitled = slide_style(line_figure(), title=False)
+    assert not untitled.layout.title.text
+    assert untitled.layout.margin.t < slide_style(line_figure()).layout.margin.t
+
+
+def test_slide_style_scales_colour_bar_fonts_of_heatmaps():
+    styled = slide_style(heatmap_figure())
+    assert styled.data[0].colorbar.title.font.size == pytest.approx(10 * styled.layout.font.size / BASE_FONT_SIZE,
+                                                                    abs=0.1)
+    np.testing.assert_array_equal(np.asarray(styled.data[0].z), np.asarray(heatmap_figure().data[0].z))
+
+
+def test_slide_style_shrinks_axis_titles_that_would_overrun_their_axis():
+    long_title = "period 2π·b^(2⌊j/2⌋/d) of dimension j, in tokens, on a logarithmic scale"
+    figure = new_figure("Periods", xaxis_title="pair index i", yaxis_title=long_title)
+    figure.add_trace(go.Scatter(x=[0, 1], y=[1, 2]))
+    styled = slide_style(figure)
+    assert styled.layout.xaxis.title.font.size is None  # short: inherits the slide's type size
+    shrunk = styled.layout.yaxis.title.font.size
+    assert 14 <= shrunk < styled.layout.font.size
+    plot_height = SLIDE_HEIGHT - styled.layout.margin.t - styled.layout.margin.b
+    assert 0.55 * shrunk * len(long_title) <= plot_height or shrunk == 14
+
+
+# ---- names, values, ZIPs ----------------------------------------------------------------------
+
+def test_file_stem_reads_like_the_view():
+    stem = export.file_stem("frequencies", "heatmap", params={"d": "128", "b": "10000.0", "methods": ["pi", "ntk"]})
+    assert stem == "frequencies_heatmap_d128_b10000_methods-pi-ntk"
+    assert export.file_stem("decay", params=[("preset", "Llama 3.1 8B/x")], tail=("slide",)) == \
+        "decay_preset-Llama-3.1-8B-x_slide"
+    assert re.fullmatch(r"[A-Za-z0-9_.+-]+", export.file_stem("a/b", "../c d", params={"k": "<>|"}))
+
+
+def test_long_file_stems_are_cut_but_stay_distinct():
+    one = export.file_stem("page", params={"methods": ["m" * 10] * 30 + ["a"]})
+    two = export.file_stem("page", params={"methods": ["m" * 10] * 30 + ["b"]})
+    assert len(one) <= export.MAX_STEM_LENGTH and len(two) <= export.MAX_STEM_LENGTH
+    assert one != two
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("64", 64), ("1e4", 10000.0), ("500_000", 500000), ("true", True), ("off", False), ("none", None),
+    ("pi,ntk", ("pi", "ntk")), ("yarn,", ("yarn",)), ("log", "log"),
+    ("__import__('os').system('x')", "__import__('os').system('x')"),  # text stays text: nothing is evaluated
+])
+def test_cli_values_are_parsed_as_literals(text, value):
+    assert export.parse_value(text) == value
+
+
+def test_cli_settings_need_a_name():
+    assert export.parse_setting("frequencies.base=5e5") == ("frequencies.base", 500000.0)
+    for bad in ("base", "=3", "a b=1", "x.y.z=1"):
+        with pytest.raises(Exception, match="key=value"):
+            export.parse_setting(bad)
+
+
+def test_selection_parsing():
+    assert export.parse_selection("frequencies:heatmap,decay, frequencies:ratio") == {
+        "frequencies": {"heatmap", "ratio"}, "decay": None}
+    assert export.parse_selection("decay,decay:bound") == {"decay": None}
+    assert export.parse_selection(None) == {}
+
+
+def test_zip_holds_exactly_the_given_files():
+    files = {"a_fig.png": b"\x89PNG-bytes", "b_fig.svg": b"<svg/>", "c_fig.pdf": b"%PDF-1.4"}
+    data = export.zip_files(files, comment="http://localhost:8501/frequencies?d=64")
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        assert archive.namelist() == list(files)
+        assert {name: archive.read(name) for name in archive.namelist()} == files
+        assert archive.comment == b"http://localhost:8501/frequencies?d=64"
+        assert archive.testzip() is None
+
+
+def test_render_rejects_unknown_formats():
+    with pytest.raises(ValueError, match="png, svg, pdf"):
+        export.render(line_figure(), "gif")
+
+
+def test_missing_browser_is_explained(monkeypatch):
+    monkeypatch.setenv("BROWSER_PATH", "/nonexistent/chromium")
+    export.find_browser.cache_clear()
+    try:
+        assert export.find_browser() is None
+        with pytest.raises(export.BrowserNotFound, match="apt install chromium"):
+            export._KaleidoServer().render(line_figure().to_dict(), {"format": "svg"})
+    finally:
+        monkeypatch.delenv("BROWSER_PATH")
+        export.find_browser.cache_clear()
+
+
+# ---- discovery and the CLI (a test-local package of figures) ----------------------------------
+
+DEMO_MODULES = {
+    "__init__.py": "",
+    "good.py": '''
+        import plotly.graph_objects as go
+        from figures.theme import new_figure
+
+        DEFAULTS = {"head_dim": 64, "base": 10000.0, "methods": ("pi",)}
+
+        def export_figures(**overrides):
+            unknown = set(overrides) - set(DEFAULTS)
+            if unknown:
+                raise ValueError(f"unknown {sorted(unknown)}")
+            p = {**DEFAULTS, **overrides}
+            pairs = list(range(p["head_dim"] // 2))
+            theta = [p["base"] ** (-2 * i / p["head_dim"]) for i in pairs]
+            frequencies = new_figure(f"Frequencies, d = {p['head_dim']}", xaxis_title="pair index i",
+                                     yaxis_title="frequency θ_i (rad/token)")
+            frequencies.add_trace(go.Scatter(x=pairs, y=theta, name="+".join(p["methods"]), line_color="#D55E00"))
+            wavelengths = new_figure("Wavelengths", xaxis_title="pair index i", yaxis_title="wavelength (tokens)")
+            wavelengths.add_trace(go.Scatter(x=pairs, y=[6.283185 / t for t in theta]))
+            return {"frequencies": frequencies, "wavelengths": wavelengths}
+    ''',
+    "named.py": '''
+        from figures.theme import new_figure
+
+        def export_figures(length=16):
+            return {"length": new_figure(f"Length {length}", xaxis_title="position m (tokens)")}
+    ''',
+    "broken.py": "raise ImportError('half-written by another helper')\n",
+    "plain.py": "VALUE = 1\n",
+}
+
+
+@pytest.fixture
+def demo_package(tmp_path, monkeypatch):
+    package = tmp_path / "export_demo_figs"
+    package.mkdir()
+    for name, source in DEMO_MODULES.items():
+        (package / name).write_text(textwrap.dedent(source))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield "export_demo_figs"
+    for module in [m for m in sys.modules if m.startswith("export_demo_figs")]:
+        del sys.modules[module]
+
+
+def test_discovery_finds_exporters_and_skips_broken_modules(demo_package, capsys):
+    exporters = export.discover_exporters(demo_package)
+    assert sorted(exporters) == ["good", "named"]
+    assert "broken" in capsys.readouterr().err
+
+
+def test_the_apps_own_figure_modules_are_discovered():
+    exporters = export.discover_exporters()
+    assert not {"export", "slides", "theme"} & set(exporters)
+    assert all(callable(f) for f in exporters.values())
+
+
+def test_overrides_go_only_to_topics_that_take_them(demo_package):
+    exporters = export.discover_exporters(demo_package)
+    figures = export.collect_figures(exporters, None, {"head_dim": 32, "length": 8, "methods": "yarn"})
+    assert sorted(figures) == [("good", "frequencies"), ("good", "wavelengths"), ("named", "length")]
+    assert len(figures[("good", "frequencies")].data[0].x) == 16
+    assert figures[("good", "frequencies")].data[0].name == "yarn"  # one method became a tuple of one
+    assert figures[("named", "length")].layout.title.text == "Length 8"
+    scoped = export.collect_figures(exporters, {"good": {"wavelengths"}}, {"good.head_dim": 8})
+    assert list(scoped) == [("good", "wavelengths")] and len(scoped[("good", "wavelengths")].data[0].x) == 4
+
+
+@pytest.mark.parametrize(("selection", "overrides", "message"), [
+    ({"nope": None}, {}, "No figures for nope"),
+    ({"good": {"nope"}}, {}, "no figure nope"),
+    (None, {"colour": "red"}, "No selected figure takes colour"),
+    ({"named": None}, {"head_dim": 8}, "No selected figure takes head_dim"),
+])
+def test_bad_selections_are_reported(demo_package, selection, overrides, message):
+    with pytest.raises(ValueError, match=message):
+        export.collect_figures(export.discover_exporters(demo_package), selection, overrides)
+
+
+def test_cli_lists_figures_without_rendering(demo_package, capsys, monkeypatch):
+    monkeypatch.setattr(export, "render", lambda *a, **k: pytest.fail("--list must not render"))
+    assert export.main(["--list"], package=demo_package) == 0
+    assert capsys.readouterr().out.split() == ["good:frequencies", "good:wavelengths", "named:length"]
+
+
+def test_cli_rejects_unknown_parameters(demo_package, capsys):
+    with pytest.raises(SystemExit):
+        export.main(["--out", "x", "--set", "colour=red"], package=demo_package)
+    assert "colour" in capsys.readouterr().err
+
+
+# ---- rendered bytes (kaleido + Chromium) ------------------------------------------------------
+
+def png_size(data: bytes) -> tuple[int, int]:
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+    length, chunk = struct.unpack(">I4s", data[8:16])
+    assert chunk == b"IHDR" and length == 13
+    return struct.unpack(">II", data[16:24])
+
+
+def png_has_colour(data: bytes, rgb: tuple[int, int, int], at_least: int = 200) -> bool:
+    from PIL import Image
+
+    pixels = np.asarray(Image.open(io.BytesIO(data)).convert("RGB")).reshape(-1, 3).astype(int)
+    return int((np.abs(pixels - np.array(rgb)).max(axis=1) <= 2).sum()) >= at_least
+
+
+def pdf_page_size(data: bytes) -> tuple[float, float]:
+    assert data.startswith(b"%PDF-"), "not a PDF"
+    assert data.rstrip().endswith(b"%%EOF")
+    assert len(re.findall(rb"/Type\s*/Page\b(?!s)", data)) == 1
+    box = re.search(rb"/MediaBox\s*\[\s*0\s+0\s+([\d.]+)\s+([\d.]+)\s*\]", data)
+    return float(box.group(1)), float(box.group(2))
+
+
+def pdf_colours(data: bytes) -> set[tuple[float, float, float]]:
+    colours = set()
+    for stream in re.findall(rb"stream\r?\n(.*?)\r?\nendstream", data, re.S):
+        try:
+            content = zlib.decompress(stream)
+        except zlib.error:
+            continue
+        for r, g, b in re.findall(rb"([\d.]+) ([\d.]+) ([\d.]+) (?:RG|rg)", content):
+            colours.add((float(r), float(g), float(b)))
+    return colours
+
+
+def pdf_has_colour(data: bytes, rgb: tuple[int, int, int]) -> bool:
+    return any(max(abs(c - v / 255) for c, v in zip(colour, rgb, strict=True)) < 0.002 for colour in pdf_colours(data))
+
+
+@needs_browser
+def test_png_has_the_requested_size_and_shows_the_trace():
+    figure = line_figure()
+    data = export.render(figure, "png", scale=2)
+    assert png_size(data) == (2 * export.DEFAULT_WIDTH, 2 * export.DEFAULT_HEIGHT)
+    assert png_has_colour(data, TRACE_RGB)
+    other = export.render(line_figure(colour=PALETTE[2]), "png", scale=1)
+    assert png_size(other) == (export.DEFAULT_WIDTH, export.DEFAULT_HEIGHT)
+    assert not png_has_colour(other, TRACE_RGB)
+
+
+@needs_browser
+def test_slide_png_is_16_by_9_at_high_resolution():
+    data = export.render(slide_style(line_figure()), "png")
+    assert png_size(data) == (SLIDE_WIDTH * export.PNG_SCALE, SLIDE_HEIGHT * export.PNG_SCALE)
+    assert export.PNG_SCALE * SLIDE_WIDTH >= 1920
+
+
+@needs_browser
+def test_svg_is_sized_and_carries_titles_and_the_trace():
+    figure = line_figure()
+    figure.update_layout(width=900, height=500)
+    svg = export.render(figure, "svg").decode("utf-8")
+    assert svg.startswith("<svg") and svg.rstrip().endswith("</svg>")
+    assert 'width="900"' in svg and 'height="500"' in svg
+    for text in ("Rotation angle by position", "Position m (tokens)", "Angle m·θ (rad)", "Position Interpolation"):
+        assert text in svg
+    assert "rgb({}, {}, {})".format(*TRACE_RGB) in svg
+
+
+@needs_browser
+def test_pdf_is_one_page_of_the_requested_size_with_the_trace():
+    data = export.render(slide_style(line_figure()), "pdf")
+    # Chromium prints CSS pixels at 96 per inch, PDF measures 72 points per inch
+    assert pdf_page_size(data) == pytest.approx((SLIDE_WIDTH * 0.75, SLIDE_HEIGHT * 0.75), abs=1)
+    assert pdf_has_colour(data, TRACE_RGB)
+    assert not pdf_has_colour(export.render(line_figure(colour=PALETTE[2]), "pdf"), TRACE_RGB)
+
+
+@needs_browser
+def test_cli_writes_every_selected_figure_in_every_format(demo_package, tmp_path, capsys):
+    out = tmp_path / "deck"
+    argv = ["--out", str(out), "--format", "png,svg,pdf", "--slide", "--only", "good", "--set", "head_dim=32"]
+    assert export.main(argv, package=demo_package) == 0
+    printed = capsys.readouterr().out.split()
+    names = sorted(p.name for p in out.iterdir())
+    assert names == sorted(f"good_{slug}_head_dim32_slide.{fmt}" for slug in ("frequencies", "wavelengths")
+                           for fmt in ("png", "svg", "pdf"))
+    assert sorted(printed) == sorted(str(out / n) for n in names)
+    png = (out / "good_frequencies_head_dim32_slide.png").read_bytes()
+    assert png_size(png) == (SLIDE_WIDTH * export.PNG_SCALE, SLIDE_HEIGHT * export.PNG_SCALE)
+    assert png_has_colour(png, TRACE_RGB)
+    svg = (out / "good_frequencies_head_dim32_slide.svg").read_text()
+    assert "Frequencies, d = 32" in svg and "frequency θ_i (rad/token)" in svg
+    assert pdf_page_size((out / "good_wavelengths_head_dim32_slide.pdf").read_bytes()) == pytest.approx((960, 540))
+
+
+@needs_browser
+def test_cli_without_title_and_with_scale(demo_package, tmp_path):
+    out = tmp_path / "deck"
+    argv = ["--out", str(out), "--only", "named:length", "--slide", "--no-title", "--scale", "1"]
+    assert export.main(argv, package=demo_package) == 0
+    (written,) = out.iterdir()
+    assert written.name == "named_length_slide_notitle.png"
+    assert png_size(written.read_bytes()) == (SLIDE_WIDTH, SLIDE_HEIGHT)
+
+
+@needs_browser
+def test_render_files_names_each_figure_once():
+    files = export.render_files([("a", line_figure()), ("a", heatmap_figure()), ("b", heatmap_figure())], "svg")
+    assert list(files) == ["a.svg", "a_2.svg", "b.svg"]
+    assert "Rotation angle by position" in files["a.svg"].decode() and "Angles" in files["a_2.svg"].decode()

@@ -1,0 +1,184 @@
+"""The Streamlit side of figure export: download buttons, the slide style, page ZIPs, share links.
+
+Images are rendered only when a download button is clicked: each button gets a callable
+(Streamlit runs it on click, in its own thread), never bytes, so a page rerun renders nothing.
+The callables capture plain objects (figures, names), not Streamlit state, because Streamlit
+commands and session state are unavailable where they run.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from pathlib import Path
+from typing import NamedTuple
+from urllib.parse import urlencode
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from figures.export import (
+    FORMATS,
+    INSTALL_HINT,
+    PNG_SCALE,
+    browser_available,
+    export_size,
+    file_stem,
+    render,
+    render_files,
+    zip_files,
+)
+from figures.slides import slide_style
+from ui import params
+
+SLIDE_KEY = "slide"  # URL parameters of the export controls themselves
+TITLES_KEY = "stitle"
+EXPORT_PARAMS = frozenset({SLIDE_KEY, TITLES_KEY})
+
+_STYLE_STATE = "_export_style"
+_ZIP_SLOT_STATE = "_export_zip_slot"
+_STEMS_STATE = "_export_stems"
+_ZIP_FORMAT_KEY = "_export_zip_format"
+
+
+class ExportStyle(NamedTuple):
+    slide: bool = False
+    titles: bool = True
+
+    def apply(self, figure: go.Figure) -> go.Figure:
+        return slide_style(figure, title=self.titles) if self.slide else figure
+
+    @property
+    def name_parts(self) -> tuple[str, ...]:
+        if not self.slide:
+            return ()
+        return ("slide",) if self.titles else ("slide", "notitle")
+
+
+def current_style() -> ExportStyle:
+    """The style chosen in the sidebar this run (plain screen style where no sidebar was drawn)."""
+    return st.session_state.get(_STYLE_STATE, ExportStyle())
+
+
+# ---- names and links -------------------------------------------------------------------------
+
+def page_name() -> str:
+    """The running page's file stem (``frequencies`` for pages/frequencies.py)."""
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    if ctx is None:
+        return "figure"
+    pages = ctx.pages_manager
+    script = (pages.get_pages().get(pages.current_page_script_hash) or {}).get("script_path")
+    return Path(script or pages.main_script_path).stem
+
+
+def view_params() -> list[tuple[str, str | list[str]]]:
+    """The URL parameters that describe the view (the export controls' own are left out)."""
+    items = []
+    for key in st.query_params:
+        if key in EXPORT_PARAMS:
+            continue
+        values = st.query_params.get_all(key)
+        items.append((key, values[0] if len(values) == 1 else values))
+    return items
+
+
+def figure_stem(key: str) -> str:
+    """File name (no extension) of a figure: page, figure key, parameters, style."""
+    page = page_name()
+    short_key = key.removeprefix(f"{page}_")
+    return file_stem(page, short_key, params=view_params(), tail=current_style().name_parts)
+
+
+def share_link() -> str:
+    """The address of this exact view: the page's URL plus every URL-bound setting."""
+    pairs = [(key, value) for key in st.query_params for value in st.query_params.get_all(key)]
+    query = urlencode(pairs)
+    base = st.context.url or ""
+    return f"{base}?{query}" if query else base
+
+
+# ---- per-figure buttons ----------------------------------------------------------------------
+
+def _size_note(figure: go.Figure) -> str:
+    width, height = export_size(figure)
+    return f"PNG {width * PNG_SCALE:g}×{height * PNG_SCALE:g} px · SVG and PDF {width}×{height}"
+
+
+def modebar_config(base: dict, figure: go.Figure, stem: str) -> dict:
+    """The chart toolbar's own image download (works without a server browser), named and sized like ours."""
+    width, height = export_size(figure)
+    options = {**base.get("toImageButtonOptions", {}), "filename": stem, "width": width, "height": height}
+    return {**base, "toImageButtonOptions": options}
+
+
+def figure_buttons(figure: go.Figure, key: str, stem: str) -> None:
+    """PNG / SVG / PDF download buttons for one figure, in a small popover under it."""
+    available = browser_available()
+    with st.popover("Export", icon=":material/download:"):
+        if available:
+            st.caption(f"**{stem}** · {_size_note(figure)}")
+        else:
+            st.caption(INSTALL_HINT)
+        with st.container(horizontal=True):
+            for fmt, mime in FORMATS.items():
+                st.download_button(
+                    fmt.upper(), data=functools.partial(render, figure, fmt), file_name=f"{stem}.{fmt}",
+                    mime=mime, key=f"{key}__{fmt}", on_click="ignore", disabled=not available,
+                    help=None if available else "Needs Chrome/Chromium on the server (see above).",
+                )
+
+
+def remember(key: str, stem: str, figures: list[tuple[str, go.Figure]]) -> None:
+    """Note a shown figure's file name; the first figure of a run also puts the ZIP button in the sidebar."""
+    stems: dict[str, str] = st.session_state.setdefault(_STEMS_STATE, {})
+    first = not stems
+    stems[key] = stem
+    slot = st.session_state.get(_ZIP_SLOT_STATE)
+    if first and slot is not None:
+        _zip_controls(slot, figures, stems)
+
+
+# ---- page-level controls (sidebar) -----------------------------------------------------------
+
+def _zip_callable(figures: list[tuple[str, go.Figure]], stems: dict[str, str], fmt: str,
+                  comment: str) -> Callable[[], bytes]:
+    # Both containers are this run's own objects, filled while the page runs and read on click,
+    # so the ZIP holds every figure of the page even though the button is drawn before most are.
+    def build() -> bytes:
+        named = [(stems[key], figure) for key, figure in figures if key in stems]
+        return zip_files(render_files(named, fmt), comment=comment)
+
+    return build
+
+
+def _zip_controls(slot, figures: list[tuple[str, go.Figure]], stems: dict[str, str]) -> None:
+    available = browser_available()
+    with slot.container():
+        fmt = st.radio("Format of the ZIP", list(FORMATS), format_func=str.upper, horizontal=True,
+                       key=_ZIP_FORMAT_KEY)
+        name = file_stem(page_name(), params=view_params(), tail=current_style().name_parts)
+        st.download_button(
+            "Download all figures on this page (ZIP)", icon=":material/folder_zip:",
+            data=_zip_callable(figures, stems, fmt, share_link()), file_name=f"{name}.zip",
+            mime="application/zip", key="_export_zip", on_click="ignore", disabled=not available,
+            help=INSTALL_HINT if not available else "One file per figure, named after the page and its settings.",
+            width="stretch",
+        )
+
+
+def sidebar_controls() -> None:
+    """The shared 'Slides & sharing' box: slide style, share link, and (on pages with figures) the ZIP."""
+    st.session_state[_STEMS_STATE] = {}
+    st.session_state[_STYLE_STATE] = ExportStyle()
+    slide_on = str(st.session_state.get(SLIDE_KEY, st.query_params.get(SLIDE_KEY, ""))).lower() == "true"
+    with st.sidebar.expander("Slides & sharing", icon=":material/slideshow:", expanded=slide_on):
+        slide = params.toggle("Slide style (16:9, large type)", SLIDE_KEY, False,
+                              help="Thicker lines, larger type, white background: on screen and in every export.")
+        titles = params.toggle("Keep figure titles", TITLES_KEY, True) if slide else True
+        st.session_state[_STYLE_STATE] = ExportStyle(slide, titles)
+        st.caption("Link to this view (copy it with the icon):")
+        st.code(share_link() or "(no link outside a browser session)", language=None, wrap_lines=True)
+        st.session_state[_ZIP_SLOT_STATE] = st.empty()
