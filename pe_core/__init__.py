@@ -2,6 +2,7 @@
 
 from pe_core.biases import alibi_slopes, t5_relative_bucket
 from pe_core.config import context_length_of, from_hf_config, head_dim_of
+from pe_core.decay import random_phase_level, rope_decay_bound
 from pe_core.device import compute_device, device_label
 from pe_core.methods import METHOD_TITLES, METHODS, MethodSetup, method_setup
 from pe_core.precision import collision_summary, exact_position_fraction, first_inexact_position
@@ -26,6 +27,7 @@ from pe_core.rope import (
 )
 
 __all__ = [
+    "random_phase_level", "rope_decay_bound",
     "alibi_slopes", "collision_summary", "exact_position_fraction", "first_inexact_position", "t5_relative_bucket",
     "AngleCoverage", "METHODS", "METHOD_TITLES", "MethodSetup", "Preset", "ROPE_TYPES", "ROPE_TYPE_TITLES",
     "RopeFrequencies", "RopeSpec", "angle_coverage", "compute_device", "context_length_of", "default_inv_freq",
