@@ -35,8 +35,8 @@ async def _session(browser, url: str, seconds: float, latencies: list, errors: l
         await page.goto(url, timeout=120_000)
         await page.wait_for_selector(".js-plotly-plot", timeout=120_000)
         await page.wait_for_function(IDLE_JS, timeout=120_000)
-        thumb = page.locator('[data-testid="stSlider"] [role="slider"]').first
-        start_value = await thumb.get_attribute("aria-valuenow")
+        thumb = page.locator('[data-testid="stSlider"] input[type="range"]').first
+        start_value = await thumb.get_attribute("aria-valuetext")
         deadline = time.perf_counter() + seconds
         direction = "ArrowRight"
         while time.perf_counter() < deadline:
@@ -54,7 +54,7 @@ async def _session(browser, url: str, seconds: float, latencies: list, errors: l
             direction = "ArrowLeft" if direction == "ArrowRight" else "ArrowRight"
         if await page.locator('[data-testid="stException"]').count():
             errors.append("exception shown on page")
-        end_value = await thumb.get_attribute("aria-valuenow")
+        end_value = await thumb.get_attribute("aria-valuetext")
         # an even number of alternating moves returns every session to its own start
         expected_same = moves % 2 == 0
         return {"moves": moves, "isolated": (start_value == end_value) == expected_same}

@@ -94,7 +94,7 @@ def page_errors(page) -> list[str]:
 def move_first_slider(page, presses: int = 1, key: str = "ArrowRight") -> float:
     """Focus the first slider thumb, press a key, wait for the figures to change; returns seconds."""
     before = figures_signature(page)
-    thumb = page.locator('[data-testid="stSlider"] [role="slider"]').first
+    thumb = page.locator('[data-testid="stSlider"] input[type="range"]').first
     thumb.focus()
     started = time.perf_counter()
     for _ in range(presses):

@@ -77,12 +77,49 @@ def test_home_lists_every_page_and_sidebar_navigates(app):
 def test_page_loads_and_slider_redraws_figure(app, info):
     base_url, _, chromium = app
     page = open_page(chromium, f"{base_url}/{info.url_path}")
+    page.wait_for_selector(".js-plotly-plot", timeout=90_000)
+    wait_for_app_idle(page)
     assert page_errors(page) == []
-    assert page.locator(".js-plotly-plot").count() >= 1
     timings = []
     for key in ("ArrowRight", "ArrowLeft", "ArrowRight"):
         timings.append(move_first_slider(page, key=key))
         wait_for_app_idle(page)
     assert page_errors(page) == []
     LATENCIES[info.title] = timings
+    page.close()
+
+
+def test_export_button_downloads_a_png(app):
+    base_url, _, chromium = app
+    info = PAGES_WITH_SLIDERS[0]
+    page = chromium.new_page(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
+    page.goto(f"{base_url}/{info.url_path}")
+    page.wait_for_selector(".js-plotly-plot", timeout=90_000)
+    wait_for_app_idle(page)
+    page.get_by_role("button", name="Export").first.click()
+    with page.expect_download(timeout=90_000) as download_info:
+        page.get_by_role("button", name="PNG").first.click()
+    download = download_info.value
+    assert download.suggested_filename.endswith(".png")
+    data = Path(download.path()).read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+    assert width >= 1000 and height >= 500
+    page.close()
+
+
+def test_training_starts_shows_progress_and_stops_keeping_the_partial_run(app):
+    base_url, _, chromium = app
+    info = next((p for p in available_pages() if p.path == "pages/training.py"), None)
+    if info is None:
+        pytest.skip("no training page")
+    page = open_page(chromium, f"{base_url}/{info.url_path}?steps=2000&dm=64&nl=1")
+    page.get_by_role("button", name="Start").click()
+    page.locator('[data-testid="stProgress"]').first.wait_for(timeout=60_000)
+    page.wait_for_timeout(3_000)  # let a few steps run
+    page.get_by_role("button", name="Stop").click()
+    page.get_by_role("button", name="Resume training").wait_for(timeout=60_000)
+    assert page_errors(page) == []
+    # the partial run's loss curve is on the page
+    assert page.locator(".js-plotly-plot").count() >= 1
     page.close()
