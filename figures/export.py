@@ -413,14 +413,27 @@ def main(argv: list[str] | None = None, *, package: str = "figures") -> int:
     args = parser.parse_args(argv)
     exporters = discover_exporters(package)
     overrides = dict(args.settings)
-    try:
-        figures = collect_figures(exporters, parse_selection(args.only), overrides)
-    except ValueError as err:
-        parser.error(str(err))
+    selection = parse_selection(args.only)
     if args.list:
+        # Topics whose figures are expensive (training runs a model) name them in FIGURE_SLUGS,
+        # so listing does not build them.
+        cheap = {t: e for t, e in exporters.items() if not hasattr(sys.modules[e.__module__], "FIGURE_SLUGS")}
+        listed = {t: s for t, s in (selection or dict.fromkeys(exporters)).items() if t in cheap}
+        try:
+            figures = collect_figures(cheap, listed, overrides) if listed or not selection else {}
+        except ValueError as err:
+            parser.error(str(err))
         for topic, slug in figures:
             print(f"{topic}:{slug}")
+        for topic, exporter in exporters.items():
+            if topic not in cheap and (not selection or topic in selection):
+                for slug in sys.modules[exporter.__module__].FIGURE_SLUGS:
+                    print(f"{topic}:{slug}")
         return 0
+    try:
+        figures = collect_figures(exporters, selection, overrides)
+    except ValueError as err:
+        parser.error(str(err))
     if args.out is None:
         parser.error("--out is required (or use --list)")
     if not figures:

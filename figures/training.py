@@ -278,6 +278,9 @@ def experiment_figures(experiment, *, shown_length: int | None = None) -> dict[s
     return figures
 
 
+# What export_figures() returns at DEFAULTS, so `python -m figures.export --list` need not train a model.
+FIGURE_SLUGS = ("loss", "position", "table", "per_position", "per_length", "fine_tune_pi", "fine_tune_yarn")
+
 # What ``python -m figures.export --set key=value`` can change for this topic (the page's defaults).
 DEFAULTS = {
     "encoding": "rope",

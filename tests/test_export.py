@@ -379,3 +379,11 @@ def test_render_files_names_each_figure_once():
     files = export.render_files([("a", line_figure()), ("a", heatmap_figure()), ("b", heatmap_figure())], "svg")
     assert list(files) == ["a.svg", "a_2.svg", "b.svg"]
     assert "Rotation angle by position" in files["a.svg"].decode() and "Angles" in files["a_2.svg"].decode()
+
+
+def test_training_figure_slugs_match_what_export_builds():
+    """`--list` reads FIGURE_SLUGS instead of training a model, so it must name what a run produces."""
+    from figures import training
+
+    figures = training.export_figures(steps=20, width=32, heads=1, layers=1, fine_tune_steps=2, multiples=(1, 2))
+    assert tuple(figures) == training.FIGURE_SLUGS

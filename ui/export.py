@@ -16,6 +16,7 @@ from urllib.parse import urlencode
 
 import plotly.graph_objects as go
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from figures.export import (
     FORMATS,
@@ -137,7 +138,10 @@ def remember(key: str, stem: str, figures: list[tuple[str, go.Figure]]) -> None:
     first = not stems
     stems[key] = stem
     slot = st.session_state.get(_ZIP_SLOT_STATE)
-    if first and slot is not None:
+    # a fragment-only rerun (e.g. the training page's live chart) cannot write into the sidebar
+    context = get_script_run_ctx()
+    in_fragment_rerun = context is not None and bool(context.fragment_ids_this_run)
+    if first and slot is not None and not in_fragment_rerun:
         _zip_controls(slot, figures, stems)
 
 
