@@ -2,10 +2,12 @@
 
 import streamlit as st
 
+from pe_core.device import use_server_threads
 from ui.layout import start_page
 from ui.pages import available_pages
 
 st.set_page_config(page_title="Positional-encoding explorer", page_icon="🌀", layout="wide")
+use_server_threads()
 
 sections: dict[str, list] = {}
 for page in available_pages():

@@ -40,3 +40,14 @@ def device_label(device: torch.device | None = None) -> str:
     if device.type == "mps":
         return "MPS (Apple GPU)"
     return f"CPU ({torch.get_num_threads()} threads)"
+
+
+def use_server_threads() -> None:
+    """One intra-op thread for the web server's page work on small machines.
+
+    Page computations are many small tensors shared among browser sessions; on a 2-4 core
+    machine torch's intra-op threads mostly spin-wait on each other (measured 3-15× slower
+    under load). ``OMP_NUM_THREADS`` still wins, and training sets its own count.
+    """
+    if "OMP_NUM_THREADS" not in os.environ and (os.cpu_count() or 1) <= 4:
+        torch.set_num_threads(1)
