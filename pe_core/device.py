@@ -39,7 +39,8 @@ def device_label(device: torch.device | None = None) -> str:
         return f"CUDA ({torch.cuda.get_device_name(device)})"
     if device.type == "mps":
         return "MPS (Apple GPU)"
-    return f"CPU ({torch.get_num_threads()} threads)"
+    threads = torch.get_num_threads()
+    return f"CPU ({threads} thread{'' if threads == 1 else 's'})"
 
 
 def use_server_threads() -> None:
