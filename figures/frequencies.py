@@ -46,8 +46,8 @@ DEFAULTS = {
 }
 
 # What the browser receives: all heatmap panels together stay within this many cells.
-MAX_HEATMAP_CELLS = 200_000
-MAX_HEATMAP_ROWS = 300
+MAX_HEATMAP_CELLS = 120_000
+MAX_HEATMAP_ROWS = 200
 MIN_HEATMAP_ROWS = 32
 MAX_COLUMNS = 4
 

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from figures.frequencies import MAX_HEATMAP_CELLS
+from figures.frequencies import MAX_HEATMAP_CELLS, MAX_HEATMAP_ROWS
 from pe_core import METHOD_TITLES, METHODS, load_presets
 from tests.conftest import chart_figures, figure_titled, run_page
 
@@ -56,7 +56,7 @@ def test_defaults():
     assert_shared_scale(maps, figure_titled(at, TITLES[0])["layout"])
     direct, pi, ntk = (z(maps[name]) for name in maps)  # log10 of the angle by default
     positions = np.asarray(maps["Direct extrapolation"]["y"])
-    assert positions[0] == 0 and positions[-1] == 16_383 and len(positions) == 300
+    assert positions[0] == 0 and positions[-1] == 16_383 and len(positions) == MAX_HEATMAP_ROWS
     np.testing.assert_allclose(10 ** direct[1:], np.outer(positions[1:], theta(128, 10_000.0)), rtol=1e-5)
     # PI's top-right angle is direct's divided by s = 4; NTK's slowest column equals PI's.
     assert 10 ** pi[-1, -1] == pytest.approx(10 ** direct[-1, -1] / 4, rel=1e-5)
@@ -174,7 +174,7 @@ def test_garbage_url_values_fall_back_with_a_note():
     assert_page_ok(at)
     maps = heatmaps(at)
     assert list(maps) == ["Direct extrapolation", "Position Interpolation", "NTK-aware"]
-    assert z(maps["Direct extrapolation"]).shape == (300, 64)  # defaults: d = 128, all of L'
+    assert z(maps["Direct extrapolation"]).shape == (MAX_HEATMAP_ROWS, 64)  # defaults: d = 128, all of L'
 
 
 def test_no_methods_says_so():
