@@ -56,6 +56,17 @@ def run_page(path: str, query: dict | None = None, timeout: float = 60):
     return at
 
 
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """Tiny tensors: one thread avoids OpenMP spin-waiting on a shared 2-core machine."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 @pytest.fixture
 def page_runner():
     return run_page

@@ -20,14 +20,7 @@ from pe_core.model import (
 )
 from pe_core.rope import RopeSpec, rope_frequencies, rotation_angles
 
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    # tiny tensors: one thread avoids OpenMP spin-waiting on a shared 2-core machine
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def assert_close(actual: torch.Tensor, expected: torch.Tensor, atol: float = 1e-6) -> None:

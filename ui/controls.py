@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import NamedTuple
 
 import streamlit as st
@@ -76,8 +77,6 @@ def rope_controls(
         except ValueError as err:
             st.error(f"That config.json could not be read: {err}", icon="⚠️")
             st.stop()
-        import json
-
         context = context_length_of(json.loads(text))
         own = MethodSetup("model", "Pasted config", spec, 0)
 

@@ -13,8 +13,6 @@ from typing import Any
 
 import streamlit as st
 
-_NOTES_KEY = "_url_fallback_notes"
-
 
 def _raw_values(key: str) -> list[str] | None:
     if key not in st.query_params:
@@ -59,7 +57,6 @@ def _check(key: str, label: str, raw: list[str] | None, default: Any, format_fun
         f"The link set **{label}** to `{shown}`, which this control cannot take; "
         f"showing the default ({default_text}) instead."
     )
-    st.session_state.setdefault(_NOTES_KEY, [])
     st.warning(note, icon="🔗")
 
 
