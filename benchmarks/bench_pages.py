@@ -1,27 +1,15 @@
-"""Per-page script rerun time (AppTest, caches warm) at defaults and at the heaviest settings."""
+"""Per-page script rerun time (AppTest, caches warm) at defaults and at the heaviest settings.
+
+A page that shows a lesson is also timed at that lesson's ``Settings.extremes()``, sent as the URL
+parameters a link to those settings would carry.
+"""
 
 from __future__ import annotations
 
 from benchmarks import Case
-from tests.conftest import run_page
+from benchmarks.harness import run_page
+from lessons import get
 from ui.pages import available_pages
-
-# URL parameters that make each page do the most work its controls allow.
-HEAVIEST: dict[str, dict] = {
-    "pages/frequencies.py": {"d": "256", "L": "131,072", "s": "128×",
-                             "methods": ["Direct extrapolation", "Position Interpolation", "NTK-aware", "Dynamic NTK",
-                                         "NTK-by-parts", "YaRN", "Llama-3 scaling", "LongRoPE",
-                                         "Base change (ABF)"]},
-    "pages/maths.py": {"d": "8"},
-    "pages/decay.py": {"dims": ["128", "256"], "bases": ["10,000", "500,000", "10,000,000"], "rmax": "1,048,576",
-                       "axis": "log", "dm": "256", "kmax": "4,096", "n": "256", "draws": "1,024", "d": "256",
-                       "L": "131,072", "s": "128×"},
-    "pages/precision.py": {"d": "256", "base": "10,000,000", "L": "131,072", "s": "128×", "lp": "float16",
-                           "zw": "256", "zn": "65400", "zdt": "float16"},
-    "pages/family.py": {"sd": "256", "sb": "1,000,000", "sL": "2048", "ah": "64", "aL": "256", "tb": "128",
-                        "tm": "1024", "rL": "256", "rc": "128", "rw": "128", "rk": "64", "dl": "256", "dc": "128",
-                        "ds": "0.75", "nL": "131072"},
-}
 
 
 class _PageRerun:
@@ -43,5 +31,6 @@ CASES = []
 for _info in available_pages():
     _group = f"page: {_info.title}"[:28]
     CASES.append(Case(_group, "script rerun at defaults", _PageRerun(_info.path)))
-    if _info.path in HEAVIEST:
-        CASES.append(Case(_group, "script rerun at heaviest settings", _PageRerun(_info.path, HEAVIEST[_info.path])))
+    if _info.lesson:
+        _heaviest = get(_info.lesson).settings.extremes().query_params()
+        CASES.append(Case(_group, "script rerun at heaviest settings", _PageRerun(_info.path, _heaviest)))

@@ -17,7 +17,7 @@ import statistics
 import time
 from pathlib import Path
 
-from tests.browser import CHROMIUM, CHROMIUM_ARGS, streamlit_server
+from benchmarks.harness import CHROMIUM, CHROMIUM_ARGS, streamlit_server
 
 SIGNATURE_JS = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).map(el => {
     const data = el.data || [];

@@ -1,47 +1,35 @@
-"""Figures to files: PNG / SVG / PDF through kaleido, ZIPs of many figures, and the export CLI.
+"""Figures to files: PNG / SVG / PDF through kaleido, self-contained HTML, plotly JSON, and ZIPs.
 
 Works without Streamlit. Images are drawn by plotly.js in a headless Chrome/Chromium that
 kaleido drives; one browser is started on first use and kept for the life of the process
 (starting one costs about two seconds, a render afterwards a tenth of that). MathJax is off:
-the app runs offline, and our figures do not use LaTeX labels.
+the app runs offline, and our figures do not use LaTeX labels. HTML and JSON need no browser.
 
-CLI (reproducible slide decks without a browser session)::
-
-    python -m figures.export --out slides/ [--only frequencies,decay:bound] [--format png,svg,pdf]
-                             [--slide] [--no-title] [--scale 2] [--set head_dim=64 --set base=500000]
-    python -m figures.export --list
-
-Figures are discovered from every module in ``figures/`` that defines
-``export_figures(**overrides) -> dict[str, go.Figure]``.
+``python -m figures.export`` is the export CLI (see ``lessons.export``): every lesson's figures
+to files, without a browser session.
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import atexit
 import functools
 import hashlib
-import importlib
-import inspect
 import io
 import math
 import os
-import pkgutil
 import re
 import shutil
 import sys
 import threading
 import zipfile
-from collections.abc import Callable, Iterable, Mapping
-from pathlib import Path
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import plotly.graph_objects as go
 
-from figures.slides import slide_style
-
-FORMATS = {"png": "image/png", "svg": "image/svg+xml", "pdf": "application/pdf"}
+IMAGE_FORMATS = {"png": "image/png", "svg": "image/svg+xml", "pdf": "application/pdf"}
+FORMATS = {**IMAGE_FORMATS, "html": "text/html", "json": "application/json"}
 DEFAULT_WIDTH = 1000  # px, for figures that do not set their own size
 DEFAULT_HEIGHT = 600
 PNG_SCALE = 2  # PNG pixels per layout pixel: a 1280x720 slide becomes 2560x1440
@@ -158,9 +146,17 @@ def export_size(figure: go.Figure) -> tuple[int, int]:
 
 
 def render(figure: go.Figure, fmt: str, *, scale: float = PNG_SCALE) -> bytes:
-    """``figure`` as PNG, SVG or PDF bytes. PNGs are ``scale`` times the layout size in pixels."""
+    """``figure`` as PNG, SVG, PDF, HTML or JSON bytes. PNGs are ``scale`` times the layout size in pixels.
+
+    HTML is one self-contained page (plotly.js inlined: it opens offline, with the figure's own
+    sliders and hover); JSON is plotly's figure JSON (compare figures without drawing them).
+    """
     if fmt not in FORMATS:
         raise ValueError(f"Unknown export format {fmt!r}; choose one of {', '.join(FORMATS)}.")
+    if fmt == "json":
+        return figure.to_json().encode("utf-8")
+    if fmt == "html":
+        return figure.to_html(include_plotlyjs=True, full_html=True, config={"displaylogo": False}).encode("utf-8")
     width, height = export_size(figure)
     options = {"format": fmt, "width": width, "height": height, "scale": scale if fmt == "png" else 1}
     return _SERVER.render(figure.to_dict(), options)
@@ -242,217 +238,9 @@ def file_stem(*parts: str, params: Mapping[str, Any] | Iterable[tuple[str, Any]]
     return stem
 
 
-# ---- discovery of the app's figures ----------------------------------------------------------
-
-_NOT_TOPICS = {"export", "slides", "theme"}
-Exporter = Callable[..., dict[str, go.Figure]]
 
 
-def discover_exporters(package: str = "figures") -> dict[str, Exporter]:
-    """``{topic: export_figures}`` for every module of ``package`` that defines ``export_figures``.
+if __name__ == "__main__":  # the documented command; the CLI walks the lessons, which sit above figures/
+    from lessons.export import main
 
-    A module that fails to import is skipped with a note on stderr, so one broken topic never
-    stops the others from exporting.
-    """
-    root = importlib.import_module(package)
-    exporters: dict[str, Exporter] = {}
-    for info in sorted(pkgutil.iter_modules(root.__path__), key=lambda m: m.name):
-        if info.name.startswith("_") or info.name in _NOT_TOPICS:
-            continue
-        try:
-            module = importlib.import_module(f"{package}.{info.name}")
-        except Exception as err:  # noqa: BLE001 - skip, say why
-            print(f"skipping {package}.{info.name}: it failed to import ({err})", file=sys.stderr)
-            continue
-        exporter = getattr(module, "export_figures", None)
-        if callable(exporter):
-            exporters[info.name] = exporter
-    return exporters
-
-
-def _coerced(value: Any, default: Any) -> Any:
-    """Give a CLI value the shape of the default it replaces (one method -> a tuple of one, 64 -> 64.0)."""
-    if isinstance(default, tuple) and not isinstance(value, tuple):
-        return (value,)
-    if isinstance(default, float) and isinstance(value, int) and not isinstance(value, bool):
-        return float(value)
-    return value
-
-
-def overrides_for(topic: str, exporter: Exporter, overrides: Mapping[str, Any]) -> dict[str, Any]:
-    """The overrides one topic takes.
-
-    ``topic.key`` goes to that topic only; a plain ``key`` goes to every topic that takes it: a
-    named parameter of ``export_figures``, or a key of its module's ``DEFAULTS`` when it takes
-    ``**overrides``. Values are shaped like the defaults they replace.
-    """
-    parameters = inspect.signature(exporter).parameters
-    defaults = getattr(sys.modules.get(exporter.__module__), "DEFAULTS", None)
-    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
-    known = {name: p.default for name, p in parameters.items() if p.kind is not inspect.Parameter.VAR_KEYWORD}
-    if takes_any and isinstance(defaults, Mapping):
-        known.update(defaults)
-    chosen: dict[str, Any] = {}
-    for key, value in overrides.items():
-        scope, dot, name = key.rpartition(".")
-        if dot and scope != topic:
-            continue
-        if name in known or (takes_any and not isinstance(defaults, Mapping)):
-            chosen[name] = _coerced(value, known.get(name))
-    return chosen
-
-
-def parse_selection(text: str | None) -> dict[str, set[str] | None]:
-    """``"frequencies:heatmap,decay"`` -> ``{"frequencies": {"heatmap"}, "decay": None}`` (None: all)."""
-    selection: dict[str, set[str] | None] = {}
-    for item in (text or "").split(","):
-        item = item.strip()
-        if not item:
-            continue
-        topic, _, slug = item.partition(":")
-        if not slug:
-            selection[topic] = None
-        elif selection.get(topic, set()) is not None:
-            selection.setdefault(topic, set()).add(slug)
-    return selection
-
-
-def collect_figures(
-    exporters: Mapping[str, Exporter],
-    selection: Mapping[str, set[str] | None] | None = None,
-    overrides: Mapping[str, Any] | None = None,
-) -> dict[tuple[str, str], go.Figure]:
-    """Build the selected figures: ``{(topic, slug): figure}``.
-
-    Each topic gets only the overrides its ``export_figures`` accepts. Raises ``ValueError``
-    for a topic or figure that does not exist, or an override no selected topic accepts.
-    """
-    overrides = dict(overrides or {})
-    selection = dict(selection) if selection else dict.fromkeys(exporters)
-    unknown = sorted(set(selection) - set(exporters))
-    if unknown:
-        raise ValueError(f"No figures for {', '.join(unknown)}; available: {', '.join(exporters) or 'none'}.")
-    used: set[str] = set()
-    figures: dict[tuple[str, str], go.Figure] = {}
-    for topic, slugs in selection.items():
-        accepted = overrides_for(topic, exporters[topic], overrides)
-        used.update(k for k in overrides if k.rpartition(".")[2] in accepted)
-        try:
-            built = exporters[topic](**accepted)
-        except (TypeError, ValueError) as err:
-            raise ValueError(f"{topic}: {err}") from err
-        missing = sorted((slugs or set()) - set(built))
-        if missing:
-            raise ValueError(f"{topic} has no figure {', '.join(missing)}; it has {', '.join(built)}.")
-        for slug, figure in built.items():
-            if slugs is None or slug in slugs:
-                figures[(topic, slug)] = figure
-    unused = sorted(set(overrides) - used)
-    if unused:
-        raise ValueError(f"No selected figure takes {', '.join(unused)}.")
-    return figures
-
-
-# ---- CLI -------------------------------------------------------------------------------------
-
-def parse_value(text: str) -> Any:
-    """A ``--set`` value as bool, int, float or str; commas make a tuple. Never evaluated as code."""
-    if "," in text:
-        return tuple(parse_value(part) for part in text.split(",") if part.strip())
-    stripped = text.strip()
-    if stripped.lower() in {"true", "yes", "on"}:
-        return True
-    if stripped.lower() in {"false", "no", "off"}:
-        return False
-    if stripped.lower() in {"none", "null"}:
-        return None
-    for kind in (int, float):
-        try:
-            return kind(stripped.replace("_", ""))
-        except ValueError:
-            pass
-    return stripped
-
-
-def parse_setting(text: str) -> tuple[str, Any]:
-    key, sep, value = text.partition("=")
-    if not sep or not all(part.isidentifier() for part in key.strip().split(".")) or key.count(".") > 1:
-        raise argparse.ArgumentTypeError(f"expected key=value or topic.key=value, got {text!r}")
-    return key.strip(), parse_value(value)
-
-
-def _formats(text: str) -> list[str]:
-    formats = [f.strip().lower() for f in text.split(",") if f.strip()]
-    bad = [f for f in formats if f not in FORMATS]
-    if bad or not formats:
-        raise argparse.ArgumentTypeError(f"formats must be among {', '.join(FORMATS)}, got {text!r}")
-    return formats
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m figures.export",
-        description="Render the app's figures to PNG/SVG/PDF files, without a browser session.",
-    )
-    parser.add_argument("--out", type=Path, help="folder to write into (created if missing)")
-    parser.add_argument("--only", help="topics or topic:figure pairs, comma-separated (default: all)")
-    parser.add_argument("--format", type=_formats, default=["png"], help="png, svg, pdf; comma-separated")
-    parser.add_argument("--slide", action="store_true", help="16:9 slide style: large type, thick lines")
-    parser.add_argument("--no-title", action="store_true", help="with --slide: leave figure titles out")
-    parser.add_argument("--scale", type=float, default=PNG_SCALE, help="PNG pixels per layout pixel")
-    parser.add_argument("--set", dest="settings", type=parse_setting, action="append", default=[],
-                        metavar="KEY=VALUE",
-                        help="a parameter for export_figures, e.g. head_dim=64, methods=pi,ntk, frequencies.base=5e5; "
-                             "a one-item list needs a trailing comma (repeatable)")
-    parser.add_argument("--list", action="store_true", help="list the available figures and exit")
-    return parser
-
-
-def main(argv: list[str] | None = None, *, package: str = "figures") -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    exporters = discover_exporters(package)
-    overrides = dict(args.settings)
-    selection = parse_selection(args.only)
-    if args.list:
-        # Topics whose figures are expensive (training runs a model) name them in FIGURE_SLUGS,
-        # so listing does not build them.
-        cheap = {t: e for t, e in exporters.items() if not hasattr(sys.modules[e.__module__], "FIGURE_SLUGS")}
-        listed = {t: s for t, s in (selection or dict.fromkeys(exporters)).items() if t in cheap}
-        try:
-            figures = collect_figures(cheap, listed, overrides) if listed or not selection else {}
-        except ValueError as err:
-            parser.error(str(err))
-        for topic, slug in figures:
-            print(f"{topic}:{slug}")
-        for topic, exporter in exporters.items():
-            if topic not in cheap and (not selection or topic in selection):
-                for slug in sys.modules[exporter.__module__].FIGURE_SLUGS:
-                    print(f"{topic}:{slug}")
-        return 0
-    try:
-        figures = collect_figures(exporters, selection, overrides)
-    except ValueError as err:
-        parser.error(str(err))
-    if args.out is None:
-        parser.error("--out is required (or use --list)")
-    if not figures:
-        print("No figures to export.", file=sys.stderr)
-        return 1
-    if not browser_available():
-        print(INSTALL_HINT, file=sys.stderr)
-        return 2
-    args.out.mkdir(parents=True, exist_ok=True)
-    suffix = ("slide", "notitle") if args.slide and args.no_title else ("slide",) if args.slide else ()
-    for (topic, slug), figure in figures.items():
-        styled = slide_style(figure, title=not args.no_title) if args.slide else figure
-        stem = file_stem(topic, slug, params=overrides_for(topic, exporters[topic], overrides), tail=suffix)
-        for fmt in args.format:
-            path = args.out / f"{stem}.{fmt}"
-            path.write_bytes(render(styled, fmt, scale=args.scale))
-            print(path)
-    return 0
-
-
-if __name__ == "__main__":
     sys.exit(main())

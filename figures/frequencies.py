@@ -1,8 +1,7 @@
 """Figures for "θ heatmaps & scaling methods": how each context-extension method reshapes m·θ_i.
 
 Every function takes values already computed by ``pe_core`` (tensors, tuples, numbers) and
-returns a slide-ready figure; ``export_figures`` computes and draws them all at the page's
-defaults.
+returns a figure in the project's visual language; ``lessons.frequencies`` decides what to draw.
 """
 
 from __future__ import annotations
@@ -14,61 +13,26 @@ import numpy as np
 import plotly.graph_objects as go
 import torch
 
-from figures.theme import DIVERGING, PALETTE, SEQUENTIAL, new_figure
-from pe_core.angles import (
-    REACH_TITLES,
-    VIEW_TITLES,
-    FrequencyProfile,
-    HeatmapPanel,
-    RampComparison,
-    frequency_profile,
-    heatmap_panels,
-    ramp_comparison,
-    rescaled_setup,
-    rows_per_panel,
-)
-from pe_core.methods import METHODS, MethodSetup, method_setup
+from figures.theme import CYCLIC, DIVERGING, HIGHLIGHT, LEGEND_BELOW, MUTED, SEQUENTIAL, keyed, new_figure
+from i18n import N_, _
+from pe_core.angles import FrequencyProfile, HeatmapPanel, RampComparison
 
-# The page's defaults (its widgets start here, and the export CLI draws these).
-DEFAULTS = {
-    "head_dim": 128,
-    "base": 10_000.0,
-    "train_length": 4096,
-    "scale": 4.0,
-    "methods": ("direct", "pi", "ntk"),
-    "abf_base": 500_000.0,
-    "second_scale": None,  # a second row of heatmaps at this s (seed 000 shows s = 2 and s = 4)
-    "positions_shown": None,  # None: all of 0 .. L'−1 (sampled); an int: the first N positions
-    "view": "log",
-    "length_so_far": True,
-    "mark_unseen": True,
-    "as_frequency": False,
-}
-
-# What the browser receives: all heatmap panels together stay within this many cells.
-MAX_HEATMAP_CELLS = 120_000
-MAX_HEATMAP_ROWS = 200
-MIN_HEATMAP_ROWS = 32
 MAX_COLUMNS = 4
 
-HEATMAP_TITLE = "Rotation angle m·θ_i by pair and position"
-UNSEEN_TITLE = "Pairs that reach angles never seen in training"
-WAVELENGTH_TITLE = "Wavelength λ_i = 2π/θ_i per pair"
-FREQUENCY_TITLE = "Frequency θ_i per pair"
-RATIO_TITLE = "Interpolation ratio θ'_i / θ_i per pair"
-RAMP_TITLE = "NTK-by-parts: the YaRN paper's γ(r) against the reference code's ramp"
+HEATMAP_TITLE = N_("Rotation angle m·θᵢ by pair and position")
+UNSEEN_TITLE = N_("Pairs that reach angles never seen in training")
+WAVELENGTH_TITLE = N_("Wavelength λᵢ = 2π/θᵢ per pair")
+FREQUENCY_TITLE = N_("Frequency θᵢ per pair")
+RATIO_TITLE = N_("Interpolation ratio θ′ᵢ / θᵢ per pair")
+RAMP_TITLE = N_("NTK-by-parts: the YaRN paper's γ(r) against the reference code's ramp")
 
-CYCLIC = "Twilight"
-BOTTOM_LEGEND = dict(orientation="h", yanchor="top", y=-0.22, x=0, xanchor="left")
-MODEL_COLOUR = "#555555"
-UNSEEN_COLOUR = "#D0021B"
-REACH_COLOURS = ("#E8E8E8", "#56B4E9", UNSEEN_COLOUR)
+VIEW_TITLES = {"log": N_("log₁₀ angle (rad)"), "angle": N_("angle m·θ (rad)"), "mod": N_("angle mod 2π (rad)"),
+               "cos": N_("cos(m·θ)")}
+REACH_TITLES = (N_("full turn seen in training"), N_("within the trained range"), N_("beyond any trained angle"))
+REACH_COLOURS = ("#E8E8E8", "#56B4E9", HIGHLIGHT)
 VIEW_COLOURSCALES = {"log": SEQUENTIAL, "angle": SEQUENTIAL, "mod": CYCLIC, "cos": DIVERGING}
-
-
-def setup_colour(method: str) -> str:
-    """The same colour for a method on every chart (a model's own RoPE is grey)."""
-    return PALETTE[METHODS.index(method) % len(PALETTE)] if method in METHODS else MODEL_COLOUR
+PAPER_COLOUR = "#E69F00"
+CODE_COLOUR = "#0072B2"
 
 
 def _array(values, dtype=np.float32) -> np.ndarray:
@@ -82,7 +46,8 @@ def _length(value: float) -> str:
 
 
 def panel_label(panel: HeatmapPanel, show_scale: bool) -> str:
-    return f"{panel.title} · s = {panel.scale:g}" if show_scale else panel.title
+    title = _(panel.title)
+    return f"{title} · s = {panel.scale:g}" if show_scale else title
 
 
 def _grid_domains(count: int, spacing: float) -> list[tuple[float, float]]:
@@ -98,7 +63,7 @@ def angle_heatmaps(
     train_length: int,
     mark_unseen: bool = True,
     columns: int | None = None,
-    title: str = HEATMAP_TITLE,
+    title: str | None = None,
 ) -> go.Figure:
     """Side-by-side heatmaps of the angle view (x: pair i, y: position m) with one shared colour scale.
 
@@ -125,14 +90,15 @@ def angle_heatmaps(
     y_domains = _grid_domains(rows, 75 / plot_height if rows > 1 else 0.0)[::-1]  # first grid row at the top
 
     low, high = panels[0].colour_range if panels else (0.0, 1.0)
-    hover = "pair i = %{x}<br>position m = %{y:,}<br>" + VIEW_TITLES[view] + " = %{z:.5g}<extra>%{fullData.name}</extra>"
+    hover = (_("pair i = %{x}<br>position m = %{y:,}") + "<br>" + _(VIEW_TITLES[view])
+             + " = %{z:.5g}<extra>%{fullData.name}</extra>")
     traces: list[go.BaseTraceType] = []
     layout: dict = {"annotations": []}
     if any(len(p.positions) and train_length <= int(p.positions[-1]) for p in panels):
         # The hatch is white on the heatmap; this legend-only twin shows the same hatch in grey.
         traces.append(go.Scatter(
             x=[None], y=[None], mode="lines", fill="toself", line=dict(color="#666", width=1, dash="dash"),
-            fillpattern=dict(shape="/", fgcolor="#666", size=8, solidity=0.2), name="beyond training (m ≥ L)",
+            fillpattern=dict(shape="/", fgcolor="#666", size=8, solidity=0.2), name=_("beyond training (m ≥ L)"),
         ))
     unseen_in_legend = False
     for number, (r, c, panel) in enumerate(grid, start=1):
@@ -142,7 +108,7 @@ def angle_heatmaps(
         pairs = np.arange(panel.values.shape[1])
         label = panel_label(panel, show_scale)
         traces.append(go.Heatmap(z=_array(panel.values), x=pairs, y=positions, coloraxis="coloraxis", zmin=low,
-                                 zmax=high, name=label, hovertemplate=hover, **axes))
+                                 zmax=high, name=label, hovertemplate=hover, meta={"method": panel.method}, **axes))
         top = float(positions[-1]) if len(positions) else 0.0
         step = float(np.diff(positions).min()) if len(positions) > 1 else 1.0
         bottom, ceiling = -step / 2, top + step / 2
@@ -153,21 +119,22 @@ def angle_heatmaps(
         if mark_unseen and len(unseen):
             traces.append(go.Scatter(
                 x=unseen, y=np.full(len(unseen), ceiling + headroom / 2), mode="markers",
-                marker=dict(symbol="triangle-down", size=8, color=UNSEEN_COLOUR),
-                name="pair reaches angles unseen in training", legendgroup="unseen", showlegend=not unseen_in_legend,
-                hovertemplate="pair %{x}: unseen angles at L'<extra></extra>", **axes,
+                marker=dict(symbol="triangle-down", size=8, color=HIGHLIGHT),
+                name=_("pair reaches angles unseen in training"), legendgroup="unseen",
+                showlegend=not unseen_in_legend, hovertemplate=_("pair %{x}: unseen angles at L′") + "<extra></extra>",
+                **axes,
             ))
             unseen_in_legend = True
         layout[f"xaxis{suffix}"] = dict(domain=x_domains[c], anchor=f"y{suffix}", range=[-0.5, len(pairs) - 0.5],
-                                        title=dict(text="pair index i") if r == rows - 1 or _last_in_column(
+                                        title=dict(text=_("pair index i")) if r == rows - 1 or _last_in_column(
                                             grid, r, c) else None)
         layout[f"yaxis{suffix}"] = dict(domain=y_domains[r], anchor=f"x{suffix}", range=[bottom, ceiling + headroom],
-                                        title=dict(text="position m") if c == 0 else None)
+                                        title=dict(text=_("position m")) if c == 0 else None)
         layout["annotations"].append(dict(
             text=label, x=sum(x_domains[c]) / 2, y=y_domains[r][1], xref="paper", yref="paper", xanchor="center",
             yanchor="bottom", showarrow=False, font=dict(size=14),
         ))
-    colorbar = dict(title=dict(text=VIEW_TITLES[view], side="right"), thickness=14)
+    colorbar = dict(title=dict(text=_(VIEW_TITLES[view]), side="right"), thickness=14)
     if view == "mod":
         colorbar.update(tickvals=[0, math.pi / 2, math.pi, 3 * math.pi / 2, 2 * math.pi],
                         ticktext=["0", "π/2", "π", "3π/2", "2π"])
@@ -176,7 +143,7 @@ def angle_heatmaps(
         legend=dict(orientation="h", yanchor="top", y=-70 / (height - 160), x=0, xanchor="left"),
         margin=dict(t=80, b=110), height=height,
     )
-    figure = new_figure(title)
+    figure = new_figure(title if title is not None else _(HEATMAP_TITLE))
     figure.add_traces(traces)
     figure.update_layout(layout)
     return figure
@@ -192,7 +159,7 @@ def _beyond_training_hatch(start: float, stop: float, pairs: int, axes: dict) ->
         x=[-0.5, pairs - 0.5, pairs - 0.5, -0.5, -0.5], y=[start, start, stop, stop, start],
         mode="lines", fill="toself", line=dict(color="white", width=2, dash="dash"), fillcolor="rgba(0,0,0,0)",
         fillpattern=dict(shape="/", fgcolor="rgba(255,255,255,0.45)", size=14, solidity=0.12),
-        name="beyond training (m ≥ L)", showlegend=False, hoverinfo="skip", **axes,
+        name=_("beyond training (m ≥ L)"), showlegend=False, hoverinfo="skip", **axes,
     )
 
 
@@ -204,8 +171,7 @@ def _assemble(title: str, traces: list, layout: dict) -> go.Figure:
     return figure
 
 
-def unseen_angles_figure(profile: FrequencyProfile, *, train_length: int, target_length: int,
-                         title: str = UNSEEN_TITLE) -> go.Figure:
+def unseen_angles_figure(profile: FrequencyProfile, *, train_length: int, target_length: int) -> go.Figure:
     """Methods × pairs: did training sweep a full turn, does L' stay within training's range, or go beyond it."""
     state = _array(profile.reach_state, np.int8)
     reach = _array(profile.reach_ratio)
@@ -213,74 +179,77 @@ def unseen_angles_figure(profile: FrequencyProfile, *, train_length: int, target
     scale = [(0.0, REACH_COLOURS[0]), (1 / 3, REACH_COLOURS[0]), (1 / 3, REACH_COLOURS[1]),
              (2 / 3, REACH_COLOURS[1]), (2 / 3, REACH_COLOURS[2]), (1.0, REACH_COLOURS[2])]
     heatmap = go.Heatmap(
-        z=state, x=np.arange(state.shape[1] if state.ndim == 2 else 0), y=list(profile.titles),
+        z=state, x=np.arange(state.shape[1] if state.ndim == 2 else 0), y=[_(t) for t in profile.titles],
         customdata=reach, zmin=-0.5, zmax=2.5, colorscale=scale, xgap=1, ygap=2,
-        colorbar=dict(tickvals=[0, 1, 2], ticktext=list(REACH_TITLES), thickness=14, len=1.0),
-        hovertemplate="%{y}, pair %{x}<br>L'·θ'/(L·θ) = %{customdata:.3g}<extra></extra>",
+        colorbar=dict(tickvals=[0, 1, 2], ticktext=[_(t) for t in REACH_TITLES], thickness=14, len=1.0),
+        hovertemplate=_("%{y}, pair %{x}") + "<br>L′·θ′/(L·θ) = %{customdata:.3g}<extra></extra>",
     )
     return _assemble(
-        f"{title} (L = {_length(train_length)} → L' = {_length(target_length)})", [heatmap],
+        _(UNSEEN_TITLE) + f" (L = {_length(train_length)} → L′ = {_length(target_length)})", [heatmap],
         dict(height=160 + 34 * max(count, 1),
-             xaxis=dict(title=dict(text="pair index i (high frequency → low frequency)")),
+             xaxis=dict(title=dict(text=_("pair index i (high frequency → low frequency)"))),
              yaxis=dict(autorange="reversed")),
     )
 
 
 def _reference_line(value: float, text: str, *, dash: str, log_axis: bool, below: bool = False) -> tuple[dict, dict]:
     """A labelled horizontal line (shape, annotation); placed by hand because add_hline mislabels log axes."""
-    shape = dict(type="line", xref="x domain", x0=0, x1=1, y0=value, y1=value, line=dict(color="#444", width=1,
-                                                                                          dash=dash))
+    shape = dict(type="line", xref="x domain", x0=0, x1=1, y0=value, y1=value,
+                 line=dict(color=MUTED, width=1, dash=dash))
     label = dict(xref="x domain", x=0.01, xanchor="left", y=math.log10(value) if log_axis else value,
                  yanchor="top" if below else "bottom", text=text, showarrow=False, font=dict(size=12))
     return shape, label
 
 
-def _method_lines(profile: FrequencyProfile, methods: Sequence[str], values, hover: str) -> list[go.Scatter]:
-    return [
-        go.Scatter(x=np.arange(row_values.shape[0]), y=row_values, mode="lines", name=name,
-                   line=dict(color=setup_colour(method)), hovertemplate=f"{name}<br>pair %{{x}}: {hover}<extra></extra>")
-        for row_values, name, method in zip(values, profile.titles, methods, strict=True)
-    ]
+def _method_lines(profile: FrequencyProfile, values, hover: str) -> list[go.Scatter]:
+    lines = []
+    for row_values, title, method in zip(values, profile.titles, profile.methods, strict=True):
+        name = _(title)
+        lines.append(go.Scatter(x=np.arange(row_values.shape[0]), y=row_values, name=name,
+                                hovertemplate=f"{name}<br>" + _("pair %{x}") + f": {hover}<extra></extra>",
+                                **keyed(method)))
+    return lines
 
 
-def wavelength_figure(profile: FrequencyProfile, methods: Sequence[str], *, train_length: int,
-                      target_length: int, as_frequency: bool = False) -> go.Figure:
+def wavelength_figure(profile: FrequencyProfile, *, train_length: int, target_length: int,
+                      as_frequency: bool = False) -> go.Figure:
     """log λ_i (or log θ_i) per pair for every method on one chart; λ = L and λ = L' marked."""
     inv_freq = _array(profile.inv_freq, np.float64)
     if as_frequency:
-        traces = _method_lines(profile, methods, inv_freq, "θ = %{y:.4g} rad/token")
+        traces = _method_lines(profile, inv_freq, _("θ = %{y:.4g} rad/token"))
         lines = []
     else:
-        traces = _method_lines(profile, methods, 2 * math.pi / inv_freq, "λ = %{y:,.4g} tokens")
+        traces = _method_lines(profile, 2 * math.pi / inv_freq, _("λ = %{y:,.4g} tokens"))
         marks = [(train_length, "L", "dash")]
         if target_length != train_length:
-            marks.append((target_length, "L'", "dot"))
+            marks.append((target_length, "L′", "dot"))
         lines = [_reference_line(length, f"λ = {label} = {_length(length)}", dash=dash, log_axis=True)
                  for length, label, dash in marks]
-    return _assemble(FREQUENCY_TITLE if as_frequency else WAVELENGTH_TITLE, traces, dict(
-        height=480, legend=BOTTOM_LEGEND, margin=dict(b=150), shapes=[shape for shape, _ in lines], annotations=[label for _, label in lines],
-        xaxis=dict(title=dict(text="pair index i")),
-        yaxis=dict(type="log", title=dict(text="θ_i (rad per token, log)" if as_frequency
-                                          else "wavelength λ_i (tokens, log)")),
+    return _assemble(_(FREQUENCY_TITLE if as_frequency else WAVELENGTH_TITLE), traces, dict(
+        height=480, legend=LEGEND_BELOW, margin=dict(b=150), shapes=[shape for shape, _label in lines],
+        annotations=[label for _shape, label in lines],
+        xaxis=dict(title=dict(text=_("pair index i"))),
+        yaxis=dict(type="log", title=dict(text=_("θᵢ (rad per token, log)") if as_frequency
+                                          else _("wavelength λᵢ (tokens, log)"))),
     ))
 
 
-def ratio_figure(profile: FrequencyProfile, methods: Sequence[str], *, scale: float) -> go.Figure:
-    """θ'_i/θ_i per pair: 1 is extrapolation (θ kept), 1/s is interpolation (PI)."""
-    traces = _method_lines(profile, methods, _array(profile.ratio, np.float64), "θ'/θ = %{y:.4g}")
-    lines = [_reference_line(1.0, "1: extrapolate (θ kept)", dash="dash", log_axis=True)]
+def ratio_figure(profile: FrequencyProfile, *, scale: float) -> go.Figure:
+    """θ′ᵢ/θᵢ per pair: 1 is extrapolation (θ kept), 1/s is interpolation (PI)."""
+    traces = _method_lines(profile, _array(profile.ratio, np.float64), "θ′/θ = %{y:.4g}")
+    lines = [_reference_line(1.0, _("1: extrapolate (θ kept)"), dash="dash", log_axis=True)]
     if scale > 1:
-        lines.append(_reference_line(1 / scale, f"1/s = 1/{scale:g}: interpolate (PI)", dash="dot", log_axis=True,
-                                     below=True))
+        lines.append(_reference_line(1 / scale, _("1/s = 1/{scale}: interpolate (PI)").format(scale=f"{scale:g}"),
+                                     dash="dot", log_axis=True, below=True))
     ratio = _array(profile.ratio, np.float64)
     finite = ratio[np.isfinite(ratio) & (ratio > 0)]
     lowest = min(float(finite.min()) if finite.size else 1.0, 1 / scale)
     highest = max(float(finite.max()) if finite.size else 1.0, 1.0)
-    return _assemble(RATIO_TITLE, traces, dict(
-        height=480, legend=BOTTOM_LEGEND, margin=dict(b=150),
-        shapes=[shape for shape, _ in lines], annotations=[label for _, label in lines],
-        xaxis=dict(title=dict(text="pair index i")),
-        yaxis=dict(type="log", title=dict(text="θ'_i / θ_i (log)"), **power_of_two_ticks(lowest, highest)),
+    return _assemble(_(RATIO_TITLE), traces, dict(
+        height=480, legend=LEGEND_BELOW, margin=dict(b=150),
+        shapes=[shape for shape, _label in lines], annotations=[label for _shape, label in lines],
+        xaxis=dict(title=dict(text=_("pair index i"))),
+        yaxis=dict(type="log", title=dict(text=_("θ′ᵢ / θᵢ (log)")), **power_of_two_ticks(lowest, highest)),
     ))
 
 
@@ -298,99 +267,38 @@ def power_of_two_ticks(lowest: float, highest: float, most: int = 9) -> dict:
 
 
 def ramp_figure(ramp: RampComparison, *, beta_fast: float, beta_slow: float, truncate: bool) -> go.Figure:
-    """γ(r_i) of the paper (linear in r) and 1 − ramp(i) of the code (linear in i) over the pair index."""
+    """γ(rᵢ) of the paper (linear in r) and 1 − ramp(i) of the code (linear in i) over the pair index."""
     pairs = np.arange(len(ramp.paper_kept))
     rotations = _array(ramp.rotations, np.float64)
     low, high = ramp.code_range
+    paper, code = _("paper"), _("code")
     traces = [
         go.Scatter(
             x=pairs, y=_array(ramp.paper_kept, np.float64), customdata=rotations, mode="lines+markers",
-            name="paper: γ(r), linear in r = L/λ", line=dict(color=PALETTE[4]), marker=dict(size=5),
-            hovertemplate="pair %{x}, r = %{customdata:.3g}<br>γ = %{y:.3f}<extra>paper</extra>",
+            name=_("paper: γ(r), linear in r = L/λ"), line=dict(color=PAPER_COLOUR), marker=dict(size=5),
+            hovertemplate=_("pair %{x}, r = %{customdata:.3g}") + f"<br>γ = %{{y:.3f}}<extra>{paper}</extra>",
         ),
         go.Scatter(
             x=pairs, y=_array(ramp.code_kept, np.float64), customdata=rotations, mode="lines+markers",
-            name="code: 1 − ramp(i), linear in i", line=dict(color=PALETTE[5], dash="dash"), marker=dict(size=5),
-            hovertemplate="pair %{x}, r = %{customdata:.3g}<br>1 − ramp = %{y:.3f}<extra>code</extra>",
+            name=_("code: 1 − ramp(i), linear in i"), line=dict(color=CODE_COLOUR, dash="dash"),
+            marker=dict(size=5, symbol="square"),
+            hovertemplate=_("pair %{x}, r = %{customdata:.3g}") + f"<br>1 − ramp = %{{y:.3f}}<extra>{code}</extra>",
         ),
     ]
     shapes = [dict(type="rect", xref="x", yref="y domain", x0=low, x1=high, y0=0, y1=1, fillcolor="#cccccc",
                    opacity=0.25, line=dict(width=0), layer="below")]
-    annotations = [dict(x=(low + high) / 2, y=1.12, text="code's ramp" + (" (floor/ceil)" if truncate else ""),
-                        showarrow=False, font=dict(size=12))]
+    ramp_label = _("code's ramp (floor/ceil)") if truncate else _("code's ramp")
+    annotations = [dict(x=(low + high) / 2, y=1.12, text=ramp_label, showarrow=False, font=dict(size=12))]
     for index, label, side in ((ramp.beta_fast_index, f"r = β = {beta_fast:g}", "right"),
                                (ramp.beta_slow_index, f"r = α = {beta_slow:g}", "left")):
         if 0 <= index <= len(pairs) - 1:
             shapes.append(dict(type="line", xref="x", yref="y domain", x0=index, x1=index, y0=0, y1=1,
-                               line=dict(color="#444", width=1, dash="dot")))
+                               line=dict(color=MUTED, width=1, dash="dot")))
             annotations.append(dict(x=index, y=0.5, text=label, showarrow=False, textangle=-90, xanchor=side,
                                     font=dict(size=12)))
-    return _assemble(RAMP_TITLE, traces, dict(
-        height=480, shapes=shapes, annotations=annotations, legend=BOTTOM_LEGEND, margin=dict(b=150),
-        xaxis=dict(title=dict(text="pair index i"), range=[-0.5, len(pairs) - 0.5]),
-        yaxis=dict(title=dict(text="fraction of θ_i kept"), range=[-0.05, 1.2],
+    return _assemble(_(RAMP_TITLE), traces, dict(
+        height=480, shapes=shapes, annotations=annotations, legend=LEGEND_BELOW, margin=dict(b=150),
+        xaxis=dict(title=dict(text=_("pair index i")), range=[-0.5, len(pairs) - 0.5]),
+        yaxis=dict(title=dict(text=_("fraction of θᵢ kept")), range=[-0.05, 1.2],
                    tickvals=[0, 0.25, 0.5, 0.75, 1]),
     ))
-
-
-# --- everything the page draws, from plain values (the export CLI and the tests use it) -----------
-
-
-def build_setups(head_dim: int, base: float, train_length: int, target_length: int, methods: Sequence[str],
-                 abf_base: float) -> tuple[MethodSetup, ...]:
-    return tuple(method_setup(m, head_dim, base, train_length, target_length, abf_base=abf_base) for m in methods)
-
-
-def second_row_setups(setups: Sequence[MethodSetup], base: float, train_length: int,
-                      second_scale: float | None, max_target: int) -> tuple[MethodSetup, ...]:
-    """The same methods at a second scale (a model's own RoPE has a fixed scale, so it is left out)."""
-    if not second_scale:
-        return ()
-    target = min(max(1, int(round(train_length * second_scale))), max_target)
-    if all(setup.seq_len == target for setup in setups):
-        return ()  # the cap made it the same as the first row
-    return tuple(s for s in (rescaled_setup(setup, base, target) for setup in setups) if s is not None)
-
-
-def heatmap_rows(num_panels: int, num_pairs: int) -> int:
-    return rows_per_panel(num_panels, num_pairs, max_cells=MAX_HEATMAP_CELLS, max_rows=MAX_HEATMAP_ROWS,
-                          min_rows=MIN_HEATMAP_ROWS)
-
-
-def yarn_spec_for(setups: Sequence[MethodSetup], head_dim: int, base: float, train_length: int, target_length: int):
-    """The spec the ramp chart explains: a model's own YaRN / NTK-by-parts if one is shown, else YaRN's defaults."""
-    for setup in setups:
-        if setup.spec.rope_type in ("yarn", "ntk_by_parts"):
-            return setup.spec
-    return method_setup("yarn", head_dim, base, train_length, max(target_length, train_length)).spec
-
-
-def export_figures(**overrides) -> dict[str, go.Figure]:
-    """Every figure of the page at its defaults (override any key of ``DEFAULTS``)."""
-    unknown = set(overrides) - set(DEFAULTS)
-    if unknown:
-        raise ValueError(f"unknown parameter(s) {', '.join(sorted(unknown))}; choose from {', '.join(DEFAULTS)}.")
-    p = {**DEFAULTS, **overrides}
-    p["positions_shown"] = p["positions_shown"] or None  # 0 or None: every position of 0 .. L'−1
-    p["second_scale"] = p["second_scale"] or None
-    target = min(int(round(p["train_length"] * p["scale"])), 1 << 20)
-    setups = build_setups(p["head_dim"], p["base"], p["train_length"], target, p["methods"], p["abf_base"])
-    shown = setups + second_row_setups(setups, p["base"], p["train_length"], p["second_scale"], 1 << 20)
-    pairs = setups[0].spec.num_pairs if setups else p["head_dim"] // 2
-    panels = heatmap_panels(
-        shown, base=p["base"], train_length=p["train_length"], positions_shown=p["positions_shown"], view=p["view"],
-        rows=heatmap_rows(len(shown), pairs), length_so_far=p["length_so_far"],
-    )
-    profile = frequency_profile(setups, base=p["base"])
-    methods = [s.method for s in setups]
-    spec = yarn_spec_for(setups, p["head_dim"], p["base"], p["train_length"], target)
-    return {
-        "angle-heatmaps": angle_heatmaps(panels, view=p["view"], train_length=p["train_length"],
-                                         mark_unseen=p["mark_unseen"]),
-        "unseen-angles": unseen_angles_figure(profile, train_length=p["train_length"], target_length=target),
-        "wavelengths": wavelength_figure(profile, methods, train_length=p["train_length"], target_length=target,
-                                         as_frequency=p["as_frequency"]),
-        "interpolation-ratio": ratio_figure(profile, methods, scale=target / p["train_length"]),
-        "yarn-ramp": ramp_figure(ramp_comparison(spec), beta_fast=spec.beta_fast, beta_slow=spec.beta_slow,
-                                 truncate=spec.truncate),
-    }

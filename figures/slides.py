@@ -65,7 +65,9 @@ def _thicken(trace: dict) -> None:
     mode = trace.get("mode", "lines")
     if "lines" in mode:
         line = trace.setdefault("line", {})
-        line["width"] = round(LINE_FACTOR * (line.get("width") or _TEMPLATE_LINE_WIDTH), 2)
+        width = line.get("width")
+        if width != 0:  # the invisible edge of a filled band stays invisible: the fill is what shows
+            line["width"] = round(LINE_FACTOR * (width or _TEMPLATE_LINE_WIDTH), 2)
     if "markers" in mode:
         marker = trace.setdefault("marker", {})
         size = marker.get("size", _PLOTLY_MARKER_SIZE)
@@ -119,7 +121,8 @@ def slide_style(figure: go.Figure, *, title: bool = True) -> go.Figure:
         title_spec.setdefault("pad", {}).setdefault("l", 16)
     for shape in layout.get("shapes", []):
         line = shape.setdefault("line", {})
-        line["width"] = round(LINE_FACTOR * (line.get("width") or _PLOTLY_SHAPE_LINE_WIDTH), 2)
+        if line.get("width") != 0:  # a borderless band stays borderless
+            line["width"] = round(LINE_FACTOR * (line.get("width") or _PLOTLY_SHAPE_LINE_WIDTH), 2)
 
     layout.update(
         width=SLIDE_WIDTH, height=SLIDE_HEIGHT, autosize=False, margin=margin,

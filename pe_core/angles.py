@@ -31,12 +31,9 @@ from pe_core.rope import (
 LENGTH_DEPENDENT_TYPES = ("dynamic", "longrope")
 
 VIEWS = ("log", "angle", "mod", "cos")
-VIEW_TITLES = {"log": "log₁₀ angle (rad)", "angle": "angle m·θ (rad)", "mod": "angle mod 2π (rad)",
-               "cos": "cos(m·θ)"}
 
 # Reach states per pair, in the order the summary figure colours them.
 FULL_TURN, WITHIN_TRAINING, BEYOND_TRAINING = 0, 1, 2
-REACH_TITLES = ("full turn seen in training", "within the trained range", "beyond any trained angle")
 
 
 def sampled_positions(count: int, max_rows: int) -> torch.Tensor:
@@ -157,6 +154,7 @@ def rescaled_setup(setup: MethodSetup, base: float, target_length: int) -> Metho
 
 
 class HeatmapPanel(NamedTuple):
+    method: str  # the set-up's key (a key of pe_core.methods.METHODS, or "model")
     title: str
     scale: float  # s = L'/L of this panel
     target_length: int  # L'
@@ -164,12 +162,6 @@ class HeatmapPanel(NamedTuple):
     values: torch.Tensor  # float64 [rows, pairs], already in the requested view
     unseen: torch.Tensor  # bool per pair
     colour_range: tuple[float, float]  # shared by every panel of one call, so colours compare across panels
-
-
-def rows_per_panel(num_panels: int, num_pairs: int, *, max_cells: int, max_rows: int, min_rows: int) -> int:
-    """How many positions each heatmap may show so all panels together stay within ``max_cells``."""
-    budget = max_cells // max(1, num_panels * num_pairs)
-    return int(min(max_rows, max(min_rows, budget)))
 
 
 def heatmap_panels(
@@ -197,7 +189,7 @@ def heatmap_panels(
         reach = angle_reach(reference, setup.frequencies().inv_freq, spec.original_max_position_embeddings,
                             target_length)
         scale = target_length / spec.original_max_position_embeddings
-        panels.append((setup.title, scale, target_length, positions, angle_view(angles, view), reach.unseen))
+        panels.append((setup.method, setup.title, scale, target_length, positions, angle_view(angles, view), reach.unseen))
     shared = view_range(view, [values for *_, values, _ in panels])
     return tuple(HeatmapPanel(*panel, shared) for panel in panels)
 
@@ -205,6 +197,7 @@ def heatmap_panels(
 class FrequencyProfile(NamedTuple):
     """Per-pair curves for the line plots, one row per set-up."""
 
+    methods: tuple[str, ...]  # each row's key (see HeatmapPanel.method)
     titles: tuple[str, ...]
     inv_freq: torch.Tensor  # float64 [setups, pairs]: θ'_i at L'
     ratio: torch.Tensor  # θ'_i / θ_i against the trained θ
@@ -216,7 +209,7 @@ def frequency_profile(setups: tuple[MethodSetup, ...], *, base: float) -> Freque
     """θ', θ'/θ and the unseen-angle states for every set-up (they must share rotary_dim)."""
     if not setups:
         empty = torch.zeros((0, 0), dtype=torch.float64)
-        return FrequencyProfile((), empty, empty, empty.to(torch.int64), empty)
+        return FrequencyProfile((), (), empty, empty, empty.to(torch.int64), empty)
     inv_freqs, ratios, states, reach_ratios = [], [], [], []
     for setup in setups:
         spec = setup.spec
@@ -227,7 +220,7 @@ def frequency_profile(setups: tuple[MethodSetup, ...], *, base: float) -> Freque
         ratios.append(inv_freq / reference)
         states.append(reach.state)
         reach_ratios.append(reach.target_max_angle / reach.train_max_angle)
-    return FrequencyProfile(tuple(s.title for s in setups), torch.stack(inv_freqs), torch.stack(ratios),
+    return FrequencyProfile(tuple(s.method for s in setups), tuple(s.title for s in setups), torch.stack(inv_freqs), torch.stack(ratios),
                             torch.stack(states), torch.stack(reach_ratios))
 
 

@@ -149,6 +149,27 @@ def from_hf_config(config: Mapping | str) -> RopeSpec:
     return RopeSpec(**values)
 
 
+_EXTENDING_TYPES = ("linear", "ntk", "dynamic", "ntk_by_parts", "yarn", "llama3", "longrope")
+
+
+def extended_length(config: Mapping | str) -> int:
+    """The context length a config's RoPE is built for.
+
+    For a scaled rope type, ``original_max_position_embeddings × factor`` when that is larger than
+    ``max_position_embeddings`` (Qwen2.5's YaRN block: 32768 × 4 = 131072; a Llama-2 config with
+    ``{"type": "linear", "factor": 4}``: 4096 × 4 = 16384); otherwise ``max_position_embeddings``.
+    Raises ``ValueError`` for a config ``from_hf_config`` cannot read.
+    """
+    if isinstance(config, str):
+        config = json.loads(config)
+    spec = from_hf_config(config)
+    advertised = context_length_of(config)
+    if spec.rope_type not in _EXTENDING_TYPES:
+        return advertised if advertised is not None else spec.original_max_position_embeddings
+    built_for = int(round(spec.original_max_position_embeddings * spec.factor))
+    return max(built_for, advertised or 0)
+
+
 def context_length_of(config: Mapping) -> int | None:
     """The context length the model advertises (``max_position_embeddings``), if given."""
     value = config.get("max_position_embeddings")

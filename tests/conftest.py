@@ -14,6 +14,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from benchmarks.harness import run_page  # noqa: E402 - needs the repository on sys.path
+
 _DTYPES = {"f8": np.float64, "f4": np.float32, "i1": np.int8, "u1": np.uint8, "i2": np.int16, "u2": np.uint16,
            "i4": np.int32, "u4": np.uint32, "i8": np.int64, "u8": np.uint64}
 
@@ -43,17 +45,6 @@ def figure_titled(at, text: str) -> dict:
     matches = [f for f in chart_figures(at) if text in str(f["layout"].get("title", {}).get("text", ""))]
     assert len(matches) == 1, f"expected one figure titled like {text!r}, found {len(matches)}"
     return matches[0]
-
-
-def run_page(path: str, query: dict | None = None, timeout: float = 60):
-    """Run a page script with AppTest (optionally with URL query parameters) and return it."""
-    from streamlit.testing.v1 import AppTest
-
-    at = AppTest.from_file(str(ROOT / path), default_timeout=timeout)
-    for key, value in (query or {}).items():
-        at.query_params[key] = value
-    at.run()
-    return at
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser import (
+from benchmarks.harness import (
     browser,
     chromium_available,
     move_first_slider,

@@ -3,11 +3,11 @@ the PNG / SVG / PDF bytes kaleido renders (those need Chrome/Chromium; CI instal
 
 from __future__ import annotations
 
+import dataclasses
 import io
+import json
 import re
 import struct
-import sys
-import textwrap
 import zipfile
 import zlib
 
@@ -18,6 +18,8 @@ import pytest
 from figures import export
 from figures.slides import SLIDE_HEIGHT, SLIDE_WIDTH, slide_style
 from figures.theme import BASE_FONT_SIZE, PALETTE, TEMPLATE, new_figure
+from lessons import export as cli
+from lessons.base import FigureSpec, Lesson, LessonSettings, figure_registry, setting
 
 needs_browser = pytest.mark.skipif(
     export.find_browser() is None,
@@ -125,26 +127,26 @@ def test_long_file_stems_are_cut_but_stay_distinct():
 
 
 @pytest.mark.parametrize(("text", "value"), [
-    ("64", 64), ("1e4", 10000.0), ("500_000", 500000), ("true", True), ("off", False), ("none", None),
+    ("64", 64), ("1e4", 10000.0), ("500_000", 500000), ("true", True), ("off", False),
     ("pi,ntk", ("pi", "ntk")), ("yarn,", ("yarn",)), ("log", "log"),
     ("__import__('os').system('x')", "__import__('os').system('x')"),  # text stays text: nothing is evaluated
 ])
 def test_cli_values_are_parsed_as_literals(text, value):
-    assert export.parse_value(text) == value
+    assert cli.parse_value(text) == value
 
 
 def test_cli_settings_need_a_name():
-    assert export.parse_setting("frequencies.base=5e5") == ("frequencies.base", 500000.0)
+    assert cli.parse_setting("frequencies.base=5e5") == ("frequencies.base", 500000.0)
     for bad in ("base", "=3", "a b=1", "x.y.z=1"):
         with pytest.raises(Exception, match="key=value"):
-            export.parse_setting(bad)
+            cli.parse_setting(bad)
 
 
 def test_selection_parsing():
-    assert export.parse_selection("frequencies:heatmap,decay, frequencies:ratio") == {
+    assert cli.parse_selection("frequencies:heatmap,decay, frequencies:ratio") == {
         "frequencies": {"heatmap", "ratio"}, "decay": None}
-    assert export.parse_selection("decay,decay:bound") == {"decay": None}
-    assert export.parse_selection(None) == {}
+    assert cli.parse_selection("decay,decay:bound") == {"decay": None}
+    assert cli.parse_selection(None) == {}
 
 
 def test_zip_holds_exactly_the_given_files():
@@ -174,97 +176,110 @@ def test_missing_browser_is_explained(monkeypatch):
         export.find_browser.cache_clear()
 
 
-# ---- discovery and the CLI (a test-local package of figures) ----------------------------------
+# ---- the CLI over a test-local registry of two lessons ------------------------------------------
 
-DEMO_MODULES = {
-    "__init__.py": "",
-    "good.py": '''
-        import plotly.graph_objects as go
-        from figures.theme import new_figure
 
-        DEFAULTS = {"head_dim": 64, "base": 10000.0, "methods": ("pi",)}
+@dataclasses.dataclass(frozen=True)
+class GoodSettings(LessonSettings):
+    head_dim: int = setting(64, "Head dim d", key="d", options=(8, 16, 32, 64), group="main")
+    base: float = setting(10_000.0, "Base b", key="base", options=(100.0, 10_000.0), group="main")
+    methods: tuple = setting(("pi",), "Methods", key="methods", options=("pi", "ntk", "yarn"), group="main")
 
-        def export_figures(**overrides):
-            unknown = set(overrides) - set(DEFAULTS)
-            if unknown:
-                raise ValueError(f"unknown {sorted(unknown)}")
-            p = {**DEFAULTS, **overrides}
-            pairs = list(range(p["head_dim"] // 2))
-            theta = [p["base"] ** (-2 * i / p["head_dim"]) for i in pairs]
-            frequencies = new_figure(f"Frequencies, d = {p['head_dim']}", xaxis_title="pair index i",
-                                     yaxis_title="frequency θ_i (rad/token)")
-            frequencies.add_trace(go.Scatter(x=pairs, y=theta, name="+".join(p["methods"]), line_color="#D55E00"))
-            wavelengths = new_figure("Wavelengths", xaxis_title="pair index i", yaxis_title="wavelength (tokens)")
-            wavelengths.add_trace(go.Scatter(x=pairs, y=[6.283185 / t for t in theta]))
-            return {"frequencies": frequencies, "wavelengths": wavelengths}
-    ''',
-    "named.py": '''
-        from figures.theme import new_figure
 
-        def export_figures(length=16):
-            return {"length": new_figure(f"Length {length}", xaxis_title="position m (tokens)")}
-    ''',
-    "broken.py": "raise ImportError('half-written by another helper')\n",
-    "plain.py": "VALUE = 1\n",
+def _frequencies(result, style):
+    pairs = list(range(result.head_dim // 2))
+    theta = [result.base ** (-2 * i / result.head_dim) for i in pairs]
+    figure = new_figure(f"Frequencies, d = {result.head_dim}", xaxis_title="pair index i",
+                        yaxis_title="frequency θᵢ (rad/token)")
+    figure.add_trace(go.Scatter(x=pairs, y=theta, name="+".join(result.methods), line_color="#D55E00"))
+    return figure
+
+
+def _wavelengths(result, style):
+    figure = new_figure("Wavelengths", xaxis_title="pair index i", yaxis_title="wavelength (tokens)")
+    figure.add_trace(go.Scatter(x=list(range(result.head_dim // 2)), y=[1.0] * (result.head_dim // 2)))
+    return figure
+
+
+@dataclasses.dataclass(frozen=True)
+class NamedSettings(LessonSettings):
+    length: int = setting(16, "Length", key="n", min_value=1, max_value=64)
+
+
+DEMO_LESSONS = {
+    "good": Lesson("good", "Good", GoodSettings, lambda s: s, figure_registry(
+        FigureSpec("frequencies", "Frequencies", _frequencies), FigureSpec("wavelengths", "Wavelengths",
+                                                                           _wavelengths))),
+    "named": Lesson("named", "Named", NamedSettings, lambda s: s, figure_registry(
+        FigureSpec("length", "Length", lambda r, style: new_figure(f"Length {r.length}",
+                                                                   xaxis_title="position m (tokens)")))),
 }
 
 
 @pytest.fixture
-def demo_package(tmp_path, monkeypatch):
-    package = tmp_path / "export_demo_figs"
-    package.mkdir()
-    for name, source in DEMO_MODULES.items():
-        (package / name).write_text(textwrap.dedent(source))
-    monkeypatch.syspath_prepend(str(tmp_path))
-    yield "export_demo_figs"
-    for module in [m for m in sys.modules if m.startswith("export_demo_figs")]:
-        del sys.modules[module]
+def demo_lessons(monkeypatch):
+    monkeypatch.setattr(cli, "all_lessons", lambda: DEMO_LESSONS)
+    yield DEMO_LESSONS
+    for lesson in DEMO_LESSONS.values():
+        lesson.clear_caches()
 
 
-def test_discovery_finds_exporters_and_skips_broken_modules(demo_package, capsys):
-    exporters = export.discover_exporters(demo_package)
-    assert sorted(exporters) == ["good", "named"]
-    assert "broken" in capsys.readouterr().err
+def test_the_apps_lessons_are_found():
+    from lessons import all_lessons
+
+    lessons = all_lessons()
+    assert "frequencies" in lessons
+    assert not {"base", "export", "rope_setup", "format"} & set(lessons)
 
 
-def test_the_apps_own_figure_modules_are_discovered():
-    exporters = export.discover_exporters()
-    assert not {"export", "slides", "theme"} & set(exporters)
-    assert all(callable(f) for f in exporters.values())
-
-
-def test_overrides_go_only_to_topics_that_take_them(demo_package):
-    exporters = export.discover_exporters(demo_package)
-    figures = export.collect_figures(exporters, None, {"head_dim": 32, "length": 8, "methods": "yarn"})
+def test_settings_go_only_to_lessons_that_have_them(demo_lessons):
+    figures = cli.collect(None, {"head_dim": 32, "length": 8, "methods": "yarn"}, lessons=demo_lessons)
     assert sorted(figures) == [("good", "frequencies"), ("good", "wavelengths"), ("named", "length")]
     assert len(figures[("good", "frequencies")].data[0].x) == 16
     assert figures[("good", "frequencies")].data[0].name == "yarn"  # one method became a tuple of one
     assert figures[("named", "length")].layout.title.text == "Length 8"
-    scoped = export.collect_figures(exporters, {"good": {"wavelengths"}}, {"good.head_dim": 8})
+    scoped = cli.collect({"good": {"wavelengths"}}, {"good.d": 8}, lessons=demo_lessons)  # a URL key works too
     assert list(scoped) == [("good", "wavelengths")] and len(scoped[("good", "wavelengths")].data[0].x) == 4
 
 
 @pytest.mark.parametrize(("selection", "overrides", "message"), [
-    ({"nope": None}, {}, "No figures for nope"),
+    ({"nope": None}, {}, "No lesson nope"),
     ({"good": {"nope"}}, {}, "no figure nope"),
-    (None, {"colour": "red"}, "No selected figure takes colour"),
-    ({"named": None}, {"head_dim": 8}, "No selected figure takes head_dim"),
+    (None, {"colour": "red"}, "No selected lesson has the setting 'colour'. Valid keys - good: head_dim"),
+    ({"named": None}, {"head_dim": 8}, "No selected lesson has the setting 'head_dim'. Valid keys - named: length"),
+    ({"named": None}, {"good.head_dim": 8}, "'good' is not among the selected lessons"),
+    (None, {"head_dim": 12}, r"good: head_dim \(d\) must be one of: 8, 16, 32, 64 \(got 12\)"),
+    (None, {"length": 99}, "named: length .* must be between 1 and 64"),
 ])
-def test_bad_selections_are_reported(demo_package, selection, overrides, message):
+def test_bad_selections_and_settings_are_reported(demo_lessons, selection, overrides, message):
     with pytest.raises(ValueError, match=message):
-        export.collect_figures(export.discover_exporters(demo_package), selection, overrides)
+        cli.collect(selection, overrides, lessons=demo_lessons)
 
 
-def test_cli_lists_figures_without_rendering(demo_package, capsys, monkeypatch):
-    monkeypatch.setattr(export, "render", lambda *a, **k: pytest.fail("--list must not render"))
-    assert export.main(["--list"], package=demo_package) == 0
+def test_cli_lists_figures_and_settings_without_building_them(demo_lessons, capsys, monkeypatch):
+    monkeypatch.setattr(cli, "render", lambda *a, **k: pytest.fail("--list must not render"))
+    monkeypatch.setattr(Lesson, "figure", lambda *a, **k: pytest.fail("--list must not build"))
+    assert cli.main(["--list"]) == 0
     assert capsys.readouterr().out.split() == ["good:frequencies", "good:wavelengths", "named:length"]
+    assert cli.main(["--list-settings", "--only", "named"]) == 0
+    assert "length (URL n) = 16 from 1 to 64" in capsys.readouterr().out
 
 
-def test_cli_rejects_unknown_parameters(demo_package, capsys):
+def test_cli_rejects_unknown_settings(demo_lessons, capsys):
     with pytest.raises(SystemExit):
-        export.main(["--out", "x", "--set", "colour=red"], package=demo_package)
+        cli.main(["--out", "x", "--set", "colour=red"])
     assert "colour" in capsys.readouterr().err
+
+
+def test_cli_writes_plotly_json_and_html_without_a_browser(demo_lessons, tmp_path, monkeypatch):
+    monkeypatch.setattr(cli, "browser_available", lambda: False)
+    out = tmp_path / "json"
+    assert cli.main(["--out", str(out), "--format", "json,html", "--only", "good:frequencies", "--set", "d=8"]) == 0
+    spec = json.loads((out / "good_frequencies_d8.json").read_text())
+    assert spec["layout"]["title"]["text"] == "Frequencies, d = 8" and len(spec["data"][0]["x"]) == 4
+    page = (out / "good_frequencies_d8.html").read_text()
+    assert "Frequencies, d = 8" in page and len(page) > 1_000_000  # plotly.js inlined
+    assert '<script src="http' not in page and 'src="https://cdn' not in page
 
 
 # ---- rendered bytes (kaleido + Chromium) ------------------------------------------------------
@@ -347,28 +362,28 @@ def test_pdf_is_one_page_of_the_requested_size_with_the_trace():
 
 
 @needs_browser
-def test_cli_writes_every_selected_figure_in_every_format(demo_package, tmp_path, capsys):
+def test_cli_writes_every_selected_figure_in_every_format(demo_lessons, tmp_path, capsys):
     out = tmp_path / "deck"
     argv = ["--out", str(out), "--format", "png,svg,pdf", "--slide", "--only", "good", "--set", "head_dim=32"]
-    assert export.main(argv, package=demo_package) == 0
+    assert cli.main(argv) == 0
     printed = capsys.readouterr().out.split()
     names = sorted(p.name for p in out.iterdir())
-    assert names == sorted(f"good_{slug}_head_dim32_slide.{fmt}" for slug in ("frequencies", "wavelengths")
+    assert names == sorted(f"good_{slug}_d32_slide.{fmt}" for slug in ("frequencies", "wavelengths")
                            for fmt in ("png", "svg", "pdf"))
     assert sorted(printed) == sorted(str(out / n) for n in names)
-    png = (out / "good_frequencies_head_dim32_slide.png").read_bytes()
+    png = (out / "good_frequencies_d32_slide.png").read_bytes()
     assert png_size(png) == (SLIDE_WIDTH * export.PNG_SCALE, SLIDE_HEIGHT * export.PNG_SCALE)
     assert png_has_colour(png, TRACE_RGB)
-    svg = (out / "good_frequencies_head_dim32_slide.svg").read_text()
-    assert "Frequencies, d = 32" in svg and "frequency θ_i (rad/token)" in svg
-    assert pdf_page_size((out / "good_wavelengths_head_dim32_slide.pdf").read_bytes()) == pytest.approx((960, 540))
+    svg = (out / "good_frequencies_d32_slide.svg").read_text()
+    assert "Frequencies, d = 32" in svg and "frequency θᵢ (rad/token)" in svg
+    assert pdf_page_size((out / "good_wavelengths_d32_slide.pdf").read_bytes()) == pytest.approx((960, 540))
 
 
 @needs_browser
-def test_cli_without_title_and_with_scale(demo_package, tmp_path):
+def test_cli_without_title_and_with_scale(demo_lessons, tmp_path):
     out = tmp_path / "deck"
     argv = ["--out", str(out), "--only", "named:length", "--slide", "--no-title", "--scale", "1"]
-    assert export.main(argv, package=demo_package) == 0
+    assert cli.main(argv) == 0
     (written,) = out.iterdir()
     assert written.name == "named_length_slide_notitle.png"
     assert png_size(written.read_bytes()) == (SLIDE_WIDTH, SLIDE_HEIGHT)
@@ -381,9 +396,16 @@ def test_render_files_names_each_figure_once():
     assert "Rotation angle by position" in files["a.svg"].decode() and "Angles" in files["a_2.svg"].decode()
 
 
-def test_training_figure_slugs_match_what_export_builds():
-    """`--list` reads FIGURE_SLUGS instead of training a model, so it must name what a run produces."""
-    from figures import training
-
-    figures = training.export_figures(steps=20, width=32, heads=1, layers=1, fine_tune_steps=2, multiples=(1, 2))
-    assert tuple(figures) == training.FIGURE_SLUGS
+@needs_browser
+def test_gallery_draws_every_figure_for_screen_and_slide(demo_lessons, tmp_path):
+    records = cli.gallery(tmp_path, demo_lessons, log=lambda _: None)
+    assert [(r["lesson"], r["figure"]) for r in records] == [("good", "frequencies"), ("good", "wavelengths"),
+                                                            ("named", "length")]
+    assert all(r["error"] is None and set(r["files"]) == {"screen", "slide"} for r in records)
+    sheet = (tmp_path / "index.html").read_text()
+    for record in records:
+        for file in record["files"].values():
+            assert f'src="{file}"' in sheet
+            assert png_size((tmp_path / file).read_bytes())[0] > 0
+    slide = (tmp_path / records[0]["files"]["slide"]).read_bytes()
+    assert png_size(slide) == (SLIDE_WIDTH, SLIDE_HEIGHT)

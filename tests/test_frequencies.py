@@ -1,4 +1,4 @@
-"""The θ-heatmap page's core (pe_core.angles) and figures (figures.frequencies), plus the formulas it shows."""
+"""The θ-heatmap lesson: its core (pe_core.angles), its figures (through lessons.frequencies), and its formulas."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import sympy as sp
 import torch
 
 import figures.frequencies as ff
+from lessons import frequencies as lesson
 from pe_core import METHODS, RopeSpec, default_inv_freq, method_setup, rope_frequencies
 from pe_core.angles import (
     BEYOND_TRAINING,
@@ -23,9 +24,19 @@ from pe_core.angles import (
     ramp_comparison,
     reference_inv_freq,
     rescaled_setup,
-    rows_per_panel,
     sampled_positions,
 )
+
+LESSON = lesson.LESSON
+
+
+def build_setups(head_dim, base, train_length, target_length, methods, abf_base=500_000.0):
+    return tuple(method_setup(m, head_dim, base, train_length, target_length, abf_base=abf_base) for m in methods)
+
+
+def figures_at(**values):
+    return LESSON.all_figures(LESSON.settings.from_mapping(values))
+
 
 SIZES = [(16, 10_000.0, 64, 4), (64, 10_000.0, 512, 8), (128, 500_000.0, 4096, 16), (32, 100.0, 8, 2)]
 
@@ -182,7 +193,7 @@ def test_dynamic_at_factor_one_is_ntk_at_the_current_scale():
 
 @pytest.mark.parametrize("head_dim, base, length, scale", SIZES)
 def test_interpolation_ratios(head_dim, base, length, scale):
-    setups = ff.build_setups(head_dim, base, length, length * scale, ("direct", "pi", "ntk", "abf"), 500_000.0)
+    setups = build_setups(head_dim, base, length, length * scale, ("direct", "pi", "ntk", "abf"), 500_000.0)
     profile = frequency_profile(setups, base=base)
     ratio = profile.ratio.numpy()
     np.testing.assert_allclose(ratio[0], 1.0, rtol=1e-14)
@@ -195,7 +206,7 @@ def test_interpolation_ratios(head_dim, base, length, scale):
 @pytest.mark.parametrize("head_dim, base, length, scale", SIZES)
 def test_blended_methods_follow_the_formulas_on_the_page(head_dim, base, length, scale):
     methods = ("ntk_by_parts", "yarn", "llama3")
-    setups = ff.build_setups(head_dim, base, length, length * scale, methods, 500_000.0)
+    setups = build_setups(head_dim, base, length, length * scale, methods, 500_000.0)
     ratio = dict(zip(methods, frequency_profile(setups, base=base).ratio.numpy(), strict=True))
     theta = numpy_theta(head_dim, base)
     wavelength = 2 * math.pi / theta
@@ -244,9 +255,8 @@ def heatmaps_of(figure):
     return [trace for trace in figure.data if trace.type == "heatmap"]
 
 
-def test_seed_000_figure_is_reproduced():
-    figure = ff.export_figures(head_dim=32, base=10_000.0, positions_shown=10, scale=2.0, second_scale=4.0,
-                               view="angle", methods=("direct", "pi", "ntk"))["angle-heatmaps"]
+def test_small_head_view_shows_s2_above_s4():
+    figure = figures_at(**lesson.SMALL_HEAD_VIEW)["angle-heatmaps"]
     maps = heatmaps_of(figure)
     assert len(maps) == 6
     m, i = np.arange(10)[:, None], np.arange(16)[None, :]
@@ -263,7 +273,7 @@ def test_seed_000_figure_is_reproduced():
 
 
 def test_heatmap_shares_one_scale_and_marks_training_and_unseen_pairs():
-    figure = ff.export_figures(view="mod", methods=("direct", "pi", "ntk", "yarn"))["angle-heatmaps"]
+    figure = figures_at(view="mod", methods=("direct", "pi", "ntk", "yarn"))["angle-heatmaps"]
     maps = heatmaps_of(figure)
     assert {(t.zmin, t.zmax) for t in maps} == {(0.0, 2 * math.pi)}
     assert all(0 <= np.nanmin(t.z) and np.nanmax(t.z) < 2 * math.pi for t in maps)
@@ -277,46 +287,53 @@ def test_heatmap_shares_one_scale_and_marks_training_and_unseen_pairs():
 
 
 def test_heaviest_settings_stay_within_the_drawing_budget():
-    figures = ff.export_figures(head_dim=256, train_length=131_072, scale=8.0, second_scale=2.0, methods=METHODS)
+    figures = figures_at(head_dim=256, train_length=131_072, scale=8.0, second_scale=2.0, methods=tuple(METHODS))
     maps = heatmaps_of(figures["angle-heatmaps"])
     assert len(maps) == 18
     cells = sum(np.asarray(t.z).size for t in maps)
-    assert cells <= ff.MAX_HEATMAP_CELLS
+    assert cells <= lesson.MAX_HEATMAP_CELLS
     assert all(np.asarray(t.z).shape[1] == 128 for t in maps)
     assert max(t.y[-1] for t in maps) == 1_048_575  # exact last position of L' = 2^20
     assert all(np.asarray(t.z).dtype == np.float32 for t in maps)
 
 
 def test_rows_per_panel_budget():
-    assert rows_per_panel(1, 64, max_cells=200_000, max_rows=300, min_rows=32) == 300
-    assert rows_per_panel(20, 128, max_cells=200_000, max_rows=300, min_rows=32) == 78
-    assert rows_per_panel(1000, 128, max_cells=200_000, max_rows=300, min_rows=32) == 32
+    assert lesson.rows_per_panel(1, 64) == lesson.MAX_HEATMAP_ROWS
+    assert lesson.rows_per_panel(20, 128) == lesson.MAX_HEATMAP_CELLS // (20 * 128) == 46
+    assert lesson.rows_per_panel(1000, 128) == lesson.MIN_HEATMAP_ROWS
 
 
 def test_line_figures_plot_the_computed_values():
-    setups = ff.build_setups(64, 10_000.0, 512, 2048, ("direct", "pi"), 500_000.0)
+    setups = build_setups(64, 10_000.0, 512, 2048, ("direct", "pi"), 500_000.0)
     profile = frequency_profile(setups, base=10_000.0)
-    wave = ff.wavelength_figure(profile, ["direct", "pi"], train_length=512, target_length=2048)
+    wave = ff.wavelength_figure(profile, train_length=512, target_length=2048)
     np.testing.assert_allclose(wave.data[0].y, 2 * math.pi / numpy_theta(64, 10_000.0), rtol=1e-12)
     np.testing.assert_allclose(wave.data[1].y, 4 * 2 * math.pi / numpy_theta(64, 10_000.0), rtol=1e-12)
     assert [shape.y0 for shape in wave.layout.shapes] == [512, 2048]
-    freq = ff.wavelength_figure(profile, ["direct", "pi"], train_length=512, target_length=2048, as_frequency=True)
+    freq = ff.wavelength_figure(profile, train_length=512, target_length=2048, as_frequency=True)
     np.testing.assert_allclose(freq.data[0].y, numpy_theta(64, 10_000.0), rtol=1e-12)
-    ratio = ff.ratio_figure(profile, ["direct", "pi"], scale=4.0)
+    ratio = ff.ratio_figure(profile, scale=4.0)
     assert [shape.y0 for shape in ratio.layout.shapes] == [1.0, 0.25]
     assert "1/4" in ratio.layout.yaxis.ticktext and "1" in ratio.layout.yaxis.ticktext
 
 
-def test_export_figures_defaults_and_bad_overrides():
-    figures = ff.export_figures()
-    assert list(figures) == ["angle-heatmaps", "unseen-angles", "wavelengths", "interpolation-ratio", "yarn-ramp"]
-    assert all(f.layout.title.text for f in figures.values())
-    with pytest.raises(ValueError, match="unknown parameter"):
-        ff.export_figures(colour="red")
+def test_registry_order_and_bad_settings():
+    assert list(LESSON.figures) == ["angle-heatmaps", "unseen-angles", "wavelengths", "interpolation-ratio",
+                                    "yarn-ramp"]
+    with pytest.raises(ValueError, match="valid keys"):
+        LESSON.settings.from_mapping({"colour": "red"})
+
+
+def test_a_model_is_analysed_at_the_length_its_rope_is_built_for():
+    qwen = LESSON.result(LESSON.settings.from_mapping({"source": "preset", "preset": "Qwen2.5-7B-Instruct (+YaRN x4)"}))
+    assert (qwen.setup.train_length, qwen.setup.target_length, qwen.setup.scale) == (32_768, 131_072, 4.0)
+    assert qwen.setup.own.spec.rope_type == "yarn" and qwen.ramp_spec == qwen.setup.own.spec
+    plain = LESSON.result(LESSON.settings.from_mapping({"source": "preset", "preset": "Llama-2-7B"}))
+    assert (plain.setup.train_length, plain.setup.target_length) == (4096, 4 * 4096)  # unscaled: shown at 4×
 
 
 def test_heatmap_panels_positions_and_scale():
-    setups = ff.build_setups(16, 10_000.0, 64, 256, ("direct", "pi"), 500_000.0)
+    setups = build_setups(16, 10_000.0, 64, 256, ("direct", "pi"), 500_000.0)
     panels = heatmap_panels(setups, base=10_000.0, train_length=64, positions_shown=None, view="angle", rows=40,
                             length_so_far=True)
     assert [p.scale for p in panels] == [4.0, 4.0]

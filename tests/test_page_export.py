@@ -98,14 +98,15 @@ def expected_theta(head_dim: int) -> np.ndarray:
 def test_each_figure_gets_png_svg_pdf_buttons_named_after_page_and_view(demo_page, deferred):
     at = run(demo_page, {"d": "32"})
     buttons = download_buttons(at)
-    assert [b.label for b in buttons] == ["PNG", "SVG", "PDF"] * 2 + ["Download all figures on this page (ZIP)"]
+    assert [b.label for b in buttons] == ["PNG", "SVG", "PDF", "HTML"] * 2 + ["Download all figures on this page (ZIP)"]
     # data is a callable kept for the click: nothing was rendered to build the page
     assert all(b.proto.HasField("deferred_file_id") and not b.proto.url for b in buttons)
     assert [(name, mime) for name, mime, _ in deferred] == [
         ("demo_page_freq_d32.png", "image/png"), ("demo_page_freq_d32.svg", "image/svg+xml"),
-        ("demo_page_freq_d32.pdf", "application/pdf"), ("demo_page_d32.zip", "application/zip"),
+        ("demo_page_freq_d32.pdf", "application/pdf"), ("demo_page_freq_d32.html", "text/html"),
+        ("demo_page_d32.zip", "application/zip"),
         ("demo_page_wave_d32.png", "image/png"), ("demo_page_wave_d32.svg", "image/svg+xml"),
-        ("demo_page_wave_d32.pdf", "application/pdf"),
+        ("demo_page_wave_d32.pdf", "application/pdf"), ("demo_page_wave_d32.html", "text/html"),
     ]
     np.testing.assert_allclose(figure_titled(at, "RoPE frequencies")["data"][0]["y"], expected_theta(32))
 
@@ -117,9 +118,9 @@ def test_page_reruns_render_no_images(demo_page, deferred, monkeypatch):
     at.select_slider[0].set_value(128).run()
     at.toggle[0].set_value(True).run()
     assert not at.exception
-    assert len(deferred) == 3 * 7
+    assert len(deferred) == 3 * (2 * 4 + 1)  # three runs of two figures' four buttons and the ZIP
     assert calls == []
-    deferred[-1][2]()  # a click renders
+    next(build for name, _, build in reversed(deferred) if name.endswith(".png"))()  # a click renders
     assert len(calls) == 1
 
 
@@ -164,7 +165,9 @@ def test_without_a_browser_the_buttons_say_how_to_get_one(demo_page, monkeypatch
     monkeypatch.setattr(export, "find_browser", lambda: None)
     at = run(demo_page)
     buttons = download_buttons(at)
-    assert buttons and all(b.proto.disabled for b in buttons)
+    images = [b for b in buttons if b.label in ("PNG", "SVG", "PDF") or "ZIP" in b.label]
+    assert images and all(b.proto.disabled for b in images)
+    assert [b.proto.disabled for b in buttons if b.label == "HTML"] == [False, False]  # drawn by the reader's browser
     assert any("apt install chromium" in c.value for c in at.caption)
     configs = [json.loads(chart.proto.config) for chart in at.get("plotly_chart")]
     assert all(c["toImageButtonOptions"]["format"] == "svg" for c in configs)
@@ -259,7 +262,7 @@ def test_every_figure_on_every_page_has_export_buttons(page):
     assert not at.exception, [e.message for e in at.exception]
     charts = list(at.get("plotly_chart"))
     assert charts, f"{page} shows no figure"
-    assert [b.label for b in download_buttons(at)] == ["PNG", "SVG", "PDF"] * len(charts)
+    assert [b.label for b in download_buttons(at)] == ["PNG", "SVG", "PDF", "HTML"] * len(charts)
 
 
 def test_expected_theta_matches_the_engine():

@@ -8,13 +8,13 @@ import math
 import numpy as np
 import pytest
 
-from figures.frequencies import MAX_HEATMAP_CELLS, MAX_HEATMAP_ROWS
+from lessons.frequencies import MAX_HEATMAP_CELLS, MAX_HEATMAP_ROWS
 from pe_core import METHOD_TITLES, METHODS, load_presets
 from tests.conftest import chart_figures, figure_titled, run_page
 
 PAGE = "pages/frequencies.py"
 DYNAMIC_TRIO = [METHOD_TITLES[m] for m in ("direct", "ntk", "dynamic")]  # the URL carries the labels shown
-TITLES = ("Rotation angle m·θ_i", "Pairs that reach angles never seen", "Wavelength λ_i", "Interpolation ratio",
+TITLES = ("Rotation angle m·θᵢ", "Pairs that reach angles never seen", "Wavelength λᵢ", "Interpolation ratio",
           "NTK-by-parts: the YaRN paper")
 
 
@@ -109,9 +109,9 @@ def test_largest_settings_stay_within_budget():
     assert len(ratio) == len(METHODS) and all(len(t["y"]) == 128 for t in ratio)
 
 
-def test_seed_000_button_reproduces_the_figure():
+def test_small_head_button_shows_s2_above_s4():
     at = run_page(PAGE)
-    next(b for b in at.button if "seed 000" in b.label).click().run()
+    next(b for b in at.button if "32-dim head" in b.label).click().run()
     assert_page_ok(at)
     maps = heatmaps(at)
     assert list(maps) == [f"{name} · s = {k}" for k in (2, 4)
@@ -161,10 +161,14 @@ def test_pasted_config_and_bad_paste():
     at.text_area[0].input(json.dumps(config)).run()
     assert_page_ok(at)
     assert "Pasted config" in heatmaps(at)
+    good = chart_figures(at)
     at.text_area[0].input('{"rope_theta": 10000, "rope_scaling": {"rope_type": "yarn"').run()
     assert not at.exception
-    assert at.error and "config.json could not be read" in at.error[0].value
-    assert not chart_figures(at)
+    assert at.error and "not valid JSON" in at.error[0].value
+    # the error is in the main area, and the figures keep the last config that worked
+    assert not at.sidebar.error
+    assert "Pasted config" in heatmaps(at)
+    assert len(chart_figures(at)) == len(good)
 
 
 def test_garbage_url_values_fall_back_with_a_note():

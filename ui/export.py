@@ -11,7 +11,6 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from pathlib import Path
-from typing import NamedTuple
 from urllib.parse import urlencode
 
 import plotly.graph_objects as go
@@ -20,6 +19,7 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from figures.export import (
     FORMATS,
+    IMAGE_FORMATS,
     INSTALL_HINT,
     PNG_SCALE,
     browser_available,
@@ -30,8 +30,11 @@ from figures.export import (
     zip_files,
 )
 from figures.slides import slide_style
+from i18n import _
+from lessons.base import SCREEN, FigureStyle
 from ui import params
 
+PAGE_FORMATS = ("png", "svg", "pdf", "html")  # what a reader downloads (JSON is for the CLI)
 SLIDE_KEY = "slide"  # URL parameters of the export controls themselves
 TITLES_KEY = "stitle"
 EXPORT_PARAMS = frozenset({SLIDE_KEY, TITLES_KEY})
@@ -42,23 +45,14 @@ _STEMS_STATE = "_export_stems"
 _ZIP_FORMAT_KEY = "_export_zip_format"
 
 
-class ExportStyle(NamedTuple):
-    slide: bool = False
-    titles: bool = True
-
-    def apply(self, figure: go.Figure) -> go.Figure:
-        return slide_style(figure, title=self.titles) if self.slide else figure
-
-    @property
-    def name_parts(self) -> tuple[str, ...]:
-        if not self.slide:
-            return ()
-        return ("slide",) if self.titles else ("slide", "notitle")
+def styled(figure: go.Figure, style: FigureStyle) -> go.Figure:
+    """``figure`` as ``style`` draws it (a restyled copy for slides; the figure itself for the screen)."""
+    return slide_style(figure, title=style.titles) if style.slide else figure
 
 
-def current_style() -> ExportStyle:
+def current_style() -> FigureStyle:
     """The style chosen in the sidebar this run (plain screen style where no sidebar was drawn)."""
-    return st.session_state.get(_STYLE_STATE, ExportStyle())
+    return st.session_state.get(_STYLE_STATE, SCREEN)
 
 
 # ---- names and links -------------------------------------------------------------------------
@@ -124,11 +118,14 @@ def figure_buttons(figure: go.Figure, key: str, stem: str) -> None:
         else:
             st.caption(INSTALL_HINT)
         with st.container(horizontal=True):
-            for fmt, mime in FORMATS.items():
+            for fmt in PAGE_FORMATS:
+                needs_browser = fmt in IMAGE_FORMATS
                 st.download_button(
                     fmt.upper(), data=functools.partial(render, figure, fmt), file_name=f"{stem}.{fmt}",
-                    mime=mime, key=f"{key}__{fmt}", on_click="ignore", disabled=not available,
-                    help=None if available else "Needs Chrome/Chromium on the server (see above).",
+                    mime=FORMATS[fmt], key=f"{key}__{fmt}", on_click="ignore",
+                    disabled=needs_browser and not available,
+                    help=_("An interactive page that works offline (hover, zoom, the figure's own sliders).")
+                    if fmt == "html" else None if available else _("Needs Chrome/Chromium on the server (see above)."),
                 )
 
 
@@ -161,14 +158,16 @@ def _zip_callable(figures: list[tuple[str, go.Figure]], stems: dict[str, str], f
 def _zip_controls(slot, figures: list[tuple[str, go.Figure]], stems: dict[str, str]) -> None:
     available = browser_available()
     with slot.container():
-        fmt = st.radio("Format of the ZIP", list(FORMATS), format_func=str.upper, horizontal=True,
+        fmt = st.radio(_("Format of the ZIP"), list(PAGE_FORMATS), format_func=str.upper, horizontal=True,
                        key=_ZIP_FORMAT_KEY)
         name = file_stem(page_name(), params=view_params(), tail=current_style().name_parts)
         st.download_button(
             "Download all figures on this page (ZIP)", icon=":material/folder_zip:",
             data=_zip_callable(figures, stems, fmt, share_link()), file_name=f"{name}.zip",
-            mime="application/zip", key="_export_zip", on_click="ignore", disabled=not available,
-            help=INSTALL_HINT if not available else "One file per figure, named after the page and its settings.",
+            mime="application/zip", key="_export_zip", on_click="ignore",
+            disabled=fmt in IMAGE_FORMATS and not available,
+            help=_(INSTALL_HINT) if fmt in IMAGE_FORMATS and not available
+            else _("One file per figure, named after the page and its settings."),
             width="stretch",
         )
 
@@ -176,13 +175,13 @@ def _zip_controls(slot, figures: list[tuple[str, go.Figure]], stems: dict[str, s
 def sidebar_controls() -> None:
     """The shared 'Slides & sharing' box: slide style, share link, and (on pages with figures) the ZIP."""
     st.session_state[_STEMS_STATE] = {}
-    st.session_state[_STYLE_STATE] = ExportStyle()
+    st.session_state[_STYLE_STATE] = SCREEN
     slide_on = str(st.session_state.get(SLIDE_KEY, st.query_params.get(SLIDE_KEY, ""))).lower() == "true"
     with st.sidebar.expander("Slides & sharing", icon=":material/slideshow:", expanded=slide_on):
         slide = params.toggle("Slide style (16:9, large type)", SLIDE_KEY, False,
                               help="Thicker lines, larger type, white background: on screen and in every export.")
         titles = params.toggle("Keep figure titles", TITLES_KEY, True) if slide else True
-        st.session_state[_STYLE_STATE] = ExportStyle(slide, titles)
+        st.session_state[_STYLE_STATE] = FigureStyle(slide=slide, titles=titles)
         st.caption("Link to this view (copy it with the icon):")
         st.code(share_link() or "(no link outside a browser session)", language=None, wrap_lines=True)
         st.session_state[_ZIP_SLOT_STATE] = st.empty()

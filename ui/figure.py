@@ -16,10 +16,11 @@ _PLOTLY_CONFIG = {
 _PAGE_FIGURES_KEY = "_figures_on_page"
 
 
-def show_figure(figure: go.Figure, key: str, *, caption: str | None = None) -> None:
+def show_figure(figure: go.Figure, key: str, *, caption: str | None = None, styled: bool = False) -> None:
     """Draw ``figure`` exactly as exported (the project template, not Streamlit's theme), with
-    PNG / SVG / PDF download buttons; in slide style the figure is shown as the slide will look."""
-    shown = export.current_style().apply(figure)
+    PNG / SVG / PDF download buttons; in slide style the figure is shown as the slide will look
+    (``styled``: the figure is already in the sidebar's style)."""
+    shown = figure if styled else export.styled(figure, export.current_style())
     stem = export.figure_stem(key)
     st.plotly_chart(shown, theme=None, key=key, config=export.modebar_config(_PLOTLY_CONFIG, shown, stem),
                     width="stretch")

@@ -18,6 +18,7 @@ class PageInfo(NamedTuple):
     section: str
     summary: str
     slug: str = ""  # the URL path; defaults to the file name
+    lesson: str = ""  # the lesson the page shows (its figures, settings and benchmarks)
 
     @property
     def url_path(self) -> str:
@@ -32,7 +33,7 @@ PAGES = (
              "What each page teaches and where to begin."),
     PageInfo("pages/frequencies.py", "θ heatmaps & scaling methods", ":material/grid_on:", "RoPE and its extensions",
              "How direct extrapolation, PI, NTK-aware, dynamic NTK, NTK-by-parts, YaRN, Llama-3, LongRoPE "
-             "and a base change reshape RoPE's rotation angles, dimension by dimension."),
+             "and a base change reshape RoPE's rotation angles, dimension by dimension.", lesson="frequencies"),
     PageInfo("pages/decay.py", "Long-range decay", ":material/trending_down:", "RoPE and its extensions",
              "RoFormer's decay bound, sinusoidal dot products and real q·k against distance."),
     PageInfo("pages/beta_base.py", "RoPE as a β-base number", ":material/pin:", "RoPE and its extensions",

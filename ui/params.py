@@ -126,3 +126,8 @@ def toggle(label: str, key: str, value: bool = False, **kwargs) -> bool:
     result = st.toggle(label, value=value, key=key, bind="query-params", **kwargs)
     _check(key, label, raw, value)
     return result
+
+
+def text_area(label: str, key: str, value: str = "", **kwargs) -> str:
+    result = st.text_area(label, value=value, key=key, bind="query-params", **kwargs)
+    return result

@@ -1,6 +1,7 @@
-"""Drive the real app in headless Chromium: start `streamlit run app.py`, open pages, move sliders.
+"""Drive the app: run a page script with AppTest, or the real app in headless Chromium (start
+`streamlit run app.py`, open pages, move sliders).
 
-Shared by the end-to-end tests and by the load check (``python -m benchmarks.load``).
+Shared by the benchmarks, the load check (``python -m benchmarks.load``) and the end-to-end tests.
 """
 
 from __future__ import annotations
@@ -21,6 +22,17 @@ CHROMIUM_ARGS = [
     "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
     "--disable-component-update", "--disable-sync", "--disable-quic", "--no-first-run",
 ]
+
+
+def run_page(path: str, query: dict | None = None, timeout: float = 60):
+    """Run a page script with AppTest (optionally with URL query parameters) and return it."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(ROOT / path), default_timeout=timeout)
+    for key, value in (query or {}).items():
+        at.query_params[key] = value
+    at.run()
+    return at
 
 
 def chromium_available() -> bool:

@@ -1,0 +1,83 @@
+"""The one translation function every user-visible string goes through.
+
+``_("text")`` translates now, in the language of the current reader; ``N_("text")`` only marks a
+string for extraction where it is defined at import time (a setting's label, a figure's title),
+and the code that shows it calls ``_()`` on it then. Keep the argument a literal, and put numbers
+in with ``.format`` after translating, so the catalog holds one entry per sentence:
+``_("{count} pairs").format(count=n)``.
+
+Which language is current is asked of a provider: the CLI and tests set one language for the
+process (``use_language``); the Streamlit app registers a provider that reads the session's choice.
+No Streamlit here: pe_core and figures import this module too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable, Iterator
+
+LANGUAGES = {"en": "English", "zh": "中文"}
+DEFAULT_LANGUAGE = "en"
+
+_local = threading.local()
+_provider: Callable[[], str | None] | None = None
+
+
+def set_language_provider(provider: Callable[[], str | None] | None) -> None:
+    """Ask ``provider()`` for the current language (None or an unknown code means the default)."""
+    global _provider
+    _provider = provider
+
+
+def current_language() -> str:
+    forced = getattr(_local, "language", None)
+    if forced is not None:
+        return forced
+    if _provider is not None:
+        chosen = _provider()
+        if chosen in LANGUAGES:
+            return chosen
+    return DEFAULT_LANGUAGE
+
+
+@contextlib.contextmanager
+def use_language(language: str) -> Iterator[None]:
+    """Translate into ``language`` inside the block, on this thread (the CLI and tests use it)."""
+    if language not in LANGUAGES:
+        raise ValueError(f"Unknown language {language!r}; choose one of {', '.join(LANGUAGES)}.")
+    previous = getattr(_local, "language", None)
+    _local.language = language
+    try:
+        yield
+    finally:
+        _local.language = previous
+
+
+def _translations(language: str):
+    """The gettext catalog of ``language``, or None for the source language."""
+    if language == DEFAULT_LANGUAGE:
+        return None
+    from i18n.catalog import translations
+
+    return translations(language)
+
+
+def _(message: str) -> str:
+    """``message`` in the current language (itself where no translation exists)."""
+    if not message:
+        return message
+    catalog = _translations(current_language())
+    return catalog.gettext(message) if catalog is not None else message
+
+
+def ngettext(singular: str, plural: str, count: int) -> str:
+    catalog = _translations(current_language())
+    if catalog is None:
+        return singular if count == 1 else plural
+    return catalog.ngettext(singular, plural, count)
+
+
+def N_(message: str) -> str:  # noqa: N802 - the gettext convention extraction tools look for
+    """Mark ``message`` for the catalog without translating it (translated where it is shown)."""
+    return message

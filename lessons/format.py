@@ -1,0 +1,27 @@
+"""How numbers are written in controls, captions and file names: one function per kind of number."""
+
+from __future__ import annotations
+
+
+def base_text(value: float) -> str:
+    """10000.0 -> '10,000'."""
+    return f"{value:,.0f}"
+
+
+def length_text(value: int | float) -> str:
+    """16384 -> '16,384'."""
+    return f"{value:,.0f}"
+
+
+def scale_text(value: float) -> str:
+    """4.0 -> '4×'."""
+    return f"{value:g}×"
+
+
+def number_text(value: float) -> str:
+    """A whole number with separators, else up to 4 decimals without trailing zeros."""
+    if abs(value - round(value)) < 1e-9 and abs(value) < 1e15:
+        return f"{round(value):,}"
+    if abs(value) >= 1e15:
+        return f"{value:.6g}"
+    return f"{value:,.4f}".rstrip("0").rstrip(".")

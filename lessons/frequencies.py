@@ -1,0 +1,205 @@
+"""θ heatmaps & scaling methods: how each context-extension method reshapes RoPE's angles m·θᵢ."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Sequence
+
+from figures import frequencies as draw
+from i18n import N_, _
+from lessons.base import FigureSpec, Lesson, figure_registry, setting
+from lessons.format import length_text, scale_text
+from lessons.rope_setup import MAX_TARGET_LENGTH, SCALES, RopeSettings, RopeSetup, rope_setup
+from pe_core.angles import (
+    LENGTH_DEPENDENT_TYPES,
+    VIEWS,
+    FrequencyProfile,
+    HeatmapPanel,
+    RampComparison,
+    frequency_profile,
+    heatmap_panels,
+    ramp_comparison,
+    rescaled_setup,
+)
+from pe_core.methods import MethodSetup, method_setup
+from pe_core.rope import RopeSpec
+
+# What the browser receives: all heatmap panels together stay within this many cells (rows are
+# positions sampled exactly, never averaged).
+MAX_HEATMAP_CELLS = 120_000
+MAX_HEATMAP_ROWS = 200
+MIN_HEATMAP_ROWS = 32
+
+POSITION_CHOICES = (10, 16, 32, 64, 128, 256, 0)  # 0: every position 0 .. L′−1, sampled for drawing
+SECOND_SCALES = (0.0, *SCALES)  # 0: no second row
+VIEW_LABELS = {"log": N_("log angle"), "angle": N_("angle"), "mod": N_("mod 2π"), "cos": N_("cos")}
+LENGTH_MODES = ("generation", "whole")
+LENGTH_MODE_TITLES = {"generation": N_("as generated"), "whole": N_("whole sequence")}
+HEATMAP, LINES = "heatmap", "lines"
+
+
+def _positions_text(count: int) -> str:
+    return _("all") if count == 0 else str(count)
+
+
+def _second_scale_text(scale: float) -> str:
+    return _("none") if scale == 0 else scale_text(scale)
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings(RopeSettings):
+    view: str = setting("log", N_("Colour by"), key="view", widget="radio", group=HEATMAP, options=VIEWS,
+                        format=lambda v: _(VIEW_LABELS[v]),
+                        help=N_("log₁₀ of the angle m·θᵢ in radians; the raw angle; the angle folded into [0, 2π); "
+                                "or cos(m·θᵢ), what the query and key actually see."))
+    mark_unseen: bool = setting(True, N_("Mark unseen-angle pairs ▼"), key="mark", group=HEATMAP)
+    positions_shown: int = setting(0, N_("Positions on the y axis: the first N, or all of 0 … L′−1"), key="pos",
+                                   group=HEATMAP, options=POSITION_CHOICES, format=_positions_text)
+    second_scale: float = setting(0.0, N_("Second row at scale"), key="s2", group=HEATMAP, options=SECOND_SCALES,
+                                  format=_second_scale_text)
+    length_mode: str = setting("generation", N_("Dynamic NTK & LongRoPE rows"), key="dyn", widget="radio",
+                               group=HEATMAP, options=LENGTH_MODES, format=lambda v: _(LENGTH_MODE_TITLES[v]),
+                               when={"methods": LENGTH_DEPENDENT_TYPES},
+                               help=N_("As generated: row m uses θ for a sequence of length m + 1, as when a model "
+                                       "produces tokens one by one. Whole sequence: every row uses θ for length L′."))
+    as_frequency: bool = setting(False, N_("Plot frequency θᵢ instead of wavelength λᵢ"), key="freq", group=LINES)
+
+
+def rows_per_panel(num_panels: int, num_pairs: int) -> int:
+    """How many positions each heatmap may show so all panels together stay within MAX_HEATMAP_CELLS."""
+    budget = MAX_HEATMAP_CELLS // max(1, num_panels * num_pairs)
+    return int(min(MAX_HEATMAP_ROWS, max(MIN_HEATMAP_ROWS, budget)))
+
+
+def second_row_setups(setups: Sequence[MethodSetup], base: float, train_length: int,
+                      second_scale: float) -> tuple[MethodSetup, ...]:
+    """The same methods at a second scale (a model's own RoPE has a fixed scale, so it is left out)."""
+    if not second_scale:
+        return ()
+    target = min(max(1, int(round(train_length * second_scale))), MAX_TARGET_LENGTH)
+    if all(setup.seq_len == target for setup in setups):
+        return ()  # the cap made it the same as the first row
+    return tuple(s for s in (rescaled_setup(setup, base, target) for setup in setups) if s is not None)
+
+
+def ramp_spec(setup: RopeSetup) -> RopeSpec:
+    """The spec the ramp chart explains: a model's own YaRN / NTK-by-parts if one is shown, else YaRN's defaults."""
+    for method in setup.setups:
+        if method.spec.rope_type in ("yarn", "ntk_by_parts"):
+            return method.spec
+    return method_setup("yarn", setup.head_dim, setup.base, setup.train_length,
+                        max(setup.target_length, setup.train_length)).spec
+
+
+class Result:
+    """Everything the page draws; each part is computed when a figure first asks for it."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.setup = rope_setup(settings)
+
+    @functools.cached_property
+    def panels(self) -> tuple[HeatmapPanel, ...]:
+        s, setup = self.settings, self.setup
+        shown = setup.setups + second_row_setups(setup.setups, setup.base, setup.train_length, s.second_scale)
+        if not shown:
+            return ()
+        return heatmap_panels(shown, base=setup.base, train_length=setup.train_length,
+                              positions_shown=s.positions_shown or None, view=s.view,
+                              rows=rows_per_panel(len(shown), shown[0].spec.num_pairs),
+                              length_so_far=s.length_mode == "generation")
+
+    @functools.cached_property
+    def profile(self) -> FrequencyProfile:
+        return frequency_profile(self.setup.setups, base=self.setup.base)
+
+    @functools.cached_property
+    def ramp_spec(self) -> RopeSpec:
+        return ramp_spec(self.setup)
+
+    @functools.cached_property
+    def ramp(self) -> RampComparison:
+        return ramp_comparison(self.ramp_spec)
+
+    @property
+    def sampled(self) -> bool:
+        """Rows skip positions (exact angles at the rows shown; fast pairs alias between them)."""
+        wanted = self.settings.positions_shown
+        return any(len(p.positions) < (wanted or p.target_length) for p in self.panels)
+
+    @property
+    def shows_untrained_rows(self) -> bool:
+        return any(len(p.positions) and int(p.positions[-1]) >= self.setup.train_length for p in self.panels)
+
+
+def compute(settings: Settings) -> Result:
+    return Result(settings)
+
+
+def _heatmaps(result: Result, style) -> object:
+    return draw.angle_heatmaps(result.panels, view=result.settings.view, train_length=result.setup.train_length,
+                               mark_unseen=result.settings.mark_unseen)
+
+
+def _heatmap_caption(result: Result) -> str:
+    parts = []
+    if result.sampled:
+        parts.append(_("Rows are evenly spaced positions (exact angles at those positions; fast pairs alias when "
+                       "rows skip positions - choose 'first N' to see every position)."))
+    parts.append(_("All panels share one colour scale."))
+    if result.shows_untrained_rows:
+        parts.append(_("Hatched: positions m ≥ L, never seen in training."))
+    return " ".join(parts)
+
+
+def _unseen(result: Result, style) -> object:
+    return draw.unseen_angles_figure(result.profile, train_length=result.setup.train_length,
+                                     target_length=result.setup.target_length)
+
+
+def _wavelengths(result: Result, style) -> object:
+    return draw.wavelength_figure(result.profile, train_length=result.setup.train_length,
+                                  target_length=result.setup.target_length,
+                                  as_frequency=result.settings.as_frequency)
+
+
+def _ratio(result: Result, style) -> object:
+    return draw.ratio_figure(result.profile, scale=result.setup.scale)
+
+
+def _ramp(result: Result, style) -> object:
+    spec = result.ramp_spec
+    return draw.ramp_figure(result.ramp, beta_fast=spec.beta_fast, beta_slow=spec.beta_slow, truncate=spec.truncate)
+
+
+def _ramp_caption(result: Result) -> str:
+    spec = result.ramp_spec
+    return _("Spec: d = {d}, b = {base}, L = {L}, α = {alpha}, β = {beta}, truncate = {truncate}.").format(
+        d=spec.rotary_dim, base=f"{spec.base:,.0f}", L=length_text(spec.original_max_position_embeddings),
+        alpha=f"{spec.beta_slow:g}", beta=f"{spec.beta_fast:g}", truncate=spec.truncate)
+
+
+FIGURES = figure_registry(
+    FigureSpec("angle-heatmaps", draw.HEATMAP_TITLE, _heatmaps, groups=("rope", HEATMAP), caption=_heatmap_caption),
+    FigureSpec("unseen-angles", draw.UNSEEN_TITLE, _unseen, groups=("rope",),
+               caption=N_("Hover a cell for L′·θ′ᵢ / (L·θᵢ): above 1 means beyond training.")),
+    FigureSpec("wavelengths", draw.WAVELENGTH_TITLE, _wavelengths, groups=("rope", LINES)),
+    FigureSpec("interpolation-ratio", draw.RATIO_TITLE, _ratio, groups=("rope",)),
+    FigureSpec("yarn-ramp", draw.RAMP_TITLE, _ramp, groups=("rope",), caption=_ramp_caption),
+)
+
+# Views a button restores: a teaching set-up worth one click (values of Settings fields).
+SMALL_HEAD_VIEW = {"source": "sliders", "head_dim": 32, "base": 10_000.0, "scale": 2.0,
+                   "methods": ("direct", "pi", "ntk"), "positions_shown": 10, "second_scale": 4.0, "view": "angle",
+                   "mark_unseen": False}
+
+LESSON = Lesson(
+    name="frequencies",
+    title=N_("θ heatmaps & scaling methods"),
+    settings=Settings,
+    compute=compute,
+    figures=FIGURES,
+    summary=N_("How direct extrapolation, PI, NTK-aware, dynamic NTK, NTK-by-parts, YaRN, Llama-3, LongRoPE "
+               "and a base change reshape RoPE's rotation angles, dimension by dimension."),
+)

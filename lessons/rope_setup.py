@@ -1,0 +1,159 @@
+"""The RoPE set-up several lessons share: sliders, a real model's preset, or a pasted config.json,
+and the context-extension methods to compare. ``RopeSettings`` is the group of settings (its
+fields keep the same URL keys on every page); ``rope_setup`` resolves it into method set-ups.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import NamedTuple
+
+from i18n import N_, _
+from lessons.base import LessonSettings, SettingsError, cached, setting
+from lessons.format import base_text, length_text, scale_text
+from pe_core import METHODS, MethodSetup, from_hf_config, load_presets, method_setup
+from pe_core.config import extended_length
+from pe_core.methods import DEFAULT_ABF_BASE
+
+HEAD_DIMS = (8, 16, 32, 64, 96, 128, 256)
+BASES = (100.0, 500.0, 1_000.0, 5_000.0, 10_000.0, 50_000.0, 100_000.0, 150_000.0, 500_000.0, 1_000_000.0,
+         10_000_000.0)
+TRAIN_LENGTHS = tuple(2**k for k in range(3, 18))  # 8 .. 131072
+SCALES = (1.0, 1.5, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0)
+MAX_TARGET_LENGTH = 1 << 20  # the longest L' any page analyses
+UNSCALED_MODEL_SCALE = 4  # a model without RoPE scaling is shown at 4× its training length
+SOURCES = ("sliders", "preset", "config")
+SOURCE_TITLES = {"sliders": N_("Sliders"), "preset": N_("A real model"), "config": N_("Paste config.json")}
+GROUP = "rope"
+
+
+def _preset_names() -> tuple[str, ...]:
+    return tuple(p.name for p in load_presets())
+
+
+def _source_title(source: str) -> str:
+    return _(SOURCE_TITLES[source])
+
+
+def _method_title(method: str) -> str:
+    return _(METHODS[method].title)
+
+
+FROM_SLIDERS = {"source": ("sliders",)}
+# The paste box starts with a real config (Qwen2.5-7B-Instruct with the YaRN block its model card gives),
+# so "Paste config.json" shows something at once and the reader sees the shape to paste.
+EXAMPLE_CONFIG = json.dumps({"hidden_size": 3584, "num_attention_heads": 28, "max_position_embeddings": 32768,
+                             "rope_theta": 1000000.0,
+                             "rope_scaling": {"factor": 4.0, "original_max_position_embeddings": 32768,
+                                              "type": "yarn"}}, indent=1)
+OLD_STYLE_LINEAR_CONFIG = json.dumps({"hidden_size": 4096, "num_attention_heads": 32, "max_position_embeddings": 4096,
+                                      "rope_scaling": {"type": "linear", "factor": 4}})
+
+
+@dataclasses.dataclass(frozen=True)
+class RopeSettings(LessonSettings):
+    """Which RoPE to look at, and which methods to compare (the sidebar of the RoPE pages)."""
+
+    source: str = setting("sliders", N_("Settings from"), key="src", widget="radio", group=GROUP, options=SOURCES,
+                          format=_source_title)
+    preset: str = setting(_preset_names()[0], N_("Model"), key="preset", widget="selectbox", group=GROUP,
+                          options=_preset_names(), when={"source": ("preset",)})
+    config: str = setting(EXAMPLE_CONFIG, N_("config.json"), key="config", widget="text", group=GROUP,
+                          when={"source": ("config",)}, examples=(OLD_STYLE_LINEAR_CONFIG,),
+                          help=N_("A model's config.json as transformers writes it: rope_theta, head_dim or "
+                                  "hidden_size / num_attention_heads, max_position_embeddings, rope_scaling."))
+    head_dim: int = setting(128, N_("Head dim d"), key="d", group=GROUP, options=HEAD_DIMS, when=FROM_SLIDERS)
+    base: float = setting(10_000.0, N_("Base b"), key="base", group=GROUP, options=BASES, format=base_text,
+                          when=FROM_SLIDERS)
+    train_length: int = setting(4096, N_("Training length L"), key="L", group=GROUP, options=TRAIN_LENGTHS,
+                                format=length_text, when=FROM_SLIDERS)
+    scale: float = setting(4.0, N_("Scale s = L′/L"), key="s", group=GROUP, options=SCALES, format=scale_text,
+                           when=FROM_SLIDERS)
+    methods: tuple[str, ...] = setting(("direct", "pi", "ntk"), N_("Methods to compare"), key="methods", group=GROUP,
+                                       options=tuple(METHODS), format=_method_title)
+    abf_base: float = setting(DEFAULT_ABF_BASE, N_("ABF: new base"), key="abf", group=GROUP, options=BASES,
+                              format=base_text, when={"methods": ("abf",)})
+
+
+class RopeSetup(NamedTuple):
+    """The RoPE a lesson analyses, resolved from ``RopeSettings``."""
+
+    head_dim: int  # rotary dims
+    base: float  # the base the model was trained with
+    train_length: int  # L
+    target_length: int  # L'
+    setups: tuple[MethodSetup, ...]  # what to compare, in display order (a model's own RoPE first)
+    model: str | None  # the preset's name or "config" for a pasted config; None for sliders
+    capped: bool  # L' was cut to MAX_TARGET_LENGTH
+
+    @property
+    def scale(self) -> float:
+        return self.target_length / self.train_length
+
+    @property
+    def own(self) -> MethodSetup | None:
+        return self.setups[0] if self.model is not None else None
+
+
+def model_config(settings: RopeSettings) -> dict | None:
+    """The config.json of the chosen preset or paste (None for sliders); ``SettingsError`` for a bad paste."""
+    if settings.source == "preset":
+        return next(p.config for p in load_presets() if p.name == settings.preset)
+    if settings.source == "config":
+        if not settings.config.strip():
+            raise SettingsError(_("Paste a model's config.json to see its RoPE."))
+        try:
+            config = json.loads(settings.config)
+        except json.JSONDecodeError as err:
+            raise SettingsError(_("That is not valid JSON: {message} (line {line}, column {column}).").format(
+                message=err.msg, line=err.lineno, column=err.colno)) from err
+        if not isinstance(config, dict):
+            raise SettingsError(_("A config.json must be a JSON object ({...})."))
+        return config
+    return None
+
+
+@cached(max_entries=64)
+def rope_setup(settings: RopeSettings) -> RopeSetup:
+    """The set-ups to compare: the model's own RoPE (preset or paste) first, then each method.
+
+    A model is shown at the length its RoPE is built for (``pe_core.extended_length``); a model
+    without RoPE scaling at 4× its training length, so the methods have something to extend.
+    """
+    config = model_config(settings)
+    capped = False
+    if config is None:
+        head_dim, base, train_length = settings.head_dim, settings.base, settings.train_length
+        target_length = int(round(train_length * settings.scale))
+        own: list[MethodSetup] = []
+        model = None
+    else:
+        try:
+            spec = from_hf_config(config)
+            built_for = extended_length(config)
+        except ValueError as err:
+            raise SettingsError(str(err)) from err
+        head_dim, base, train_length = spec.rotary_dim, spec.base, spec.original_max_position_embeddings
+        target_length = built_for if built_for > train_length else UNSCALED_MODEL_SCALE * train_length
+        model = settings.preset if settings.source == "preset" else "config"
+        title = settings.preset if settings.source == "preset" else N_("Pasted config")
+        own = [MethodSetup("model", title, spec, min(target_length, MAX_TARGET_LENGTH))]
+    if target_length > MAX_TARGET_LENGTH:
+        target_length, capped = MAX_TARGET_LENGTH, True
+    setups = own + [method_setup(m, head_dim, base, train_length, target_length, abf_base=settings.abf_base)
+                    for m in settings.methods]
+    return RopeSetup(head_dim, base, train_length, target_length, tuple(setups), model, capped)
+
+
+def describe(setup: RopeSetup) -> str:
+    """One line on what is analysed (the sidebar caption under a preset or a paste)."""
+    own = setup.own
+    text = _("rotary dims {d} · base {base} · trained at L = {L} · shown at L′ = {target}").format(
+        d=setup.head_dim, base=base_text(setup.base), L=length_text(setup.train_length),
+        target=length_text(setup.target_length))
+    if own is not None:
+        text += " · " + _("own RoPE: {kind}").format(kind=own.spec.rope_type)
+    if setup.capped:
+        text += " · " + _("L′ capped at {cap} positions").format(cap=length_text(MAX_TARGET_LENGTH))
+    return text

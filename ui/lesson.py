@@ -1,0 +1,149 @@
+"""A lesson on a page: its controls drawn from the settings' metadata, its results, its figures.
+
+A page makes one ``LessonPage`` and reads top to bottom::
+
+    page = LessonPage(frequencies.LESSON)
+    with st.sidebar:
+        page.controls("rope")
+    st.header(...)
+    page.controls("heatmap", columns=3)
+    page.figure("angle_heatmaps")
+
+A figure is built from the settings of the groups it depends on (``FigureSpec.groups``), which
+the page draws above it; groups drawn further down keep their defaults until then, and no figure
+reads them. Every widget is bound to the URL under its control's key.
+
+Bad settings (a config.json that cannot be read, say) show an error where the reader is looking,
+and the figures keep the last settings that worked, so nothing on the page goes blank.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+import streamlit as st
+
+from i18n import _
+from lessons.base import Control, Lesson, LessonSettings
+from ui import export, params
+from ui.figure import show_figure
+
+
+def draw_control(name: str, control: Control, default: Any) -> Any:
+    """One URL-bound widget for a setting; returns its value."""
+    label = _(control.label)
+    extra: dict[str, Any] = {}
+    if control.help:
+        extra["help"] = _(control.help)
+    if control.format is not None and control.widget in ("select_slider", "radio", "selectbox", "multiselect"):
+        extra["format_func"] = control.format
+    widget = control.widget
+    if widget == "select_slider":
+        return params.select_slider(label, control.key, control.options, default, **extra)
+    if widget == "radio":
+        return params.radio(label, control.key, control.options, index=control.options.index(default),
+                            horizontal=control.horizontal, **extra)
+    if widget == "selectbox":
+        return params.selectbox(label, control.key, control.options, index=control.options.index(default), **extra)
+    if widget == "multiselect":
+        if control.max_selections is not None:
+            extra["max_selections"] = control.max_selections
+        return tuple(params.multiselect(label, control.key, control.options, default, **extra))
+    if widget == "toggle":
+        return params.toggle(label, control.key, default, **extra)
+    if widget == "slider":
+        return params.slider(label, control.key, control.min_value, control.max_value, default, control.step, **extra)
+    if widget == "number":
+        return params.number_input(label, control.key, control.min_value, control.max_value, default,
+                                   step=control.step, **extra)
+    if widget == "text":
+        return params.text_area(label, control.key, default, placeholder=control.placeholder or None, **extra)
+    raise ValueError(f"unknown widget {widget!r}")
+
+
+class LessonPage:
+    """Draws one lesson's controls and figures on the current page."""
+
+    def __init__(self, lesson: Lesson) -> None:
+        self.lesson = lesson
+        self._values: dict[str, Any] = {}  # what the widgets drawn so far hold (plain values)
+        self._errors_shown: set[str] = set()
+
+    # ---- settings ------------------------------------------------------------------------------
+
+    def _current(self) -> dict[str, Any]:
+        return {**self.lesson.settings().to_mapping(), **self._values}
+
+    def controls(self, group: str, *, columns: int | None = None) -> None:
+        """Draw the controls of ``group`` here (in ``columns`` side by side), skipping those that do not apply."""
+        settings = self.lesson.settings
+        defaults = settings()
+        chosen = [(name, c) for name, c in settings.controls().items() if c.group == group]
+        slots = st.columns(columns) if columns else None
+        drawn = 0
+        for name, control in chosen:
+            if not control.applies(self._current()):
+                self._values.pop(name, None)
+                continue
+            place = slots[drawn % len(slots)] if slots else contextlib.nullcontext()
+            with place:
+                self._values[name] = draw_control(name, control, getattr(defaults, name))
+            drawn += 1
+
+    def settings(self) -> LessonSettings:
+        """The settings the controls drawn so far describe (defaults elsewhere)."""
+        return self.lesson.settings.from_mapping(self._values)
+
+    def value(self, name: str) -> Any:
+        return getattr(self.settings(), name)
+
+    def working_settings(self, groups: tuple[str, ...] | None = None) -> LessonSettings:
+        """The current settings if the lesson can compute them; otherwise an error here, and the last that worked."""
+        settings = self.settings()
+        memory = f"_last_good_{self.lesson.name}"
+        try:
+            self.lesson.result(settings, groups)
+        except ValueError as err:
+            message = str(err)
+            if message not in self._errors_shown:
+                self._errors_shown.add(message)
+                st.error(_("These settings could not be used: {message}").format(message=message), icon="⚠️")
+            last_good: LessonSettings | None = st.session_state.get(memory)
+            if message + "\0last" not in self._errors_shown:
+                self._errors_shown.add(message + "\0last")
+                st.caption(_("The figures below keep the last settings that worked.") if last_good is not None
+                           else _("The figures below show the default settings."))
+            return last_good if last_good is not None else self.lesson.settings()
+        st.session_state[memory] = settings
+        return settings
+
+    def result(self, groups: tuple[str, ...] | None = None) -> Any:
+        """The lesson's result for the current settings (restricted to ``groups``)."""
+        return self.lesson.result(self.working_settings(groups), groups)
+
+    # ---- figures -------------------------------------------------------------------------------
+
+    def figure(self, name: str, *, caption: str | None = None) -> None:
+        """Show figure ``name`` with its export controls; the caption defaults to the registry's."""
+        spec = self.lesson.figure_spec(name)
+        settings = self.working_settings(spec.groups)
+        style = export.current_style()
+        figure = self.lesson.figure(name, settings, style)
+        if caption is None:
+            caption = self.lesson.caption(name, settings)
+        show_figure(figure, f"{self.lesson.name}_{name}", caption=caption, styled=True)
+
+    # ---- views ---------------------------------------------------------------------------------
+
+    def view_button(self, label: str, values: dict[str, Any], *, help: str | None = None) -> None:
+        """A button that sets several controls at once (``values``: Settings field -> value)."""
+        controls = self.lesson.settings.controls()
+        checked = self.lesson.settings.from_mapping(values)  # a typo in a view fails at once, not on click
+
+        def apply() -> None:
+            for name in values:
+                value = getattr(checked, name)
+                st.session_state[controls[name].key] = list(value) if isinstance(value, tuple) else value
+
+        st.button(_(label), on_click=apply, help=_(help) if help else None)
