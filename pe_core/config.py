@@ -14,8 +14,24 @@ from collections.abc import Mapping
 
 from pe_core.rope import ROPE_TYPES, RopeSpec
 
-# Old names that transformers still accepts for a rope type.
-_TYPE_ALIASES = {"su": "longrope", "ntk-aware": "ntk", "dynamic_ntk": "dynamic"}
+# Old names that transformers still accepts for a rope type. Qwen2-VL's "mrope" splits the pairs among
+# time, height and width positions but builds its frequencies as plain RoPE does.
+_TYPE_ALIASES = {"su": "longrope", "ntk-aware": "ntk", "dynamic_ntk": "dynamic", "mrope": "default"}
+# Rope types transformers has that this app does not analyse, with what they are.
+_UNSUPPORTED_TYPES = {"proportional": "Gemma 4's proportional RoPE"}
+# Where multimodal and composite configs keep the language model's own config.
+SUB_CONFIG_KEYS = ("text_config", "language_config", "llm_config", "thinker_config")
+_TEXT_MODEL_KEYS = ("head_dim", "qk_rope_head_dim", "hidden_size", "num_attention_heads", "rope_theta",
+                    "rope_scaling", "rope_parameters", "max_position_embeddings")
+# Model families whose positions are not RoPE: named, so a pasted config is refused for the right reason.
+_NOT_ROPE_FAMILIES = {
+    "gpt2": "learned absolute position embeddings", "opt": "learned absolute position embeddings",
+    "bert": "learned absolute position embeddings", "roberta": "learned absolute position embeddings",
+    "distilbert": "learned absolute position embeddings", "bart": "learned absolute position embeddings",
+    "gpt_bigcode": "learned absolute position embeddings", "whisper": "sinusoidal and learned position embeddings",
+    "t5": "T5's relative position buckets", "mt5": "T5's relative position buckets",
+    "bloom": "ALiBi biases", "mpt": "ALiBi biases",
+}
 _SCALED_WITH_ORIGINAL = ("llama3", "yarn", "longrope")
 _DEFAULT_THETA = 10000.0
 
@@ -49,6 +65,33 @@ def _rope_parameters(config: Mapping) -> dict:
     return dict(params)
 
 
+def text_config_of(config: Mapping) -> tuple[Mapping, str | None]:
+    """The part of a config.json that describes the language model, and the key it was found under.
+
+    A text model's config is read as it is; a composite one (Gemma 3, LLaVA-style and other multimodal
+    configs) keeps it under ``text_config`` (or ``language_config`` ...), which is then read instead.
+    """
+    if any(config.get(key) is not None for key in _TEXT_MODEL_KEYS):
+        return config, None
+    for key in SUB_CONFIG_KEYS:
+        sub = config.get(key)
+        if isinstance(sub, Mapping):
+            return sub, key
+    return config, None
+
+
+def _refuse_non_rope(config: Mapping) -> None:
+    family = config.get("model_type")
+    if isinstance(family, str) and family in _NOT_ROPE_FAMILIES:
+        raise ValueError(f"This is a {family!r} config: it encodes positions with {_NOT_ROPE_FAMILIES[family]}, "
+                         "not RoPE, so there are no rotary frequencies to show.")
+    if config.get("alibi") is True:
+        raise ValueError("This config sets 'alibi': true: the model uses ALiBi biases, not RoPE.")
+    kind = config.get("position_embedding_type")
+    if kind in ("absolute", "relative_key", "relative_key_query"):
+        raise ValueError(f"This config sets 'position_embedding_type': {kind!r}: the model does not use RoPE.")
+
+
 def head_dim_of(config: Mapping) -> int:
     """The per-head width RoPE acts on: qk_rope_head_dim (DeepSeek), head_dim, or hidden/heads."""
     for key in ("qk_rope_head_dim", "head_dim"):
@@ -74,6 +117,8 @@ def from_hf_config(config: Mapping | str) -> RopeSpec:
             raise ValueError(f"That is not valid JSON: {err.msg} (line {err.lineno}, column {err.colno}).") from err
     if not isinstance(config, Mapping):
         raise ValueError("A config.json must be a JSON object ({...}).")
+    config, _ = text_config_of(config)
+    _refuse_non_rope(config)
 
     params = _rope_parameters(config)
     where = "rope_scaling"
@@ -81,6 +126,9 @@ def from_hf_config(config: Mapping | str) -> RopeSpec:
     if not isinstance(rope_type, str):
         raise ValueError(f"rope_scaling field 'rope_type' must be a string (got {rope_type!r}).")
     rope_type = _TYPE_ALIASES.get(rope_type, rope_type)
+    if rope_type in _UNSUPPORTED_TYPES:
+        raise ValueError(f"rope_type {rope_type!r} ({_UNSUPPORTED_TYPES[rope_type]}) is not supported here; "
+                         f"supported: {', '.join(ROPE_TYPES)}.")
     if rope_type not in ROPE_TYPES:
         raise ValueError(f"rope_scaling field 'rope_type' must be one of {', '.join(ROPE_TYPES)} (got {rope_type!r}).")
 
@@ -163,7 +211,7 @@ def extended_length(config: Mapping | str) -> int:
     if isinstance(config, str):
         config = json.loads(config)
     spec = from_hf_config(config)
-    advertised = context_length_of(config)
+    advertised = context_length_of(text_config_of(config)[0])
     if spec.rope_type not in _EXTENDING_TYPES:
         return advertised if advertised is not None else spec.original_max_position_embeddings
     built_for = int(round(spec.original_max_position_embeddings * spec.factor))

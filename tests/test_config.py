@@ -7,7 +7,8 @@ import math
 
 import pytest
 
-from pe_core import RopeSpec, from_hf_config, load_presets, preset_by_name, rope_frequencies
+from pe_core import RopeSpec, extended_length, from_hf_config, load_presets, preset_by_name, rope_frequencies
+from pe_core.config import text_config_of
 
 
 @pytest.mark.parametrize(
@@ -102,7 +103,13 @@ def test_nested_per_layer_parameters_use_full_attention():
          "low_freq_factor"),
         ({"head_dim": 64, "max_position_embeddings": 8192, "rope_scaling": {"rope_type": "longrope"}},
          "short_factor"),
-        ({"head_dim": 64, "rope_scaling": {"rope_type": "mrope"}}, "rope_type"),
+        ({"head_dim": 64, "rope_scaling": {"rope_type": "xpos"}}, "rope_type"),
+        ({"head_dim": 64, "rope_parameters": {"rope_type": "proportional"}}, "proportional.*not supported"),
+        ({"model_type": "bert", "hidden_size": 768, "num_attention_heads": 12}, "'bert'.*learned absolute"),
+        ({"model_type": "t5", "d_model": 512}, "relative position buckets"),
+        ({"model_type": "falcon", "alibi": True, "hidden_size": 64, "num_attention_heads": 2}, "ALiBi"),
+        ({"model_type": "x", "position_embedding_type": "absolute", "hidden_size": 64, "num_attention_heads": 2},
+         "does not use RoPE"),
         ({"head_dim": 64, "rope_scaling": "yes"}, "rope_scaling"),
     ],
 )
@@ -126,3 +133,42 @@ def test_presets_are_real_and_loadable():
     assert rope_frequencies(gpt_oss.spec).attention_factor == pytest.approx(0.1 * math.log(32) + 1)
     with pytest.raises(ValueError, match="Unknown preset"):
         preset_by_name("GPT-5")
+
+
+GEMMA3 = {"architectures": ["Gemma3ForConditionalGeneration"], "model_type": "gemma3",
+          "text_config": {"model_type": "gemma3_text", "head_dim": 256, "hidden_size": 2560, "num_attention_heads": 8,
+                          "max_position_embeddings": 131072, "rope_local_base_freq": 10000.0,
+                          "rope_scaling": {"factor": 8.0, "rope_type": "linear"}, "rope_theta": 1000000.0},
+          "vision_config": {"model_type": "siglip_vision_model", "hidden_size": 1152, "num_attention_heads": 16}}
+
+
+def test_nested_text_config_is_read_and_named():
+    config, where = text_config_of(GEMMA3)
+    assert where == "text_config" and config is GEMMA3["text_config"]
+    spec = from_hf_config(GEMMA3)
+    assert (spec.head_dim, spec.base, spec.rope_type, spec.factor) == (256, 1e6, "linear", 8.0)
+    assert text_config_of(LLAMA31) == (LLAMA31, None)  # a text model's config is read as it is
+
+
+def test_mrope_builds_plain_rope_frequencies():
+    qwen2_vl = {"hidden_size": 3584, "num_attention_heads": 28, "max_position_embeddings": 32768,
+                "rope_theta": 1e6, "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]}}
+    spec = from_hf_config(qwen2_vl)
+    assert spec.rope_type == "default" and spec.base == 1e6
+
+
+@pytest.mark.parametrize(("config", "length"), [
+    (preset_by_name("Qwen2.5-7B-Instruct (+YaRN x4)").config, 131_072),  # 32768 × 4 > max_position_embeddings
+    ({"hidden_size": 4096, "num_attention_heads": 32, "max_position_embeddings": 4096,
+      "rope_scaling": {"type": "linear", "factor": 4}}, 16_384),  # an old-style Llama-2 config: 4096 × 4
+    (preset_by_name("DeepSeek-V3").config, 163_840),  # 4096 × 40 = max_position_embeddings
+    (preset_by_name("gpt-oss-20b").config, 131_072),  # 4096 × 32
+    (preset_by_name("Phi-3.5-mini-instruct").config, 131_072),  # factor = 131072 / 4096 from the config itself
+    (preset_by_name("Llama-3.1-8B").config, 131_072),  # 8192 × 8 = 65536 < max_position_embeddings
+    (preset_by_name("Llama-2-7B").config, 4_096),  # no scaling: max_position_embeddings
+    (LLAMA31 | {"max_position_embeddings": None}, 65_536),
+    (GEMMA3, 1_048_576),  # read from text_config; no original length given, so L = max_position_embeddings
+])
+def test_extended_length(config, length):
+    assert extended_length(config) == length
+    assert extended_length(json.dumps(config)) == length

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import math
 import warnings
 
 import pytest
@@ -19,8 +20,19 @@ from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS  # noqa: E402
 # Phi's default RoPE honours partial_rotary_factor (Llama's ignores it)
 from transformers.models.phi.modeling_phi import PhiRotaryEmbedding  # noqa: E402
 
-# float32 reference vs float64 engine: a few float32 ulps
-RTOL = 4e-6
+EPS32 = torch.finfo(torch.float32).eps
+
+
+def float32_tolerance(spec) -> float:
+    """How far transformers' float32 θᵢ may sit from our float64 ones, relative, for this spec.
+
+    float32 rounds the exponent x = 2i/d, and b^x turns that into a relative error of up to
+    ln(b)·x·ε; the power, the division and the factor add a few ε; YaRN, NTK-by-parts and
+    Llama-3 blend θ and θ/s with a float32 ramp, whose rounding is amplified up to s times
+    where the blend lands near θ/s. Four times the sum is the bound (the largest seen over
+    thousands of random configs is a quarter of it); a wrong formula misses by orders more.
+    """
+    return 4 * EPS32 * (1 + math.log(spec.base) + max(1.0, spec.factor))
 
 
 def transformers_frequencies(config: dict, seq_len: int | None) -> tuple[torch.Tensor, float]:
@@ -37,9 +49,10 @@ def transformers_frequencies(config: dict, seq_len: int | None) -> tuple[torch.T
 
 
 def assert_parity(config: dict, seq_len: int | None) -> None:
-    ours = rope_frequencies(from_hf_config(config), seq_len)
+    spec = from_hf_config(config)
+    ours = rope_frequencies(spec, seq_len)
     inv_freq, attention_factor = transformers_frequencies(config, seq_len)
-    torch.testing.assert_close(ours.inv_freq, inv_freq.to(torch.float64), rtol=RTOL, atol=0)
+    torch.testing.assert_close(ours.inv_freq, inv_freq.to(torch.float64), rtol=float32_tolerance(spec), atol=0)
     assert ours.attention_factor == pytest.approx(float(attention_factor), rel=1e-6)
 
 
@@ -56,6 +69,19 @@ def test_presets_exist():
 @pytest.mark.parametrize("seq_len", [None, 1024, 200_000])
 def test_presets_match_transformers(preset, seq_len):
     assert_parity(preset.config, seq_len)
+
+
+def test_nested_text_config_matches_transformers():
+    """Gemma 3's config.json keeps the language model under text_config; its global layers' RoPE is linear ×8."""
+    from transformers import Gemma3Config
+
+    from tests.test_config import GEMMA3
+
+    text = Gemma3Config(**GEMMA3).get_text_config()
+    inv_freq, _ = ROPE_INIT_FUNCTIONS["linear"](text, None, None, layer_type="full_attention")
+    spec = from_hf_config(GEMMA3)
+    torch.testing.assert_close(rope_frequencies(spec).inv_freq, inv_freq.to(torch.float64),
+                               rtol=float32_tolerance(spec), atol=0)
 
 
 head_dims = st.sampled_from([16, 32, 64, 80, 96, 128, 256])
