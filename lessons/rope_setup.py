@@ -13,7 +13,7 @@ from i18n import N_, _
 from lessons.base import LessonSettings, SettingsError, cached, setting
 from lessons.format import base_text, length_text, scale_text
 from pe_core import METHODS, MethodSetup, from_hf_config, load_presets, method_setup
-from pe_core.config import extended_length
+from pe_core.config import extended_length, original_length_given, text_config_of
 from pe_core.methods import DEFAULT_ABF_BASE
 
 HEAD_DIMS = (8, 16, 32, 64, 96, 128, 256)
@@ -49,6 +49,30 @@ EXAMPLE_CONFIG = json.dumps({"hidden_size": 3584, "num_attention_heads": 28, "ma
                                               "type": "yarn"}}, indent=1)
 OLD_STYLE_LINEAR_CONFIG = json.dumps({"hidden_size": 4096, "num_attention_heads": 32, "max_position_embeddings": 4096,
                                       "rope_scaling": {"type": "linear", "factor": 4}})
+# google/gemma-3-4b-it's config.json as published: the language model under text_config, and only the
+# values that differ from transformers' Gemma3TextConfig defaults.
+GEMMA3_CONFIG = {"architectures": ["Gemma3ForConditionalGeneration"], "model_type": "gemma3",
+                 "text_config": {"hidden_size": 2560, "intermediate_size": 10240, "model_type": "gemma3_text",
+                                 "num_hidden_layers": 34, "rope_scaling": {"factor": 8.0, "rope_type": "linear"},
+                                 "sliding_window": 1024},
+                 "vision_config": {"model_type": "siglip_vision_model", "hidden_size": 1152}}
+
+
+def _preset_config(name: str) -> dict:
+    return next(p.config for p in load_presets() if p.name == name)
+
+
+def config_examples() -> dict[str, dict]:
+    """One config per kind of rope_scaling the app reads (label -> config.json), for "try an example"."""
+    return {
+        N_("Llama 3.1 · llama3 bands"): _preset_config("Llama-3.1-8B"),
+        N_("Qwen2.5 · YaRN ×4"): _preset_config("Qwen2.5-7B-Instruct (+YaRN x4)"),
+        N_("DeepSeek-V3 · YaRN with mscale"): _preset_config("DeepSeek-V3"),
+        N_("Phi-3.5 · LongRoPE"): _preset_config("Phi-3.5-mini-instruct"),
+        N_("gpt-oss · YaRN without truncation"): _preset_config("gpt-oss-20b"),
+        N_("Gemma 3 · nested text_config"): GEMMA3_CONFIG,
+        N_("Llama 2 · old-style linear ×4"): json.loads(OLD_STYLE_LINEAR_CONFIG),
+    }
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,6 +110,8 @@ class RopeSetup(NamedTuple):
     setups: tuple[MethodSetup, ...]  # what to compare, in display order (a model's own RoPE first)
     model: str | None  # the preset's name or "config" for a pasted config; None for sliders
     capped: bool  # L' was cut to MAX_TARGET_LENGTH
+    read_from: str | None = None  # the sub-config read ("text_config"), if the config nests one
+    assumed_original: bool = False  # a scaled config without original_max_position_embeddings: L is assumed
 
     @property
     def scale(self) -> float:
@@ -122,7 +148,8 @@ def rope_setup(settings: RopeSettings) -> RopeSetup:
     without RoPE scaling at 4× its training length, so the methods have something to extend.
     """
     config = model_config(settings)
-    capped = False
+    capped = assumed = False
+    read_from = None
     if config is None:
         head_dim, base, train_length = settings.head_dim, settings.base, settings.train_length
         target_length = int(round(train_length * settings.scale))
@@ -136,6 +163,8 @@ def rope_setup(settings: RopeSettings) -> RopeSetup:
             raise SettingsError(str(err)) from err
         head_dim, base, train_length = spec.rotary_dim, spec.base, spec.original_max_position_embeddings
         target_length = built_for if built_for > train_length else UNSCALED_MODEL_SCALE * train_length
+        read_from = text_config_of(config)[1]
+        assumed = spec.rope_type != "default" and not original_length_given(config)
         model = settings.preset if settings.source == "preset" else "config"
         title = settings.preset if settings.source == "preset" else N_("Pasted config")
         own = [MethodSetup("model", title, spec, min(target_length, MAX_TARGET_LENGTH))]
@@ -143,7 +172,7 @@ def rope_setup(settings: RopeSettings) -> RopeSetup:
         target_length, capped = MAX_TARGET_LENGTH, True
     setups = own + [method_setup(m, head_dim, base, train_length, target_length, abf_base=settings.abf_base)
                     for m in settings.methods]
-    return RopeSetup(head_dim, base, train_length, target_length, tuple(setups), model, capped)
+    return RopeSetup(head_dim, base, train_length, target_length, tuple(setups), model, capped, read_from, assumed)
 
 
 def describe(setup: RopeSetup) -> str:
@@ -154,6 +183,11 @@ def describe(setup: RopeSetup) -> str:
         target=length_text(setup.target_length))
     if own is not None:
         text += " · " + _("own RoPE: {kind}").format(kind=own.spec.rope_type)
+    if setup.read_from is not None:
+        text += " · " + _("read from {key}").format(key=setup.read_from)
+    if setup.assumed_original:
+        text += " · " + _("the config gives no original_max_position_embeddings, so L is taken as "
+                          "max_position_embeddings")
     if setup.capped:
         text += " · " + _("L′ capped at {cap} positions").format(cap=length_text(MAX_TARGET_LENGTH))
     return text

@@ -23,6 +23,12 @@ _UNSUPPORTED_TYPES = {"proportional": "Gemma 4's proportional RoPE"}
 SUB_CONFIG_KEYS = ("text_config", "language_config", "llm_config", "thinker_config")
 _TEXT_MODEL_KEYS = ("head_dim", "qk_rope_head_dim", "hidden_size", "num_attention_heads", "rope_theta",
                     "rope_scaling", "rope_parameters", "max_position_embeddings")
+# A config.json written by transformers leaves out values equal to its config class's defaults; for these
+# model types the RoPE-relevant ones are filled in as transformers does (Gemma3TextConfig's defaults).
+_MODEL_TYPE_DEFAULTS = {
+    "gemma3_text": {"head_dim": 256, "num_attention_heads": 8, "max_position_embeddings": 131_072,
+                    "rope_theta": 1_000_000.0},
+}
 # Model families whose positions are not RoPE: named, so a pasted config is refused for the right reason.
 _NOT_ROPE_FAMILIES = {
     "gpt2": "learned absolute position embeddings", "opt": "learned absolute position embeddings",
@@ -71,13 +77,15 @@ def text_config_of(config: Mapping) -> tuple[Mapping, str | None]:
     A text model's config is read as it is; a composite one (Gemma 3, LLaVA-style and other multimodal
     configs) keeps it under ``text_config`` (or ``language_config`` ...), which is then read instead.
     """
-    if any(config.get(key) is not None for key in _TEXT_MODEL_KEYS):
-        return config, None
-    for key in SUB_CONFIG_KEYS:
-        sub = config.get(key)
-        if isinstance(sub, Mapping):
-            return sub, key
-    return config, None
+    where = None
+    if not any(config.get(key) is not None for key in _TEXT_MODEL_KEYS):
+        where = next((key for key in SUB_CONFIG_KEYS if isinstance(config.get(key), Mapping)), None)
+        if where is not None:
+            config = config[where]
+    defaults = _MODEL_TYPE_DEFAULTS.get(config.get("model_type"))
+    if defaults:
+        config = {**defaults, **{k: v for k, v in config.items() if v is not None}}
+    return config, where
 
 
 def _refuse_non_rope(config: Mapping) -> None:
@@ -216,6 +224,13 @@ def extended_length(config: Mapping | str) -> int:
         return advertised if advertised is not None else spec.original_max_position_embeddings
     built_for = int(round(spec.original_max_position_embeddings * spec.factor))
     return max(built_for, advertised or 0)
+
+
+def original_length_given(config: Mapping) -> bool:
+    """Does the config say the length the model was trained at before scaling (original_max_position_embeddings)?"""
+    text, _ = text_config_of(config)
+    return text.get("original_max_position_embeddings") is not None or \
+        _rope_parameters(text).get("original_max_position_embeddings") is not None
 
 
 def context_length_of(config: Mapping) -> int | None:

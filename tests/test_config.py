@@ -7,6 +7,7 @@ import math
 
 import pytest
 
+from lessons.rope_setup import GEMMA3_CONFIG as GEMMA3
 from pe_core import RopeSpec, extended_length, from_hf_config, load_presets, preset_by_name, rope_frequencies
 from pe_core.config import text_config_of
 
@@ -135,16 +136,11 @@ def test_presets_are_real_and_loadable():
         preset_by_name("GPT-5")
 
 
-GEMMA3 = {"architectures": ["Gemma3ForConditionalGeneration"], "model_type": "gemma3",
-          "text_config": {"model_type": "gemma3_text", "head_dim": 256, "hidden_size": 2560, "num_attention_heads": 8,
-                          "max_position_embeddings": 131072, "rope_local_base_freq": 10000.0,
-                          "rope_scaling": {"factor": 8.0, "rope_type": "linear"}, "rope_theta": 1000000.0},
-          "vision_config": {"model_type": "siglip_vision_model", "hidden_size": 1152, "num_attention_heads": 16}}
-
-
 def test_nested_text_config_is_read_and_named():
     config, where = text_config_of(GEMMA3)
-    assert where == "text_config" and config is GEMMA3["text_config"]
+    assert where == "text_config"
+    assert config["rope_scaling"] == GEMMA3["text_config"]["rope_scaling"]
+    assert (config["head_dim"], config["num_attention_heads"]) == (256, 8)  # the config class's defaults
     spec = from_hf_config(GEMMA3)
     assert (spec.head_dim, spec.base, spec.rope_type, spec.factor) == (256, 1e6, "linear", 8.0)
     assert text_config_of(LLAMA31) == (LLAMA31, None)  # a text model's config is read as it is

@@ -123,3 +123,23 @@ def test_training_starts_shows_progress_and_stops_keeping_the_partial_run(app):
     # the partial run's loss curve is on the page
     assert page.locator(".js-plotly-plot").count() >= 1
     page.close()
+
+
+def test_a_pasted_config_travels_in_the_link(app):
+    """Paste a config, copy the page's address, open it elsewhere: the same config is analysed."""
+    base_url, _, chromium = app
+    page = open_page(chromium, f"{base_url}/frequencies?src=Paste+config.json")
+    box = page.locator('[data-testid="stSidebar"] textarea').first
+    box.fill(json.dumps({"head_dim": 64, "rope_theta": 500000.0, "max_position_embeddings": 8192}))
+    box.press("Control+Enter")
+    page.wait_for_function("() => decodeURIComponent(location.search).includes('500000')", timeout=30_000)
+    wait_for_app_idle(page)
+    link = page.url
+    page.close()
+    reopened = open_page(chromium, link)
+    reopened.wait_for_selector(".js-plotly-plot", timeout=90_000)
+    sidebar = reopened.locator('[data-testid="stSidebar"]')
+    sidebar.get_by_text("base 500,000").first.wait_for(timeout=30_000)
+    assert "500000" in sidebar.locator("textarea").first.input_value()
+    assert page_errors(reopened) == []
+    reopened.close()

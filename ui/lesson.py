@@ -20,6 +20,7 @@ and the figures keep the last settings that worked, so nothing on the page goes 
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from typing import Any
 
 import streamlit as st
@@ -69,6 +70,8 @@ class LessonPage:
         self.lesson = lesson
         self._values: dict[str, Any] = {}  # what the widgets drawn so far hold (plain values)
         self._errors_shown: set[str] = set()
+        # drawn under an error about these settings (e.g. "try an example" buttons for a bad config paste)
+        self.error_help: list[Callable[[], None]] = []
 
     # ---- settings ------------------------------------------------------------------------------
 
@@ -109,6 +112,8 @@ class LessonPage:
             if message not in self._errors_shown:
                 self._errors_shown.add(message)
                 st.error(_("These settings could not be used: {message}").format(message=message), icon="⚠️")
+                for draw_help in self.error_help:
+                    draw_help()
             last_good: LessonSettings | None = st.session_state.get(memory)
             if message + "\0last" not in self._errors_shown:
                 self._errors_shown.add(message + "\0last")

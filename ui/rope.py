@@ -2,25 +2,46 @@
 
 from __future__ import annotations
 
+import json
+
 import streamlit as st
 
 from i18n import _
-from lessons.rope_setup import GROUP, RopeSetup, describe, rope_setup
+from lessons.rope_setup import GROUP, RopeSetup, config_examples, describe, rope_setup
 from pe_core import preset_by_name
 from ui.lesson import LessonPage
+
+
+def _use_example(page: LessonPage, config: dict) -> None:
+    controls = page.lesson.settings.controls()
+    st.session_state[controls["source"].key] = "config"
+    st.session_state[controls["config"].key] = json.dumps(config, indent=1)
+
+
+def example_buttons(page: LessonPage, where: str) -> None:
+    """One button per kind of config the app reads; a click puts that config in the paste box."""
+    st.caption(_("Try an example:"))
+    with st.container(horizontal=True):
+        for number, (label, config) in enumerate(config_examples().items()):
+            st.button(_(label), key=f"_example_{where}_{number}", on_click=_use_example, args=(page, config),
+                      type="tertiary")
 
 
 def rope_sidebar(page: LessonPage) -> RopeSetup | None:
     """Draw the RoPE controls of ``page``'s lesson (call inside ``st.sidebar``) and say what they resolve to.
 
-    Returns the resolved set-up, or None when the settings cannot be used (the page's figures then
-    say why, in the main area, and keep the last settings that worked).
+    Returns the resolved set-up, or None when the settings cannot be used: the page then says why in
+    the main area, next to the figures, with examples that work, and keeps the last settings that worked.
     """
     page.controls(GROUP)
     settings = page.settings()
     if settings.source == "preset":
         preset = preset_by_name(settings.preset)
         st.caption(f"{_(preset.note)} ([{preset.hf_id}](https://huggingface.co/{preset.hf_id}))")
+    elif settings.source == "config":
+        with st.popover(_("Try an example"), icon=":material/lightbulb:"):
+            example_buttons(page, "sidebar")
+        page.error_help.append(lambda: example_buttons(page, "main"))
     try:
         setup = rope_setup(settings)
     except ValueError:
