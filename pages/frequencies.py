@@ -37,6 +37,8 @@ st.markdown(_(
     "what training showed. Pick the methods in the sidebar and watch what each does to every pair."
 ))
 
+page.symbols()
+
 with st.sidebar:
     setup = rope_sidebar(page)
 if not page.settings().methods and setup is not None and setup.model is None:

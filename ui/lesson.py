@@ -139,6 +139,12 @@ class LessonPage:
             caption = self.lesson.caption(name, settings)
         show_figure(figure, f"{self.lesson.name}_{name}", caption=caption, styled=True)
 
+    def symbols(self) -> None:
+        """Link the symbols this lesson uses to the Glossary."""
+        from ui.glossary import symbol_links
+
+        symbol_links(self.lesson.name)
+
     # ---- views ---------------------------------------------------------------------------------
 
     def view_button(self, label: str, values: dict[str, Any], *, help: str | None = None) -> None:

@@ -1,0 +1,19 @@
+"""Glossary: every symbol the app shows, with its name, formula, meaning and the pages that use it."""
+
+import streamlit as st
+
+from i18n import _
+from lessons import all_lessons
+from references.glossary import SYMBOLS
+
+st.title(_("Glossary of symbols"))
+st.markdown(_("The symbols every page uses, in the order a lesson meets them. Each page links here."))
+
+lessons = all_lessons()
+for symbol in SYMBOLS:
+    st.subheader(f"{symbol.symbol} · {_(symbol.name)}", anchor=symbol.anchor)
+    st.latex(symbol.formula)
+    st.markdown(_(symbol.meaning))
+    used = [_(lessons[name].title) for name in symbol.lessons if name in lessons]
+    if used:
+        st.caption(_("Used on: {pages}").format(pages=", ".join(used)))
