@@ -46,14 +46,14 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def streamlit_server(timeout: float = 60.0):
-    """Run the app on a free localhost port; yields (base_url, seconds until healthy)."""
+def streamlit_server(timeout: float = 60.0, *, cwd: Path = ROOT, script: str = "app.py"):
+    """Run ``script`` (the app by default) on a free localhost port; yields (base_url, seconds until healthy)."""
     port = free_port()
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     process = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
+        [sys.executable, "-m", "streamlit", "run", script, "--server.port", str(port),
          "--server.address", "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
     base_url = f"http://127.0.0.1:{port}"
     started = time.perf_counter()

@@ -1,0 +1,203 @@
+"""Browser benchmark: how a slider move feels on every page, as a ratio to Streamlit's own floor.
+
+    python -m benchmarks.browser [--moves 6] [--pages frequencies,decay] [--app DIR] [--json PATH]
+
+In one run, in headless Chromium against local servers (nothing else is contacted):
+
+- the floor: a minimal Streamlit app with one slider and one 64×512 heatmap (``floor_app.py``);
+- every page of the app (``--app DIR`` measures another checkout, e.g. an older commit).
+
+For each it reports, as milliseconds and as a ratio to the floor:
+
+- first load: a fresh browser tab on a warm server until every figure is drawn and the app is idle;
+- cold first page: a fresh server process until its first page has drawn its figures;
+- first change: from the arrow-key press on the page's first slider to the first redrawn figure;
+- settled: from the key press until no figure has changed for ``QUIET_MS`` and the app is idle.
+
+Moves alternate right and left so each page stays near its defaults; the median of ``--moves`` is
+reported. Times are taken inside the page (``performance.now()`` at the key event and at each
+redraw), so the browser driver's own latency does not count.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from benchmarks.harness import CHROMIUM, CHROMIUM_ARGS, ROOT, streamlit_server
+
+HERE = Path(__file__).resolve().parent
+FLOOR_APP = HERE / "floor_app.py"
+QUIET_MS = 1000
+
+# Records a timestamp for each key press and each figure redraw (a new data array on a plot element).
+WATCH_JS = """() => {
+  if (window.__bench) return;
+  const state = {keys: [], changes: [], seen: new WeakMap()};
+  window.__bench = state;
+  document.addEventListener('keydown', () => state.keys.push(performance.now()), true);
+  // a redraw either gives a plot element a new data array or replaces the element itself
+  const scan = (record) => {
+    let changed = false;
+    document.querySelectorAll('.js-plotly-plot').forEach((el) => {
+      const data = el.data;
+      if (data && state.seen.get(el) !== data) {
+        changed = true;
+        state.seen.set(el, data);
+      }
+    });
+    if (changed && record) state.changes.push(performance.now());
+  };
+  scan(false);
+  const tick = () => { scan(true); requestAnimationFrame(tick); };
+  requestAnimationFrame(tick);
+}"""
+IDLE_JS = "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')"
+FIGURES_DRAWN_JS = """(count) => {
+  const plots = document.querySelectorAll('.js-plotly-plot');
+  return plots.length >= count && Array.from(plots).every((el) => el._fullLayout);
+}"""
+
+
+def _wait_until_drawn(page, figures: int, timeout_ms: float = 120_000) -> None:
+    page.wait_for_selector(".js-plotly-plot", timeout=timeout_ms)
+    page.wait_for_function(FIGURES_DRAWN_JS, arg=max(1, figures), timeout=timeout_ms)
+    page.wait_for_function(IDLE_JS, timeout=timeout_ms)
+
+
+def _settle(page, timeout_ms: float = 60_000) -> None:
+    """Wait until the app is idle and no figure has changed for QUIET_MS."""
+    deadline = time.perf_counter() + timeout_ms / 1000
+    while time.perf_counter() < deadline:
+        page.wait_for_function(IDLE_JS, timeout=timeout_ms)
+        last = page.evaluate("() => Math.max(0, ...window.__bench.changes, ...window.__bench.keys)")
+        now = page.evaluate("() => performance.now()")
+        if now - last >= QUIET_MS:
+            return
+        page.wait_for_timeout(QUIET_MS - (now - last) + 20)
+    raise TimeoutError("the page did not settle")
+
+
+def measure_page(browser, url: str, moves: int) -> dict:
+    """First load, then ``moves`` arrow-key moves of the first slider: first change and settled times (ms)."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    started = time.perf_counter()
+    page.goto(url, timeout=120_000)
+    page.wait_for_selector(".js-plotly-plot", timeout=120_000)
+    figures = page.locator(".js-plotly-plot").count()
+    _wait_until_drawn(page, figures)
+    first_load = 1000 * (time.perf_counter() - started)
+    page.evaluate(WATCH_JS)
+    _settle(page)
+    thumb = page.locator('[data-testid="stSlider"] input[type="range"]').first
+    first_changes, settled = [], []
+    for move in range(moves):
+        thumb.focus()
+        before = page.evaluate("() => window.__bench.changes.length")
+        thumb.press("ArrowRight" if move % 2 == 0 else "ArrowLeft")
+        page.wait_for_function("(n) => window.__bench.changes.length > n", arg=before, timeout=60_000)
+        _settle(page)
+        key, changes = page.evaluate("() => [window.__bench.keys.at(-1), window.__bench.changes]")
+        after = [c for c in changes[before:] if c >= key]
+        first_changes.append(after[0] - key)
+        settled.append(after[-1] - key)
+    context.close()
+    return {"figures": figures, "first_load_ms": first_load,
+            "first_change_ms": statistics.median(first_changes), "settled_ms": statistics.median(settled),
+            "moves": moves}
+
+
+def cold_first_page(app_dir: Path, script: str, path: str, browser) -> float:
+    """Seconds-as-ms from starting a server process until its first page has drawn every figure."""
+    started = time.perf_counter()
+    with streamlit_server(cwd=app_dir, script=script) as (base_url, _):
+        context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        page = context.new_page()
+        page.goto(f"{base_url}/{path}", timeout=120_000)
+        page.wait_for_selector(".js-plotly-plot", timeout=120_000)
+        _wait_until_drawn(page, page.locator(".js-plotly-plot").count())
+        elapsed = 1000 * (time.perf_counter() - started)
+        context.close()
+    return elapsed
+
+
+def _pages(app_dir: Path) -> list[tuple[str, str]]:
+    """(title, url path) of every page with a slider, as the app at ``app_dir`` lists them."""
+    sys.path.insert(0, str(app_dir))
+    try:
+        import importlib
+
+        pages = importlib.import_module("ui.pages")
+        listed = [(p.title, p.url_path) for p in pages.available_pages()]
+    finally:
+        sys.path.remove(str(app_dir))
+        for name in [m for m in sys.modules if m == "ui" or m.startswith("ui.")]:
+            del sys.modules[name]
+    skip = {"", "derivations", "references", "glossary"}
+    return [(title, path) for title, path in listed if path not in skip]
+
+
+def run(app_dir: Path, moves: int, only: set[str] | None) -> dict:
+    from playwright.sync_api import sync_playwright
+
+    results: dict = {"floor": {}, "pages": {}, "app": str(app_dir)}
+    pages = [(t, p) for t, p in _pages(app_dir) if not only or p in only]
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            results["floor"]["cold_first_page_ms"] = cold_first_page(HERE, FLOOR_APP.name, "", browser)
+            with streamlit_server(cwd=HERE, script=FLOOR_APP.name) as (floor_url, _):
+                results["floor"].update(measure_page(browser, floor_url, moves))
+            if pages:
+                results["cold_first_page_ms"] = cold_first_page(app_dir, "app.py", pages[0][1], browser)
+                results["cold_first_page"] = pages[0][1]
+            with streamlit_server(cwd=app_dir) as (base_url, _):
+                for title, path in pages:
+                    measure_page(browser, f"{base_url}/{path}", 1)  # warm the server's caches for this page
+                    results["pages"][path] = {"title": title, **measure_page(browser, f"{base_url}/{path}", moves)}
+                    print(f"  measured {path}", file=sys.stderr, flush=True)
+        finally:
+            browser.close()
+    return results
+
+
+METRICS = (("first_change_ms", "first change"), ("settled_ms", "settled"), ("first_load_ms", "first load"))
+
+
+def table(results: dict) -> str:
+    floor = results["floor"]
+    lines = [f"{'page':<22}" + "".join(f"{label:>22}" for _, label in METRICS)]
+    lines.append(f"{'floor (1 slider)':<22}" + "".join(f"{floor[key]:>14.0f} ms 1.00x" for key, _ in METRICS))
+    for path, row in results["pages"].items():
+        cells = "".join(f"{row[key]:>14.0f} ms {row[key] / floor[key]:>4.2f}x" for key, _ in METRICS)
+        lines.append(f"{path[:22]:<22}{cells}")
+    if "cold_first_page_ms" in results:
+        cold, floor_cold = results["cold_first_page_ms"], floor["cold_first_page_ms"]
+        lines.append(f"cold server, first page ({results['cold_first_page']}): {cold:.0f} ms, "
+                     f"{cold / floor_cold:.2f}x the floor's {floor_cold:.0f} ms")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.browser", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--moves", type=int, default=6, help="slider moves per page (median reported)")
+    parser.add_argument("--pages", help="URL paths to measure, comma-separated (default: every page with a slider)")
+    parser.add_argument("--app", type=Path, default=ROOT, help="the checkout to measure (default: this one)")
+    parser.add_argument("--json", type=Path, default=HERE / "results" / "browser.json")
+    args = parser.parse_args(argv)
+    only = set(args.pages.split(",")) if args.pages else None
+    results = run(args.app.resolve(), args.moves, only)
+    print(table(results))
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(results, indent=2))
+    print(f"\nwrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
