@@ -68,7 +68,7 @@ def test_glossary_and_references_pages():
     assert [h.value for h in glossary.subheader][: len(SYMBOLS)] == [
         f"{s.symbol} · {s.name}" for s in SYMBOLS]
     assert len(glossary.latex) == len(SYMBOLS)
-    references = run_page("pages/references.py")
+    references = run_page("pages/sources.py")
     assert not references.exception
     text = " ".join(m.value for m in references.markdown)
     for reference in REFERENCES.values():

@@ -3,8 +3,10 @@
 from ui import params
 from ui.errors import user_errors
 from ui.figure import page_figures, show_figure
+from ui.language import use_session_language
 from ui.navigation import adopt_app_navigation
 
 __all__ = ["page_figures", "params", "show_figure", "user_errors"]
 
+use_session_language()  # every page imports ui: translate through the reader's language, app.py or not
 adopt_app_navigation()

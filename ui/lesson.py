@@ -29,6 +29,7 @@ from i18n import _
 from lessons.base import Control, Lesson, LessonSettings
 from ui import export, params
 from ui.figure import show_figure
+from ui.language import remember_bound_value
 
 
 def draw_control(name: str, control: Control, default: Any) -> Any:
@@ -92,6 +93,7 @@ class LessonPage:
             place = slots[drawn % len(slots)] if slots else contextlib.nullcontext()
             with place:
                 self._values[name] = draw_control(name, control, getattr(defaults, name))
+            remember_bound_value(control.key, self._values[name])
             drawn += 1
 
     def settings(self) -> LessonSettings:

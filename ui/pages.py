@@ -46,8 +46,8 @@ PAGES = (
              "Every formula the app uses, derived step by step and verified by sympy.", slug="derivations"),
     PageInfo("pages/glossary.py", "Glossary of symbols", ":material/menu_book:", "Reference",
              "Every symbol the app shows: its name, formula and meaning."),
-    PageInfo("pages/references.py", "References", ":material/library_books:", "Reference",
-             "The papers, posts and code every claim here cites."),
+    PageInfo("pages/sources.py", "References", ":material/library_books:", "Reference",
+             "The papers, posts and code every claim here cites.", slug="references"),
     PageInfo("pages/training.py", "Train a tiny transformer", ":material/model_training:", "Experiment",
              "Train a small model live at a short length and watch each encoding extrapolate."),
 )

@@ -13,6 +13,8 @@ from typing import Any
 
 import streamlit as st
 
+from i18n import LANGUAGES, use_language
+
 
 def _raw_values(key: str) -> list[str] | None:
     if key not in st.query_params:
@@ -60,6 +62,65 @@ def _check(key: str, label: str, raw: list[str] | None, default: Any, format_fun
     st.warning(note, icon="🔗")
 
 
+def _labels_in_every_language(options: Sequence, format_func: Callable[[Any], str] | None) -> dict[str, Any]:
+    """Every way a link may name an option: its label in each language, and the option itself as text."""
+    names: dict[str, Any] = {}
+    for option in options:
+        names.setdefault(str(option), option)
+        if format_func is not None:
+            for language in LANGUAGES:
+                with use_language(language):
+                    names.setdefault(str(format_func(option)), option)
+    return names
+
+
+_LINK_VALUES = "_link_values"  # values a link meant, handed to widgets on the rerun after first sight
+
+
+def _meant_by_link(raw: list[str] | None, options: Sequence, format_func, many: bool):
+    """What a link's value means when it names options in another language (or by value: ``methods=ntk``).
+
+    Streamlit reads only the current language's labels from the URL; None when it can read them itself
+    (or when the link names something no language has, which ``_check`` then reports).
+    """
+    if raw is None:
+        return None
+    current = {str(format_func(o)) if format_func else str(o) for o in options}
+    if all(text in current for text in raw):
+        return None
+    names = _labels_in_every_language(options, format_func)
+    if not all(text in names for text in raw):
+        return None
+    chosen = [names[text] for text in raw]
+    return chosen if many else chosen[-1]
+
+
+def _option_widget(widget, label: str, key: str, options: Sequence, fallback, format_func, many: bool = False,
+                   **kwargs):
+    """An option widget bound to the URL whose links work in every language.
+
+    A link made in one language names options by that language's labels. On first sight such a value
+    is handed to the widget through session state (Streamlit lets code-set state win on a rerun, so a
+    link it half understands costs one extra rerun); the widget then rewrites the URL in this language.
+    """
+    pending: dict = st.session_state.setdefault(_LINK_VALUES, {})
+    if key in pending:
+        st.session_state[key] = pending.pop(key)
+    raw = _raw_values(key)
+    meant = None if key in st.session_state else _meant_by_link(raw, options, format_func, many)
+    if meant is not None:
+        st.session_state[key] = meant
+    extra = {"format_func": format_func} if format_func else {}
+    result = widget(label, options, key=key, bind="query-params", **extra, **kwargs)
+    if meant is not None:
+        if (list(result) if many else result) != meant:
+            pending[key] = meant
+            st.rerun()
+        return result
+    _check(key, label, raw, fallback, format_func)
+    return result
+
+
 def slider(label: str, key: str, min_value, max_value, value, step=None, **kwargs):
     raw = _raw_values(key)
     result = st.slider(label, min_value, max_value, value, step, key=key, bind="query-params", **kwargs)
@@ -68,35 +129,21 @@ def slider(label: str, key: str, min_value, max_value, value, step=None, **kwarg
 
 
 def select_slider(label: str, key: str, options: Sequence, value, format_func=None, **kwargs):
-    raw = _raw_values(key)
-    extra = {"format_func": format_func} if format_func else {}
-    result = st.select_slider(label, options=options, value=value, key=key, bind="query-params", **extra, **kwargs)
-    _check(key, label, raw, value, format_func)
-    return result
+    return _option_widget(lambda lab, opts, **kw: st.select_slider(lab, options=opts, value=value, **kw),
+                          label, key, options, value, format_func, **kwargs)
 
 
 def selectbox(label: str, key: str, options: Sequence, index: int = 0, format_func=None, **kwargs):
-    raw = _raw_values(key)
-    extra = {"format_func": format_func} if format_func else {}
-    result = st.selectbox(label, options, index=index, key=key, bind="query-params", **extra, **kwargs)
-    _check(key, label, raw, options[index], format_func)
-    return result
+    return _option_widget(st.selectbox, label, key, options, options[index], format_func, index=index, **kwargs)
 
 
 def radio(label: str, key: str, options: Sequence, index: int = 0, format_func=None, **kwargs):
-    raw = _raw_values(key)
-    extra = {"format_func": format_func} if format_func else {}
-    result = st.radio(label, options, index=index, key=key, bind="query-params", **extra, **kwargs)
-    _check(key, label, raw, options[index], format_func)
-    return result
+    return _option_widget(st.radio, label, key, options, options[index], format_func, index=index, **kwargs)
 
 
 def multiselect(label: str, key: str, options: Sequence, default: Sequence, format_func=None, **kwargs):
-    raw = _raw_values(key)
-    extra = {"format_func": format_func} if format_func else {}
-    result = st.multiselect(label, options, default=list(default), key=key, bind="query-params", **extra, **kwargs)
-    _check(key, label, raw, list(default), format_func)
-    return result
+    return _option_widget(st.multiselect, label, key, options, list(default), format_func, many=True,
+                          default=list(default), **kwargs)
 
 
 def number_input(label: str, key: str, min_value, max_value, value, step=None, **kwargs):
