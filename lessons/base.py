@@ -57,6 +57,7 @@ class Control:
     horizontal: bool = True
     placeholder: str = ""
     examples: tuple = ()  # valid non-default values the tests try (found from options/range otherwise)
+    number_format: str | None = None  # printf format a number box shows ("%.3f"); Streamlit's default otherwise
 
     def shown(self, text: Any) -> str:
         if self.format is not None:
@@ -90,6 +91,7 @@ def setting(
     horizontal: bool = True,
     placeholder: str = "",
     examples: Sequence = (),
+    number_format: str | None = None,
 ) -> Any:
     """A ``Settings`` field with its control. The widget is inferred when not given: a bool is a
     toggle, a tuple with options a multiselect, options a select slider, a range a slider,
@@ -114,7 +116,7 @@ def setting(
         raise ValueError(f"setting {key!r}: a {widget} needs options")
     conditions = tuple((name, tuple(accepted)) for name, accepted in (when or {}).items())
     control = Control(label, key, widget, group, options, min_value, max_value, step, help, format, conditions,
-                      max_selections, horizontal, placeholder, tuple(examples))
+                      max_selections, horizontal, placeholder, tuple(examples), number_format)
     return dataclasses.field(default=default, metadata={"control": control})
 
 

@@ -57,6 +57,8 @@ def draw_control(name: str, control: Control, default: Any) -> Any:
     if widget == "slider":
         return params.slider(label, control.key, control.min_value, control.max_value, default, control.step, **extra)
     if widget == "number":
+        if control.number_format:
+            extra["format"] = control.number_format
         return params.number_input(label, control.key, control.min_value, control.max_value, default,
                                    step=control.step, **extra)
     if widget == "text":
@@ -103,12 +105,13 @@ class LessonPage:
     def value(self, name: str) -> Any:
         return getattr(self.settings(), name)
 
-    def working_settings(self, groups: tuple[str, ...] | None = None) -> LessonSettings:
-        """The current settings if the lesson can compute them; otherwise an error here, and the last that worked."""
-        settings = self.settings()
-        memory = f"_last_good_{self.lesson.name}"
+    def _fallback(self, groups: tuple[str, ...] | None, make: Callable[[LessonSettings], Any]) -> tuple[Any, Any]:
+        """``make(settings)`` for the current settings; if they cannot be used, an error here and ``make`` of the
+        last settings of these groups that worked (the defaults on a first visit). Returns (settings, made)."""
+        settings = self.settings().only(groups)
+        memory = f"_last_good_{self.lesson.name}:{','.join(groups) if groups else '*'}"
         try:
-            self.lesson.result(settings, groups)
+            made = make(settings)
         except ValueError as err:
             message = str(err)
             if message not in self._errors_shown:
@@ -121,22 +124,26 @@ class LessonPage:
                 self._errors_shown.add(message + "\0last")
                 st.caption(_("The figures below keep the last settings that worked.") if last_good is not None
                            else _("The figures below show the default settings."))
-            return last_good if last_good is not None else self.lesson.settings()
+            settings = last_good if last_good is not None else self.lesson.settings().only(groups)
+            return settings, make(settings)
         st.session_state[memory] = settings
-        return settings
+        return settings, made
+
+    def working_settings(self, groups: tuple[str, ...] | None = None) -> LessonSettings:
+        """The current settings of ``groups`` if the lesson can compute them; otherwise the last that worked."""
+        return self._fallback(groups, lambda settings: self.lesson.result(settings, groups))[0]
 
     def result(self, groups: tuple[str, ...] | None = None) -> Any:
         """The lesson's result for the current settings (restricted to ``groups``)."""
-        return self.lesson.result(self.working_settings(groups), groups)
+        return self._fallback(groups, lambda settings: self.lesson.result(settings, groups))[1]
 
     # ---- figures -------------------------------------------------------------------------------
 
     def figure(self, name: str, *, caption: str | None = None) -> None:
         """Show figure ``name`` with its export controls; the caption defaults to the registry's."""
         spec = self.lesson.figure_spec(name)
-        settings = self.working_settings(spec.groups)
         style = export.current_style()
-        figure = self.lesson.figure(name, settings, style)
+        settings, figure = self._fallback(spec.groups, lambda chosen: self.lesson.figure(name, chosen, style))
         if caption is None:
             caption = self.lesson.caption(name, settings)
         show_figure(figure, f"{self.lesson.name}_{name}", caption=caption, styled=True)
