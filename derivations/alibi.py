@@ -5,6 +5,7 @@ from __future__ import annotations
 import sympy as sp
 
 from derivations.base import Derivation, Step, all_of, identity, numbers_match, power_zero
+from references import cite
 
 TOPIC = "ALiBi slopes"
 
@@ -56,10 +57,10 @@ def _other_counts():
     return all_of([midpoint, code])
 
 
-def _seed_formula():
-    seed = [sp.Integer(2) ** sp.Rational(-8, h) for h in range(1, 9)]  # the seed's m_n = 2^(-8/n)
+def _misquoted_formula():
+    misquoted = [sp.Integer(2) ** sp.Rational(-8, h) for h in range(1, 9)]  # m_n = 2^(-8/n), a common misquote
     paper = [slope(h, 8) for h in range(1, 9)]
-    return identity(seed, paper, "sympy subtracts the paper's slopes from the seed's for 8 heads.",
+    return identity(misquoted, paper, "sympy subtracts the paper's slopes from the misquoted ones for 8 heads.",
                     simplifier=power_zero)
 
 
@@ -78,7 +79,7 @@ POWER_OF_TWO = Derivation(
     ),
     check="Simplify m_{h+1}/m_h − m_1 and m_n − 1/256 for symbolic n, h, and compare pe_core.alibi_slopes(8) exactly.",
     check_function=_power_of_two,
-    source="Press, Smith & Lewis 2022 (ALiBi), §3 and the reference code; seed 000.",
+    source=f"{cite('alibi', '§3')} and its reference code.",
 )
 
 OTHER_COUNTS = Derivation(
@@ -101,15 +102,15 @@ OTHER_COUNTS = Derivation(
     source="ALiBi reference code (`get_slopes`), as in transformers' `build_alibi_tensor`.",
 )
 
-SEED_FORMULA = Derivation(
-    slug="alibi_seed_formula",
+MISQUOTED_SLOPE = Derivation(
+    slug="alibi_misquoted_slope",
     title="The n-th head's slope is 2^(−8/n)",
     topic=TOPIC,
     claim=r"m_n = 2^{-8/n}\ \text{ for head } n",
     steps=(),
-    check="Compare the seed's slopes with the paper's for 8 heads.",
-    check_function=_seed_formula,
-    source="Seed 000, ALiBi section.",
+    check="Compare the misquoted slopes with the paper's for 8 heads.",
+    check_function=_misquoted_formula,
+    source=f"a common misquote (the paper: {cite('alibi', '§3')})",
     refutes="alibi_power_of_two",
     said="for $N$ heads, head $n$ has slope $m_n = 2^{-8/n}$.",
     shows="that formula makes the slopes *grow* with the head index (1/256, 1/16, 0.157, …, 0.5 for 8 heads) and "
@@ -117,4 +118,4 @@ SEED_FORMULA = Derivation(
 )
 
 DERIVATIONS = (POWER_OF_TWO, OTHER_COUNTS)
-WRONG_VARIANTS = (SEED_FORMULA,)
+WRONG_VARIANTS = (MISQUOTED_SLOPE,)

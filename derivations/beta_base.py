@@ -5,6 +5,7 @@ from __future__ import annotations
 import sympy as sp
 
 from derivations.base import Derivation, Step, all_of, identity, power_zero, truth
+from references import cite
 
 TOPIC = "RoPE as a β-base number"
 
@@ -66,7 +67,7 @@ DIGITS = Derivation(
     ),
     check="Simplify n/β^j − n·b^{−2j/d} with β = b^{2/d} (positive symbols).",
     check_function=_digits,
-    source="Su Jianlin, \"RoPE is a β-base encoding\" (kexue.fm/archives/9675); seed 001 §4.2.5, seed 004.",
+    source=cite("su_beta_base"),
 )
 
 BOUND = Derivation(
@@ -89,7 +90,7 @@ BOUND = Derivation(
     check="Substitute λ_min into the reach condition, decide the sign of its λ-derivative, check the bracket is ≥ 1, "
           "and evaluate the choice λ = k^{2/d}, all with positive symbols.",
     check_function=_bound,
-    source="Su Jianlin, \"RoPE is a β-base encoding\" (kexue.fm/archives/9675); seed 001 eq. 19.",
+    source=cite("su_beta_base"),
 )
 
 DERIVATIONS = (DIGITS, BOUND)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sympy as sp
 
 from derivations.base import Derivation, Step, all_of, identity, numbers_match, power_zero, truth
+from references import cite
 
 TOPIC = "Position Interpolation and NTK-aware scaling"
 
@@ -68,7 +69,7 @@ def _ntk_base():
     return all_of([unique, matches, highest, ratio, code])
 
 
-def _seed_base_times_s():
+def _base_times_s():
     last = head_dim / 2 - 1
     return identity(frequency(last, base * scale), frequency(last) / scale,
                     "sympy compares the lowest frequency under base b·s with PI's θ_{d/2−1}/s.", simplifier=power_zero,
@@ -116,9 +117,9 @@ PI_EQUIVALENCES = Derivation(
     check="Simplify the two equalities with positive symbols, evaluate the pair-0 frequency, and compare the app's "
           "PI frequencies (pe_core, d = 128, s = 8) with θ_i/s.",
     check_function=_pi_equivalences,
-    source="Chen et al. 2023 (arXiv:2306.15595); seed 001 §4.1 eq. 14.",
+    source=cite("pi"),
     notes=(
-        "Seed 001 rewrites PI as the base $(L'/L)^{d/2i}\\cdot 10000$ and concludes it \"enlarges the base\". The "
+        "Some write-ups rewrite PI as the base $(L'/L)^{d/2i}\\cdot 10000$ and conclude it \"enlarges the base\". The "
         "algebra is right for each $i \\ge 1$, but the exponent $d/2i$ changes with $i$ and is undefined at $i = 0$, "
         "so it is a different base for every pair; read it as \"scales every frequency by $1/s$\".",
     ),
@@ -141,18 +142,18 @@ NTK_BASE = Derivation(
     check="Solve the lowest-frequency condition for b' with sympy, compare with b·s^{d/(d−2)}, evaluate θ'_0 and the "
           "ratio θ'_i/θ_i, and check pe_core.ntk_aware_base.",
     check_function=_ntk_base,
-    source="bloc97 (r/LocalLLaMA, 2023); YaRN paper eq. 15–16 (seed 002); seed 000.",
+    source=f"{cite('ntk_aware')}; {cite('yarn')}.",
 )
 
-SEED_BASE_TIMES_S = Derivation(
-    slug="ntk_seed_base_times_s",
+BASE_TIMES_S = Derivation(
+    slug="ntk_base_times_s",
     title="Base b·s is NTK-aware scaling",
     topic=TOPIC,
     claim=r"b' = b\cdot s \;\Longrightarrow\; \theta'_{d/2-1} = \frac{\theta_{d/2-1}}{s}",
     steps=(),
     check="Compare the lowest frequency under base b·s with PI's.",
-    check_function=_seed_base_times_s,
-    source="Seed 001 §4.2.5 (\"replacing the base 10000 by 10000k is basically NTK-aware Scaled RoPE\").",
+    check_function=_base_times_s,
+    source=f"a common shortcut (NTK-aware scaling itself: {cite('ntk_aware')})",
     refutes="ntk_aware_base",
     said="replacing the base 10000 by $10000\\cdot k$ is \"basically\" NTK-aware scaling.",
     shows="with base $b\\cdot s$ the lowest frequency is $\\theta_{d/2-1}\\,s^{-(d-2)/d}$, not PI's "
@@ -180,8 +181,9 @@ DYNAMIC = Derivation(
     check="Substitute ℓ = L and ℓ = sL and simplify; factor (s² − s + 1) − s; set s = 1; compare the lowest frequency "
           "of pe_core's dynamic RoPE at ℓ = sL (d = 128, L = 4096, s = 8) with the formula.",
     check_function=_dynamic,
-    source="emozilla (2023); transformers' `_compute_dynamic_ntk_parameters`; YaRN paper §3.3 (seed 002).",
+    source=f"{cite('dynamic_ntk')}; transformers' `_compute_dynamic_ntk_parameters` ({cite('transformers_rope')}); "
+           f"{cite('yarn')}.",
 )
 
 DERIVATIONS = (PI_EQUIVALENCES, NTK_BASE, DYNAMIC)
-WRONG_VARIANTS = (SEED_BASE_TIMES_S,)
+WRONG_VARIANTS = (BASE_TIMES_S,)

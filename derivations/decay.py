@@ -5,6 +5,7 @@ from __future__ import annotations
 import sympy as sp
 
 from derivations.base import Derivation, Step, truth
+from references import cite
 
 TOPIC = "Long-range decay"
 
@@ -42,7 +43,7 @@ def _abel():
                  f"for N = {_EXPLICIT_LENGTHS.start} … {_EXPLICIT_LENGTHS.stop - 1}.")
 
 
-def _seed_sign():
+def _flipped_sign():
     symbolic = _abel_residual(-1, pairs)
     explicit = _explicit_residual(-1, 2)
     return truth(symbolic == 0, symbolic,
@@ -75,18 +76,18 @@ ABEL = Derivation(
     check="Evaluate the difference of the two sides as one sympy Sum for a symbolic N (it telescopes), and expand "
           "both sides explicitly for N = 1 … 6.",
     check_function=_abel,
-    source="RoFormer §3.4.3; Su's blog; seed 001 §1.6 eq. 17–18.",
+    source=f"{cite('roformer', '§3.4.3')}; {cite('su_rope')}.",
 )
 
-SEED_SIGN = Derivation(
-    slug="decay_seed_abel_sign",
+FLIPPED_SIGN = Derivation(
+    slug="decay_abel_sign",
     title="Abel summation with (hᵢ₊₁ − hᵢ)",
     topic=TOPIC,
     claim=r"\sum_{i=0}^{N-1} h_i\,(S_{i+1}-S_i) = \sum_{i=0}^{N-1} S_{i+1}\,(h_{i+1} - h_i)",
     steps=(),
     check="Evaluate the difference of the two sides as one Sum for a symbolic N, and expand N = 2.",
-    check_function=_seed_sign,
-    source="Seed 001 §1.6 eq. 17.",
+    check_function=_flipped_sign,
+    source=f"a common restatement (the derivation: {cite('roformer', '§3.4.3')})",
     refutes="decay_abel_summation",
     said="$\\sum_i h_i(S_{i+1}-S_i) = \\sum_i S_{i+1}(h_{i+1}-h_i)$.",
     shows="summation by parts gives $\\sum_i S_{i+1}(h_i - h_{i+1})$, the negative of the printed sum. The "
@@ -94,4 +95,4 @@ SEED_SIGN = Derivation(
 )
 
 DERIVATIONS = (ABEL,)
-WRONG_VARIANTS = (SEED_SIGN,)
+WRONG_VARIANTS = (FLIPPED_SIGN,)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sympy as sp
 
 from derivations.base import Derivation, Step, all_of, identity
+from references import cite
 
 TOPIC = "RoPE in two dimensions"
 
@@ -33,7 +34,7 @@ def _relative():
                     "(angle-sum formulas, then sin² + cos² = 1) and gets exactly 0.")
 
 
-def _relative_seed_sign():
+def _relative_sign_flip():
     lhs = score(m, n)
     rhs = (q.T * rotation((m - n) * theta) * k)[0]
     return identity(lhs, rhs, "sympy expands (R_m q)ᵀ(R_n k) − qᵀR_{m−n}k with every symbol free.")
@@ -62,9 +63,9 @@ def _complex_form():
     ])
 
 
-def _complex_seed_sign():
-    seed_vector = [sp.cos(m * theta) * q1 - sp.sin(m * theta) * q2, sp.sin(m * theta) * q1 - sp.cos(m * theta) * q2]
-    return identity(seed_vector, list(rotation(m * theta) * q), "sympy subtracts R_m q from the seed's vector.")
+def _complex_sign_flip():
+    restated = [sp.cos(m * theta) * q1 - sp.sin(m * theta) * q2, sp.sin(m * theta) * q1 - sp.cos(m * theta) * q2]
+    return identity(restated, list(rotation(m * theta) * q), "sympy subtracts R_m q from the restated vector.")
 
 
 RELATIVE = Derivation(
@@ -84,23 +85,23 @@ RELATIVE = Derivation(
     ),
     check="Expand both sides symbolically (m, n, θ and the four coordinates free) and subtract.",
     check_function=_relative,
-    source="RoFormer (Su et al. 2021), eq. 14; seed 001 §1.3 and its appendix.",
+    source=f"{cite('roformer', 'eq. 14')}; {cite('su_rope')}.",
 )
 
-RELATIVE_SEED_SIGN = Derivation(
-    slug="rope2d_relative_seed_sign",
+RELATIVE_SIGN_FLIP = Derivation(
+    slug="rope2d_relative_sign_flip",
     title="Writing the middle matrix as Rₘ₋ₙ",
     topic=TOPIC,
     claim=r"(R_{m}\,q)^{\top}(R_{n}\,k) \;=\; q^{\top} R_{m-n}\, k",
     steps=(),
     check="Subtract qᵀR_{m−n}k from the rotated score.",
-    check_function=_relative_seed_sign,
-    source="Seed 001, eq. 11 and the last line of its appendix.",
+    check_function=_relative_sign_flip,
+    source=f"a common restatement (the identity: {cite('roformer', 'eq. 14')})",
     refutes="rope2d_relative",
     said=r"the matrix between $q^\top$ and $k$ is $\begin{pmatrix}\cos((m-n)\theta) & -\sin((m-n)\theta)\\ "
          r"\sin((m-n)\theta) & \cos((m-n)\theta)\end{pmatrix}$, i.e. $R_{m-n}$.",
     shows=r"the product $R_m^\top R_n$ has $+\sin((m-n)\theta)$ in its top-right corner, so it is $R_{n-m}$; "
-          r"the two scores differ by $2(q_1k_2-q_2k_1)\sin((m-n)\theta)$. The seed's own expanded sum is right; "
+          r"the two scores differ by $2(q_1k_2-q_2k_1)\sin((m-n)\theta)$. The write-up's own expanded sum is right; "
           r"only the matrix it packs it into has the sign flipped.",
 )
 
@@ -119,7 +120,7 @@ NORM = Derivation(
     ),
     check="Simplify R_mᵀR_m − I and ‖R_m q‖² − ‖q‖² to zero with every symbol free.",
     check_function=_norm,
-    source="Seed 001 §1.4 (\"R is orthogonal, so it does not change the norm\").",
+    source=cite("roformer"),
 )
 
 COMPLEX_FORM = Derivation(
@@ -143,23 +144,23 @@ COMPLEX_FORM = Derivation(
     check="Compute the real part with sympy's complex expansion (real symbols), subtract the expanded form and the "
           "rotated score, and compare (Re, Im) of q·e^{imθ} with R_m q.",
     check_function=_complex_form,
-    source="RoFormer eq. 12–13; seed 001 appendix to §1.3.",
+    source=cite("roformer", "eq. 12–13"),
 )
 
-COMPLEX_SEED_SIGN = Derivation(
-    slug="rope2d_complex_seed_sign",
+COMPLEX_SIGN_FLIP = Derivation(
+    slug="rope2d_complex_sign_flip",
     title="The second coordinate of Rₘq with a minus sign",
     topic=TOPIC,
     claim=r"R_m q = \left(\cos m\theta\, q_1 - \sin m\theta\, q_2,\;\; \sin m\theta\, q_1 - \cos m\theta\, q_2\right)",
     steps=(),
-    check="Subtract R_m q from the seed's vector.",
-    check_function=_complex_seed_sign,
-    source="Seed 001, the \"why can it be computed this way?\" note after §1.5.",
+    check="Subtract R_m q from the restated vector.",
+    check_function=_complex_sign_flip,
+    source=f"a common restatement (the complex form: {cite('roformer', 'eq. 12–13')})",
     refutes="rope2d_complex",
     said=r"$R_m q = (\cos m\theta\,q_1 - \sin m\theta\,q_2,\; \sin m\theta\,q_1 - \cos m\theta\,q_2)$.",
     shows=r"the second coordinate is $\sin m\theta\,q_1 + \cos m\theta\,q_2$ (the imaginary part of "
-          r"$(q_1+iq_2)e^{im\theta}$); the seed's version is off by $2\cos m\theta\,q_2$.",
+          r"$(q_1+iq_2)e^{im\theta}$); the restated version is off by $2\cos m\theta\,q_2$.",
 )
 
 DERIVATIONS = (RELATIVE, NORM, COMPLEX_FORM)
-WRONG_VARIANTS = (RELATIVE_SEED_SIGN, COMPLEX_SEED_SIGN)
+WRONG_VARIANTS = (RELATIVE_SIGN_FLIP, COMPLEX_SIGN_FLIP)

@@ -6,6 +6,7 @@ import sympy as sp
 
 from derivations.base import Derivation, Parameter, Step, all_of, identity
 from derivations.rope_2d import rotation
+from references import cite
 
 TOPIC = "Block-diagonal RoPE in d dimensions"
 
@@ -84,14 +85,15 @@ def _half_split(d: int):
     return all_of([same_rotation, orthogonal])
 
 
-def _seed_missing_transpose():
+def _missing_transpose():
     d = 2
     w_q = sp.Matrix(2, 2, sp.symbols("a_0:4", real=True))
     w_k = sp.Matrix(2, 2, sp.symbols("b_0:4", real=True))
     x, y = vector("x", d), vector("y", d)
     lhs = ((block_rotation(m, d) * w_q * x).T * (block_rotation(n, d) * w_k * y))[0]
-    seed = (x.T * w_q * block_rotation(n - m, d) * w_k * y)[0]
-    return identity(lhs, seed, "sympy subtracts the seed's form from the rotated score for general 2×2 W_q, W_k.")
+    restated = (x.T * w_q * block_rotation(n - m, d) * w_k * y)[0]
+    return identity(lhs, restated, "sympy subtracts the restated form from the rotated score for general 2×2 W_q, "
+                    "W_k.")
 
 
 BLOCK_RELATIVE = Derivation(
@@ -114,18 +116,18 @@ BLOCK_RELATIVE = Derivation(
     check="Build the d × d matrices for the chosen d with free symbols θ_i and subtract.",
     check_function=_relative,
     parameter=HEAD_DIM,
-    source="RoFormer eq. 14–15; seed 001 §1.4.",
+    source=cite("roformer", "eq. 14–15"),
 )
 
-SEED_MISSING_TRANSPOSE = Derivation(
-    slug="blocks_seed_missing_transpose",
+MISSING_TRANSPOSE = Derivation(
+    slug="blocks_missing_transpose",
     title="Leaving out the transpose of W_q",
     topic=TOPIC,
     claim=r"(R_m W_q x_m)^{\top}(R_n W_k x_n) = x_m^{\top} W_q\, R_{n-m} W_k\, x_n",
     steps=(),
-    check="Subtract the seed's form from the rotated score with general (non-symmetric) W_q and W_k.",
-    check_function=_seed_missing_transpose,
-    source="Seed 001, eq. 14.",
+    check="Subtract the restated form from the rotated score with general (non-symmetric) W_q and W_k.",
+    check_function=_missing_transpose,
+    source=f"a common restatement (the score: {cite('roformer', 'eq. 14–15')})",
     refutes="blocks_relative",
     said=r"$q_m^\top k_n = x_m^\top W_q R_{n-m} W_k x_n$.",
     shows=r"a transpose is missing: $q_m^\top k_n = x_m^\top W_q^{\top} R_{n-m} W_k x_n$. The two agree only when "
@@ -150,7 +152,7 @@ INTERLEAVED = Derivation(
     check="Build both sides for the chosen d with a symbolic vector x and free θ_i, and subtract.",
     check_function=_interleaved,
     parameter=HEAD_DIM,
-    source="RoFormer eq. 34; seed 001 §1.5.",
+    source=cite("roformer", "eq. 34"),
 )
 
 HALF_SPLIT = Derivation(
@@ -176,8 +178,8 @@ HALF_SPLIT = Derivation(
     check="Build rotate_half's form, the permutation P and Pᵀ R_m P x for the chosen d, and subtract.",
     check_function=_half_split,
     parameter=HEAD_DIM,
-    source="transformers' `apply_rotary_pos_emb`; seed 001 (LLaMA RoPE section).",
+    source=f"transformers' `apply_rotary_pos_emb` and `rotate_half`; {cite('roformer', 'eq. 34')}.",
 )
 
 DERIVATIONS = (BLOCK_RELATIVE, INTERLEAVED, HALF_SPLIT)
-WRONG_VARIANTS = (SEED_MISSING_TRANSPOSE,)
+WRONG_VARIANTS = (MISSING_TRANSPOSE,)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sympy as sp
 
 from derivations.base import Derivation, Step, all_of, identity, numeric_witness, truth
+from references import cite
 
 TOPIC = "Deriving RoPE from relative positions"
 
@@ -67,7 +68,7 @@ LINEAR_PHASE = Derivation(
     check="Solve the recurrence with sympy's rsolve; then, for f(q,m) = q e^{imθ}, check that (∂_m + ∂_n) of "
           "f(q,m)f*(k,n) vanishes, that f(q,0) = q and that |f(q,m)| = |q| (q, k in polar form with free symbols).",
     check_function=_linear_phase,
-    source="RoFormer §3.4.1; Su Jianlin's blog post; seed 004 (RoPE section).",
+    source=f"{cite('roformer', '§3.4.1')}; {cite('su_rope')}.",
 )
 
 QUADRATIC_PHASE = Derivation(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sympy as sp
 
 from derivations.base import Derivation, Step, all_of, identity, numbers_match, power_zero, truth
+from references import cite
 
 TOPIC = "NTK-by-parts and YaRN"
 
@@ -92,7 +93,7 @@ def _attention_scaling():
     return all_of([divides, t_value, sharpen, code])
 
 
-def _seed_threshold_e():
+def _threshold_e():
     region = sp.solve_univariate_inequality(yarn_mscale() > 1, scale, relational=False)
     stated = sp.Interval.open(sp.E, sp.oo)
     difference = region - stated
@@ -119,7 +120,7 @@ CORRECTION_DIM = Derivation(
     check="Solve the logged equation for d with sympy, compare with the formula, substitute back, and compare "
           "pe_core.rope.yarn_correction_dim at three settings.",
     check_function=_correction_dim,
-    source="YaRN paper (Peng et al. 2023) eq. 14 and the correction-range code; seed 002 eq. 19–21.",
+    source=f"{cite('yarn', 'eq. 14')} and the correction-range code ({cite('transformers_rope')}).",
 )
 
 RAMP_BLEND = Derivation(
@@ -138,7 +139,7 @@ RAMP_BLEND = Derivation(
     ),
     check="Simplify 2π/h(2π/λ) − λs/(1 − γ + γs) to 0 and evaluate h at γ = 0 and γ = 1.",
     check_function=_ramp_blend,
-    source="YaRN paper eq. 18–19 (seed 002 eq. 22, 25); transformers' `_compute_yarn_parameters`.",
+    source=f"{cite('yarn', 'eq. 18–19')}; transformers' `_compute_yarn_parameters` ({cite('transformers_rope')}).",
 )
 
 PAPER_WAVELENGTH_BLEND = Derivation(
@@ -149,7 +150,7 @@ PAPER_WAVELENGTH_BLEND = Derivation(
     steps=(),
     check="Factor the difference between the paper's λ' and the wavelength of h(θ).",
     check_function=_paper_wavelength_blend,
-    source="YaRN paper eq. 17 vs eq. 19 (seed 002 eq. 22 vs eq. 25).",
+    source=f"{cite('yarn', 'eq. 17 vs eq. 19')}",
     refutes="yarn_ramp_blend",
     said="the new wavelength is $\\lambda'_d = (1-\\gamma_d)s\\lambda_d + \\gamma_d\\lambda_d$ and, after converting "
          "to "
@@ -177,23 +178,23 @@ ATTENTION_SCALING = Derivation(
     check="Simplify the scaled sum for a symbolic dimension, solve √(1/t) = 0.1 ln s + 1 for t, solve the inequality "
           "0.1 ln s + 1 > 1, and compare pe_core.yarn_get_mscale.",
     check_function=_attention_scaling,
-    source="YaRN paper eq. 21–22 (seed 002 §3.4); seed 000 (YaRN section).",
+    source=cite("yarn", "eq. 21–22"),
     notes=(
-        "The translated YaRN text in seed 002 speaks of multiplying the logits by a temperature $t > 1$ to \"increase "
+        "Some retellings of YaRN speak of multiplying the logits by a temperature $t > 1$ to \"increase "
         "the temperature\". With $\\sqrt{1/t} = 0.1\\ln s + 1$ as implemented, $t < 1$ for every $s > 1$: the logits "
-        "are divided by $t$, i.e. enlarged, and the attention becomes more concentrated, as seed 000 says.",
+        "are divided by $t$, i.e. enlarged, and the attention becomes more concentrated.",
     ),
 )
 
-SEED_THRESHOLD_E = Derivation(
-    slug="yarn_seed_threshold_e",
+THRESHOLD_E = Derivation(
+    slug="yarn_threshold_e",
     title="The YaRN factor exceeds 1 only when s > e",
     topic=TOPIC,
     claim=r"0.1\ln s + 1 > 1 \iff s > e",
     steps=(),
     check="Solve the inequality for s and compare the solution set with (e, ∞).",
-    check_function=_seed_threshold_e,
-    source="Seed 000, YaRN section (\"when k > e, √(1/t) > 1\").",
+    check_function=_threshold_e,
+    source=f"a common restatement (the factor: {cite('yarn', 'eq. 21–22')})",
     refutes="yarn_attention_scaling",
     said="when $k > e$, $\\sqrt{1/t} = 0.1\\ln k + 1 > 1$, so $t < 1$.",
     shows="$0.1\\ln s + 1 > 1$ holds for every $s > 1$ (the residual is the part of the solution set the statement "
@@ -201,4 +202,4 @@ SEED_THRESHOLD_E = Derivation(
 )
 
 DERIVATIONS = (CORRECTION_DIM, RAMP_BLEND, ATTENTION_SCALING)
-WRONG_VARIANTS = (PAPER_WAVELENGTH_BLEND, SEED_THRESHOLD_E)
+WRONG_VARIANTS = (PAPER_WAVELENGTH_BLEND, THRESHOLD_E)

@@ -44,7 +44,8 @@ PAGES = (
              "Sinusoidal, learned, ALiBi, T5 buckets, ReRoPE, Dual Chunk Attention and log-n scaling.",
              lesson="family"),
     PageInfo("pages/maths.py", "Derivations (sympy-checked)", ":material/functions:", "Maths",
-             "Every formula the app uses, derived step by step and verified by sympy.", slug="derivations"),
+             "Every formula the app uses, derived step by step and verified by sympy.", slug="derivations",
+             lesson="derivations"),
     PageInfo("pages/training.py", "Train a tiny transformer", ":material/model_training:", "Experiment",
              "Train a small model live at a short length and watch each encoding extrapolate."),
 )
