@@ -39,7 +39,8 @@ WRONG_VARIANTS: tuple[Derivation, ...] = tuple(d for module in _TOPIC_MODULES fo
 
 _BY_SLUG: dict[str, Derivation] = {d.slug: d for d in DERIVATIONS + WRONG_VARIANTS}
 # Former names of two wrong variants, still used by the decay page until it moves to its lesson; remove then.
-_FORMER_SLUGS = {"decay_seed_abel_sign": "decay_abel_sign", "sinusoidal_seed_monotone_decay": "sinusoidal_monotone_decay"}
+_FORMER_SLUGS = {"decay_seed_abel_sign": "decay_abel_sign",
+                 "sinusoidal_seed_monotone_decay": "sinusoidal_monotone_decay"}
 
 
 def get(slug: str) -> Derivation:

@@ -37,7 +37,7 @@ def show_variant(variant: derivations.Derivation, head_dim: int) -> lesson.Verdi
     with st.container(border=True):
         mark = FAILED_MARK.format(text=_("not verified")) if verdict.holds else REFUTED_MARK.format(
             text=_("refuted by sympy"))
-        st.markdown(f"{mark} {markdown_text(_(variant.title))} — *{_(variant.source)}*")
+        st.markdown(f"{mark} {markdown_text(_(variant.title))} — *{variant.source}*")
         st.markdown(_("{lead} {said} **sympy shows** {shows}").format(lead=lead, said=_(variant.said),
                                                                        shows=_(variant.shows)))
         st.latex(variant.claim)
@@ -65,7 +65,7 @@ def show_derivation(derivation: derivations.Derivation, head_dim: int) -> lesson
                 if step.latex:
                     st.latex(step.latex)
             if derivation.source:
-                st.caption(_("Source: {source}").format(source=_(derivation.source)))
+                st.caption(_("Source: {source}").format(source=derivation.source))
         residual = "0" if verdict.holds else residual_text(verdict.residual)
         st.caption(_("**What sympy checked:** {checked} Residual: {residual}.").format(
             checked=markdown_text(verdict.checked), residual=residual))
