@@ -13,7 +13,7 @@ import torch
 
 from benchmarks import Case
 from figures import training as figs
-from pe_core.data import load_corpus
+from pe_core.data import EVAL_CHARACTERS_PER_LENGTH, load_corpus
 from pe_core.methods import method_setup
 from pe_core.model import ModelConfig, Rotary, rotate
 from pe_core.train import DEFAULT_METHODS, Experiment, TrainConfig, TrainingRun, evaluate, summary_table
@@ -45,7 +45,7 @@ def _train_steps(position: str, device: str = "cpu", threads: int | None = None)
 
 def _evaluate(method: str, multiple: int) -> None:
     run = _run("rope")
-    evaluate(run.model, run.corpus, [64 * multiple], [method], tokens_per_length=16_384)
+    evaluate(run.model, run.corpus, [64 * multiple], [method], tokens_per_length=EVAL_CHARACTERS_PER_LENGTH)
 
 
 def _rotate_vectorised() -> torch.Tensor:

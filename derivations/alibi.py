@@ -5,8 +5,10 @@ from __future__ import annotations
 import sympy as sp
 
 from derivations.base import Derivation, Step, all_of, identity, numbers_match, power_zero
+from i18n import N_
+from references import cite
 
-TOPIC = "ALiBi slopes"
+TOPIC = N_("ALiBi slopes")
 
 heads = sp.Symbol("n", positive=True)
 head = sp.Symbol("h", positive=True)
@@ -56,44 +58,44 @@ def _other_counts():
     return all_of([midpoint, code])
 
 
-def _seed_formula():
-    seed = [sp.Integer(2) ** sp.Rational(-8, h) for h in range(1, 9)]  # the seed's m_n = 2^(-8/n)
+def _misquoted_formula():
+    misquoted = [sp.Integer(2) ** sp.Rational(-8, h) for h in range(1, 9)]  # m_n = 2^(-8/n), a common misquote
     paper = [slope(h, 8) for h in range(1, 9)]
-    return identity(seed, paper, "sympy subtracts the paper's slopes from the seed's for 8 heads.",
+    return identity(misquoted, paper, "sympy subtracts the paper's slopes from the misquoted ones for 8 heads.",
                     simplifier=power_zero)
 
 
 POWER_OF_TWO = Derivation(
     slug="alibi_power_of_two",
-    title="For 2ᵏ heads the slopes 2^(−8h/n) form a geometric sequence from 2^(−8/n) down to 1/256",
+    title=N_("For 2ᵏ heads the slopes 2^(−8h/n) form a geometric sequence from 2^(−8/n) down to 1/256"),
     topic=TOPIC,
     claim=r"m_h = 2^{-8h/n}\ (h = 1,\dots,n):\qquad \frac{m_{h+1}}{m_h} = 2^{-8/n} = m_1,\qquad m_n = 2^{-8}",
     steps=(
-        Step("ALiBi adds −m_h·(i − j) to the score of query i and key j in head h; each head gets its own slope.",
+        Step(N_("ALiBi adds −m_h·(i − j) to the score of query i and key j in head h; each head gets its own slope."),
              r"\operatorname{softmax}\!\big(q_i K^\top + m_h\,[-(i-1), \dots, -1, 0]\big)"),
-        Step("The paper picks a geometric sequence that starts at 2^{−8/n} and uses that same number as its ratio.",
+        Step(N_("The paper picks a geometric sequence that starts at 2^{−8/n} and uses that same number as its ratio."),
              r"m_h = \big(2^{-8/n}\big)^{h} = 2^{-8h/n}"),
-        Step("So the last head always has slope 2^{−8} = 1/256, and 8 heads get 1/2, 1/4, …, 1/256.",
+        Step(N_("So the last head always has slope 2^{−8} = 1/256, and 8 heads get 1/2, 1/4, …, 1/256."),
              r"m_n = 2^{-8}"),
     ),
     check="Simplify m_{h+1}/m_h − m_1 and m_n − 1/256 for symbolic n, h, and compare pe_core.alibi_slopes(8) exactly.",
     check_function=_power_of_two,
-    source="Press, Smith & Lewis 2022 (ALiBi), §3 and the reference code; seed 000.",
+    source=f"{cite('alibi', '§3')} and its reference code.",
 )
 
 OTHER_COUNTS = Derivation(
     slug="alibi_other_counts",
-    title="Other head counts: the slopes of the nearest smaller power of two, then in-between slopes",
+    title=N_("Other head counts: the slopes of the nearest smaller power of two, then in-between slopes"),
     topic=TOPIC,
     claim=r"\begin{gathered}n = c + r,\quad c = 2^{\lfloor\log_2 n\rfloor}:\qquad m = \big(2^{-8h/c}\big)_{h=1}^{c}"
           r"\ \Vert\ \big(2^{-8(2j+1)/(2c)}\big)_{j=0}^{r-1}\\ 2^{-8(2j+1)/(2c)} = \sqrt{2^{-8j/c}\,2^{-8(j+1)/c}}"
           r"\end{gathered}",
     steps=(
-        Step("Take the c = 2^{⌊log₂ n⌋} slopes of the largest power of two that fits."),
-        Step("The 2c-head sequence interleaves new slopes between those: take its odd-numbered ones, as many as "
-             "needed (the reference code's `[0::2]`).", r"2^{-8(2j+1)/(2c)},\quad j = 0, 1, \dots, n - c - 1"),
-        Step("Each new slope sits half-way, in log scale, between two neighbouring slopes of the c-head sequence "
-             "(with 2^0 = 1 before the first).", r"2^{-4(2j+1)/c} = \sqrt{2^{-8j/c}\cdot 2^{-8(j+1)/c}}"),
+        Step(N_("Take the c = 2^{⌊log₂ n⌋} slopes of the largest power of two that fits.")),
+        Step(N_("The 2c-head sequence interleaves new slopes between those: take its odd-numbered ones, as many as "
+                "needed (the reference code's `[0::2]`)."), r"2^{-8(2j+1)/(2c)},\quad j = 0, 1, \dots, n - c - 1"),
+        Step(N_("Each new slope sits half-way, in log scale, between two neighbouring slopes of the c-head sequence "
+                "(with 2^0 = 1 before the first)."), r"2^{-4(2j+1)/c} = \sqrt{2^{-8j/c}\cdot 2^{-8(j+1)/c}}"),
     ),
     check="Simplify the geometric-mean identity for symbolic c, j; build the exact slopes for every head count "
           "1 … 64 and compare pe_core.alibi_slopes.",
@@ -101,20 +103,20 @@ OTHER_COUNTS = Derivation(
     source="ALiBi reference code (`get_slopes`), as in transformers' `build_alibi_tensor`.",
 )
 
-SEED_FORMULA = Derivation(
-    slug="alibi_seed_formula",
-    title="The n-th head's slope is 2^(−8/n)",
+MISQUOTED_SLOPE = Derivation(
+    slug="alibi_misquoted_slope",
+    title=N_("The n-th head's slope is 2^(−8/n)"),
     topic=TOPIC,
     claim=r"m_n = 2^{-8/n}\ \text{ for head } n",
     steps=(),
-    check="Compare the seed's slopes with the paper's for 8 heads.",
-    check_function=_seed_formula,
-    source="Seed 000, ALiBi section.",
+    check="Compare the misquoted slopes with the paper's for 8 heads.",
+    check_function=_misquoted_formula,
+    source=f"a common misquote (the paper: {cite('alibi', '§3')})",
     refutes="alibi_power_of_two",
-    said="for $N$ heads, head $n$ has slope $m_n = 2^{-8/n}$.",
-    shows="that formula makes the slopes *grow* with the head index (1/256, 1/16, 0.157, …, 0.5 for 8 heads) and "
-          "ignores the head count. The paper's slope is $m_h = 2^{-8h/N}$: 1/2, 1/4, …, 1/256 for 8 heads.",
+    said=N_("for $N$ heads, head $n$ has slope $m_n = 2^{-8/n}$."),
+    shows=N_("that formula makes the slopes *grow* with the head index (1/256, 1/16, 0.157, …, 0.5 for 8 heads) and "
+             "ignores the head count. The paper's slope is $m_h = 2^{-8h/N}$: 1/2, 1/4, …, 1/256 for 8 heads."),
 )
 
 DERIVATIONS = (POWER_OF_TWO, OTHER_COUNTS)
-WRONG_VARIANTS = (SEED_FORMULA,)
+WRONG_VARIANTS = (MISQUOTED_SLOPE,)

@@ -5,8 +5,10 @@ from __future__ import annotations
 import sympy as sp
 
 from derivations.base import Derivation, Step, all_of, identity, power_zero, truth
+from i18n import N_
+from references import cite
 
-TOPIC = "RoPE as a β-base number"
+TOPIC = N_("RoPE as a β-base number")
 
 position = sp.Symbol("n", positive=True)
 base, head_dim = sp.symbols("b d", positive=True)
@@ -53,43 +55,43 @@ def _bound():
 
 DIGITS = Derivation(
     slug="beta_digits",
-    title="Pair j of RoPE reads position n like the j-th digit in base β = b^(2/d)",
+    title=N_("Pair j of RoPE reads position n like the j-th digit in base β = b^(2/d)"),
     topic=TOPIC,
     claim=r"\frac{n}{\beta^{\,j}} = n\,\theta_j,\qquad \beta = b^{2/d},\quad \theta_j = b^{-2j/d}",
     steps=(
-        Step("The j-th digit of n in base β (counting from 0 on the right) divides, then wraps around.",
+        Step(N_("The j-th digit of n in base β (counting from 0 on the right) divides, then wraps around."),
              r"\Big\lfloor \frac{n}{\beta^{j}} \Big\rfloor \bmod \beta"),
-        Step("RoPE's pair j feeds n·θ_j into cos and sin, which also wrap around (every 2π).",
+        Step(N_("RoPE's pair j feeds n·θ_j into cos and sin, which also wrap around (every 2π)."),
              r"\big(\cos n\theta_j,\ \sin n\theta_j\big)"),
-        Step("With β = b^{2/d} the two arguments are the same number: RoPE is a base-β positional system without "
-             "the floor, d/2 digits long.", r"n\,\theta_j = n\, b^{-2j/d} = \frac{n}{(b^{2/d})^{j}}"),
+        Step(N_("With β = b^{2/d} the two arguments are the same number: RoPE is a base-β positional system without "
+                "the floor, d/2 digits long."), r"n\,\theta_j = n\, b^{-2j/d} = \frac{n}{(b^{2/d})^{j}}"),
     ),
     check="Simplify n/β^j − n·b^{−2j/d} with β = b^{2/d} (positive symbols).",
     check_function=_digits,
-    source="Su Jianlin, \"RoPE is a β-base encoding\" (kexue.fm/archives/9675); seed 001 §4.2.5, seed 004.",
+    source=cite("su_beta_base"),
 )
 
 BOUND = Derivation(
     slug="beta_bound",
-    title="Reaching k times further with d/2 digits needs λ ≥ (k − (k−1)/β^(d/2))^(2/d)",
+    title=N_("Reaching k times further with d/2 digits needs λ ≥ (k − (k−1)/β^(d/2))^(2/d)"),
     topic=TOPIC,
     claim=r"(\lambda\beta)^{d/2} - 1 \ge k\left(\beta^{d/2} - 1\right) \iff "
           r"\lambda \ge \left(k - \frac{k-1}{\beta^{d/2}}\right)^{2/d}",
     steps=(
-        Step("d/2 digits in base β count up to β^{d/2} − 1. To count k times as far in base λβ:",
+        Step(N_("d/2 digits in base β count up to β^{d/2} − 1. To count k times as far in base λβ:"),
              r"(\lambda\beta)^{d/2} - 1 \ge k\left(\beta^{d/2} - 1\right)"),
-        Step("Move the 1 across and divide by β^{d/2}.",
+        Step(N_("Move the 1 across and divide by β^{d/2}."),
              r"\lambda^{d/2} \ge k - \frac{k-1}{\beta^{d/2}}"),
-        Step("Both sides are positive and t ↦ t^{2/d} is increasing, so take the 2/d-th power.",
+        Step(N_("Both sides are positive and t ↦ t^{2/d} is increasing, so take the 2/d-th power."),
              r"\lambda \ge \left(k - \frac{k-1}{\beta^{d/2}}\right)^{2/d}"),
-        Step("β^{d/2} = b is large, so the bound is close to k^{2/d}; choosing λ = k^{2/d} turns the base b into k·b. "
-             "NTK-aware scaling instead matches the lowest digit to PI, λ = k^{2/(d−2)}, giving b·k^{d/(d−2)}.",
+        Step(N_("β^{d/2} = b is large, so the bound is close to k^{2/d}; choosing λ = k^{2/d} turns the base b into k·b. "
+                "NTK-aware scaling instead matches the lowest digit to PI, λ = k^{2/(d−2)}, giving b·k^{d/(d−2)}."),
              r"\lambda = k^{2/d} \;\Rightarrow\; b' = (\lambda\beta)^{d/2} = k\,b"),
     ),
     check="Substitute λ_min into the reach condition, decide the sign of its λ-derivative, check the bracket is ≥ 1, "
           "and evaluate the choice λ = k^{2/d}, all with positive symbols.",
     check_function=_bound,
-    source="Su Jianlin, \"RoPE is a β-base encoding\" (kexue.fm/archives/9675); seed 001 eq. 19.",
+    source=cite("su_beta_base"),
 )
 
 DERIVATIONS = (DIGITS, BOUND)

@@ -5,8 +5,10 @@ from __future__ import annotations
 import sympy as sp
 
 from derivations.base import Derivation, Step, all_of, identity, numbers_match, power_zero, truth
+from i18n import N_
+from references import cite
 
-TOPIC = "Position Interpolation and NTK-aware scaling"
+TOPIC = N_("Position Interpolation and NTK-aware scaling")
 
 m = sp.Symbol("m", real=True)
 base, scale, head_dim = sp.symbols("b s d", positive=True)
@@ -68,7 +70,7 @@ def _ntk_base():
     return all_of([unique, matches, highest, ratio, code])
 
 
-def _seed_base_times_s():
+def _base_times_s():
     last = head_dim / 2 - 1
     return identity(frequency(last, base * scale), frequency(last) / scale,
                     "sympy compares the lowest frequency under base b·s with PI's θ_{d/2−1}/s.", simplifier=power_zero,
@@ -99,89 +101,90 @@ def _dynamic():
 
 PI_EQUIVALENCES = Derivation(
     slug="pi_equivalences",
-    title="Position Interpolation: positions ÷ s = every θᵢ ÷ s (a different base for each pair)",
+    title=N_("Position Interpolation: positions ÷ s = every θᵢ ÷ s (a different base for each pair)"),
     topic=TOPIC,
     claim=r"\frac{m}{s}\,\theta_i = m\,\frac{\theta_i}{s} = m\,\big(b\,s^{\,d/(2i)}\big)^{-2i/d}\quad(i \ge 1),"
           r"\qquad \theta_0 = 1 \text{ for every base}",
     steps=(
-        Step("PI feeds position m/s instead of m (Chen et al. 2023). The angle is a product, so the 1/s can sit on "
-             "the frequency instead.", r"f'(x, m) = f\!\left(x, \tfrac{m}{s}\right),\quad \tfrac{m}{s}\theta_i = "
+        Step(N_("PI feeds position m/s instead of m (Chen et al. 2023). The angle is a product, so the 1/s can sit on "
+                "the frequency instead."), r"f'(x, m) = f\!\left(x, \tfrac{m}{s}\right),\quad \tfrac{m}{s}\theta_i = "
                                        r"m\,\tfrac{\theta_i}{s}"),
-        Step("For one pair i ≥ 1 the same angle comes from a larger base.",
+        Step(N_("For one pair i ≥ 1 the same angle comes from a larger base."),
              r"\frac{b^{-2i/d}}{s} = \big(b\, s^{d/(2i)}\big)^{-2i/d}"),
-        Step("But that base depends on i, and pair 0 has θ_0 = b^0 = 1 whatever the base: no single base change "
-             "can divide θ_0 by s. PI is a uniform frequency scaling, not a base change; NTK-aware scaling is the "
-             "base change that keeps θ_0."),
+        Step(N_("But that base depends on i, and pair 0 has θ_0 = b^0 = 1 whatever the base: no single base change "
+                "can divide θ_0 by s. PI is a uniform frequency scaling, not a base change; NTK-aware scaling is the "
+                "base change that keeps θ_0.")),
     ),
     check="Simplify the two equalities with positive symbols, evaluate the pair-0 frequency, and compare the app's "
           "PI frequencies (pe_core, d = 128, s = 8) with θ_i/s.",
     check_function=_pi_equivalences,
-    source="Chen et al. 2023 (arXiv:2306.15595); seed 001 §4.1 eq. 14.",
+    source=cite("pi"),
     notes=(
-        "Seed 001 rewrites PI as the base $(L'/L)^{d/2i}\\cdot 10000$ and concludes it \"enlarges the base\". The "
-        "algebra is right for each $i \\ge 1$, but the exponent $d/2i$ changes with $i$ and is undefined at $i = 0$, "
-        "so it is a different base for every pair; read it as \"scales every frequency by $1/s$\".",
+        N_("Some write-ups rewrite PI as the base $(L'/L)^{d/2i}\\cdot 10000$ and conclude it \"enlarges the base\". The "
+           "algebra is right for each $i \\ge 1$, but the exponent $d/2i$ changes with $i$ and is undefined at $i = 0$, "
+           "so it is a different base for every pair; read it as \"scales every frequency by $1/s$\"."),
     ),
 )
 
 NTK_BASE = Derivation(
     slug="ntk_aware_base",
-    title="NTK-aware: b′ = b·s^(d/(d−2)) gives the lowest frequency PI's value and keeps the highest",
+    title=N_("NTK-aware: b′ = b·s^(d/(d−2)) gives the lowest frequency PI's value and keeps the highest"),
     topic=TOPIC,
     claim=r"b' = b\cdot s^{\,d/(d-2)}\;\Longrightarrow\; \theta'_{d/2-1} = \frac{\theta_{d/2-1}}{s},\quad "
           r"\theta'_0 = \theta_0,\quad \frac{\theta'_i}{\theta_i} = s^{-2i/(d-2)}",
     steps=(
-        Step("Ask the lowest-frequency pair i = d/2 − 1 to be interpolated exactly like PI.",
+        Step(N_("Ask the lowest-frequency pair i = d/2 − 1 to be interpolated exactly like PI."),
              r"b'^{-(d-2)/d} = \frac{b^{-(d-2)/d}}{s}"),
-        Step("Raise both sides to the power −d/(d − 2).", r"b' = b\, s^{d/(d-2)}"),
-        Step("The highest frequency θ_0 = 1 is untouched (the exponent is 0), and in between the scaling moves "
-             "smoothly from 1 to 1/s: high frequencies extrapolate, low ones interpolate.",
+        Step(N_("Raise both sides to the power −d/(d − 2)."), r"b' = b\, s^{d/(d-2)}"),
+        Step(N_("The highest frequency θ_0 = 1 is untouched (the exponent is 0), and in between the scaling moves "
+                "smoothly from 1 to 1/s: high frequencies extrapolate, low ones interpolate."),
              r"\theta'_i = b^{-2i/d}\, s^{-\frac{d}{d-2}\cdot\frac{2i}{d}} = \theta_i\, s^{-2i/(d-2)}"),
     ),
     check="Solve the lowest-frequency condition for b' with sympy, compare with b·s^{d/(d−2)}, evaluate θ'_0 and the "
           "ratio θ'_i/θ_i, and check pe_core.ntk_aware_base.",
     check_function=_ntk_base,
-    source="bloc97 (r/LocalLLaMA, 2023); YaRN paper eq. 15–16 (seed 002); seed 000.",
+    source=f"{cite('ntk_aware')}; {cite('yarn')}.",
 )
 
-SEED_BASE_TIMES_S = Derivation(
-    slug="ntk_seed_base_times_s",
-    title="Base b·s is NTK-aware scaling",
+BASE_TIMES_S = Derivation(
+    slug="ntk_base_times_s",
+    title=N_("Base b·s is NTK-aware scaling"),
     topic=TOPIC,
     claim=r"b' = b\cdot s \;\Longrightarrow\; \theta'_{d/2-1} = \frac{\theta_{d/2-1}}{s}",
     steps=(),
     check="Compare the lowest frequency under base b·s with PI's.",
-    check_function=_seed_base_times_s,
-    source="Seed 001 §4.2.5 (\"replacing the base 10000 by 10000k is basically NTK-aware Scaled RoPE\").",
+    check_function=_base_times_s,
+    source=f"a common shortcut (NTK-aware scaling itself: {cite('ntk_aware')})",
     refutes="ntk_aware_base",
-    said="replacing the base 10000 by $10000\\cdot k$ is \"basically\" NTK-aware scaling.",
-    shows="with base $b\\cdot s$ the lowest frequency is $\\theta_{d/2-1}\\,s^{-(d-2)/d}$, not PI's "
-          "$\\theta_{d/2-1}/s$; it is the β-base answer $\\lambda = s^{2/d}$. Only the exponent $d/(d-2)$ matches PI "
-          "exactly, though the gap $s^{2/d}$ shrinks as $d$ grows, hence \"basically\".",
+    said=N_("replacing the base 10000 by $10000\\cdot k$ is \"basically\" NTK-aware scaling."),
+    shows=N_("with base $b\\cdot s$ the lowest frequency is $\\theta_{d/2-1}\\,s^{-(d-2)/d}$, not PI's "
+             "$\\theta_{d/2-1}/s$; it is the β-base answer $\\lambda = s^{2/d}$. Only the exponent $d/(d-2)$ matches PI "
+             "exactly, though the gap $s^{2/d}$ shrinks as $d$ grows, hence \"basically\"."),
 )
 
 DYNAMIC = Derivation(
     slug="dynamic_ntk",
-    title="Dynamic NTK equals plain RoPE at ℓ = L and grows the base with the current length ℓ",
+    title=N_("Dynamic NTK equals plain RoPE at ℓ = L and grows the base with the current length ℓ"),
     topic=TOPIC,
     claim=r"\begin{gathered}b(\ell) = b\left(\frac{s\,\ell}{L} - (s-1)\right)^{d/(d-2)}\\ b(L) = b,\qquad "
           r"b(sL) = b\,(s^2-s+1)^{d/(d-2)},\qquad b(\ell)\big|_{s=1} = b\left(\tfrac{\ell}{L}\right)^{d/(d-2)}"
           r"\end{gathered}",
     steps=(
-        Step("transformers recomputes the NTK base at every forward pass from the current length ℓ ≥ L.",
+        Step(N_("transformers recomputes the NTK base at every forward pass from the current length ℓ ≥ L."),
              r"b(\ell) = b\left(\frac{s\,\ell}{L} - (s-1)\right)^{d/(d-2)}"),
-        Step("At ℓ = L the bracket is s − s + 1 = 1: the model runs exactly as trained up to its training length.",
+        Step(N_("At ℓ = L the bracket is s − s + 1 = 1: the model runs exactly as trained up to its training length."),
              r"b(L) = b"),
-        Step("At ℓ = sL the bracket is s² − s + 1, which exceeds s by (s − 1)²: with factor s the formula overshoots "
-             "static NTK at the target length.", r"b(sL) = b\,(s^2 - s + 1)^{d/(d-2)}"),
-        Step("With factor 1 (how this app compares methods) it is static NTK with s = ℓ/L at every length.",
+        Step(N_("At ℓ = sL the bracket is s² − s + 1, which exceeds s by (s − 1)²: with factor s the formula overshoots "
+                "static NTK at the target length."), r"b(sL) = b\,(s^2 - s + 1)^{d/(d-2)}"),
+        Step(N_("With factor 1 (how this app compares methods) it is static NTK with s = ℓ/L at every length."),
              r"b(\ell)\big|_{s=1} = b\left(\tfrac{\ell}{L}\right)^{d/(d-2)}"),
     ),
     check="Substitute ℓ = L and ℓ = sL and simplify; factor (s² − s + 1) − s; set s = 1; compare the lowest frequency "
           "of pe_core's dynamic RoPE at ℓ = sL (d = 128, L = 4096, s = 8) with the formula.",
     check_function=_dynamic,
-    source="emozilla (2023); transformers' `_compute_dynamic_ntk_parameters`; YaRN paper §3.3 (seed 002).",
+    source=f"{cite('dynamic_ntk')}; transformers' `_compute_dynamic_ntk_parameters` ({cite('transformers_rope')}); "
+           f"{cite('yarn')}.",
 )
 
 DERIVATIONS = (PI_EQUIVALENCES, NTK_BASE, DYNAMIC)
-WRONG_VARIANTS = (SEED_BASE_TIMES_S,)
+WRONG_VARIANTS = (BASE_TIMES_S,)

@@ -5,8 +5,10 @@ from __future__ import annotations
 import sympy as sp
 
 from derivations.base import Derivation, Step, truth
+from i18n import N_
+from references import cite
 
-TOPIC = "Long-range decay"
+TOPIC = N_("Long-range decay")
 
 i = sp.Symbol("i", integer=True, nonnegative=True)
 pairs = sp.Symbol("N", integer=True, positive=True)  # N = d/2, symbolic
@@ -42,7 +44,7 @@ def _abel():
                  f"for N = {_EXPLICIT_LENGTHS.start} … {_EXPLICIT_LENGTHS.stop - 1}.")
 
 
-def _seed_sign():
+def _flipped_sign():
     symbolic = _abel_residual(-1, pairs)
     explicit = _explicit_residual(-1, 2)
     return truth(symbolic == 0, symbolic,
@@ -52,46 +54,46 @@ def _seed_sign():
 
 ABEL = Derivation(
     slug="decay_abel_summation",
-    title="Abel summation: Σ hᵢ(Sᵢ₊₁ − Sᵢ) = Σ Sᵢ₊₁(hᵢ − hᵢ₊₁), behind RoFormer's decay bound",
+    title=N_("Abel summation: Σ hᵢ(Sᵢ₊₁ − Sᵢ) = Σ Sᵢ₊₁(hᵢ − hᵢ₊₁), behind RoFormer's decay bound"),
     topic=TOPIC,
     claim=r"\begin{gathered}\sum_{i=0}^{N-1} h_i\,(S_{i+1}-S_i) = \sum_{i=0}^{N-1} S_{i+1}\,(h_i - h_{i+1})\\ "
           r"h_i = q_{[2i:2i+1]}k^{*}_{[2i:2i+1]},\quad S_j = \sum_{l=0}^{j-1} e^{i(m-n)\theta_l},\quad S_0 = 0,\quad "
           r"h_N = 0\end{gathered}",
     steps=(
-        Step("Write the complex score as a sum over the N = d/2 pairs; each term is h_i times the increment of the "
-             "partial sums S_j of the unit phases.",
+        Step(N_("Write the complex score as a sum over the N = d/2 pairs; each term is h_i times the increment of the "
+                "partial sums S_j of the unit phases."),
              r"\sum_{i=0}^{N-1} h_i e^{i(m-n)\theta_i} = \sum_{i=0}^{N-1} h_i (S_{i+1} - S_i)"),
-        Step("Move the difference from S onto h (summation by parts). The product rule for differences says",
+        Step(N_("Move the difference from S onto h (summation by parts). The product rule for differences says"),
              r"h_{i+1}S_{i+1} - h_iS_i = h_i(S_{i+1}-S_i) + S_{i+1}(h_{i+1}-h_i)"),
-        Step("Sum over i: the left side telescopes to h_N S_N − h_0 S_0 = 0, so",
+        Step(N_("Sum over i: the left side telescopes to h_N S_N − h_0 S_0 = 0, so"),
              r"\sum_{i=0}^{N-1} h_i (S_{i+1}-S_i) = -\sum_{i=0}^{N-1} S_{i+1}(h_{i+1}-h_i) = "
              r"\sum_{i=0}^{N-1} S_{i+1}(h_i - h_{i+1})"),
-        Step("Take absolute values. The sign disappears, which is why the bound below is right even where the sign "
-             "above is printed the other way round.",
+        Step(N_("Take absolute values. The sign disappears, which is why the bound below is right even where the sign "
+                "above is printed the other way round."),
              r"\Big|\sum_i h_i e^{i(m-n)\theta_i}\Big| \le \Big(\max_i |h_{i+1}-h_i|\Big)\sum_{j=1}^{N} |S_j|"),
-        Step("So the mean of |S_j| over j, a function of the distance m − n alone, bounds how large the score can be; "
-             "the decay page plots it."),
+        Step(N_("So the mean of |S_j| over j, a function of the distance m − n alone, bounds how large the score can be; "
+                "the decay page plots it.")),
     ),
     check="Evaluate the difference of the two sides as one sympy Sum for a symbolic N (it telescopes), and expand "
           "both sides explicitly for N = 1 … 6.",
     check_function=_abel,
-    source="RoFormer §3.4.3; Su's blog; seed 001 §1.6 eq. 17–18.",
+    source=f"{cite('roformer', '§3.4.3')}; {cite('su_rope')}.",
 )
 
-SEED_SIGN = Derivation(
-    slug="decay_seed_abel_sign",
-    title="Abel summation with (hᵢ₊₁ − hᵢ)",
+FLIPPED_SIGN = Derivation(
+    slug="decay_abel_sign",
+    title=N_("Abel summation with (hᵢ₊₁ − hᵢ)"),
     topic=TOPIC,
     claim=r"\sum_{i=0}^{N-1} h_i\,(S_{i+1}-S_i) = \sum_{i=0}^{N-1} S_{i+1}\,(h_{i+1} - h_i)",
     steps=(),
     check="Evaluate the difference of the two sides as one Sum for a symbolic N, and expand N = 2.",
-    check_function=_seed_sign,
-    source="Seed 001 §1.6 eq. 17.",
+    check_function=_flipped_sign,
+    source=f"a common restatement (the derivation: {cite('roformer', '§3.4.3')})",
     refutes="decay_abel_summation",
-    said="$\\sum_i h_i(S_{i+1}-S_i) = \\sum_i S_{i+1}(h_{i+1}-h_i)$.",
-    shows="summation by parts gives $\\sum_i S_{i+1}(h_i - h_{i+1})$, the negative of the printed sum. The "
-          "inequality that follows takes absolute values, so the decay bound itself is unaffected.",
+    said=N_("$\\sum_i h_i(S_{i+1}-S_i) = \\sum_i S_{i+1}(h_{i+1}-h_i)$."),
+    shows=N_("summation by parts gives $\\sum_i S_{i+1}(h_i - h_{i+1})$, the negative of the printed sum. The "
+             "inequality that follows takes absolute values, so the decay bound itself is unaffected."),
 )
 
 DERIVATIONS = (ABEL,)
-WRONG_VARIANTS = (SEED_SIGN,)
+WRONG_VARIANTS = (FLIPPED_SIGN,)

@@ -5,8 +5,10 @@ from __future__ import annotations
 import sympy as sp
 
 from derivations.base import Derivation, Step, all_of, identity
+from i18n import N_
+from references import cite
 
-TOPIC = "RoPE in two dimensions"
+TOPIC = N_("RoPE in two dimensions")
 
 m, n, theta = sp.symbols("m n theta", real=True)
 q1, q2, k1, k2 = sp.symbols("q_1 q_2 k_1 k_2", real=True)
@@ -33,7 +35,7 @@ def _relative():
                     "(angle-sum formulas, then sin² + cos² = 1) and gets exactly 0.")
 
 
-def _relative_seed_sign():
+def _relative_sign_flip():
     lhs = score(m, n)
     rhs = (q.T * rotation((m - n) * theta) * k)[0]
     return identity(lhs, rhs, "sympy expands (R_m q)ᵀ(R_n k) − qᵀR_{m−n}k with every symbol free.")
@@ -62,104 +64,104 @@ def _complex_form():
     ])
 
 
-def _complex_seed_sign():
-    seed_vector = [sp.cos(m * theta) * q1 - sp.sin(m * theta) * q2, sp.sin(m * theta) * q1 - sp.cos(m * theta) * q2]
-    return identity(seed_vector, list(rotation(m * theta) * q), "sympy subtracts R_m q from the seed's vector.")
+def _complex_sign_flip():
+    restated = [sp.cos(m * theta) * q1 - sp.sin(m * theta) * q2, sp.sin(m * theta) * q1 - sp.cos(m * theta) * q2]
+    return identity(restated, list(rotation(m * theta) * q), "sympy subtracts R_m q from the restated vector.")
 
 
 RELATIVE = Derivation(
     slug="rope2d_relative",
-    title="Rotating q by mθ and k by nθ leaves a score that depends only on n − m",
+    title=N_("Rotating q by mθ and k by nθ leaves a score that depends only on n − m"),
     topic=TOPIC,
     claim=r"(R_{m}\,q)^{\top}(R_{n}\,k) \;=\; q^{\top} R_{n-m}\, k,\qquad " + ROTATION_LATEX,
     steps=(
-        Step("Transpose the rotated query. A rotation's transpose turns the other way, so it is the rotation by −mθ.",
+        Step(N_("Transpose the rotated query. A rotation's transpose turns the other way, so it is the rotation by −mθ."),
              r"(R_m q)^\top = q^\top R_m^\top = q^\top R_{-m}"),
-        Step("Two rotations in a row add their angles (multiply the matrices and use the angle-sum formulas).",
+        Step(N_("Two rotations in a row add their angles (multiply the matrices and use the angle-sum formulas)."),
              r"R_{-m}R_{n} = \begin{pmatrix}\cos m\theta\cos n\theta+\sin m\theta\sin n\theta & "
              r"\sin m\theta\cos n\theta-\cos m\theta\sin n\theta\\ \cos m\theta\sin n\theta-\sin m\theta\cos n\theta & "
              r"\cos m\theta\cos n\theta+\sin m\theta\sin n\theta\end{pmatrix} = R_{n-m}"),
-        Step("So the score sees only the offset n − m: moving both tokens by the same amount changes nothing.",
+        Step(N_("So the score sees only the offset n − m: moving both tokens by the same amount changes nothing."),
              r"(R_m q)^\top (R_n k) = q^\top R_{n-m} k"),
     ),
     check="Expand both sides symbolically (m, n, θ and the four coordinates free) and subtract.",
     check_function=_relative,
-    source="RoFormer (Su et al. 2021), eq. 14; seed 001 §1.3 and its appendix.",
+    source=f"{cite('roformer', 'eq. 14')}; {cite('su_rope')}.",
 )
 
-RELATIVE_SEED_SIGN = Derivation(
-    slug="rope2d_relative_seed_sign",
-    title="Writing the middle matrix as Rₘ₋ₙ",
+RELATIVE_SIGN_FLIP = Derivation(
+    slug="rope2d_relative_sign_flip",
+    title=N_("Writing the middle matrix as Rₘ₋ₙ"),
     topic=TOPIC,
     claim=r"(R_{m}\,q)^{\top}(R_{n}\,k) \;=\; q^{\top} R_{m-n}\, k",
     steps=(),
     check="Subtract qᵀR_{m−n}k from the rotated score.",
-    check_function=_relative_seed_sign,
-    source="Seed 001, eq. 11 and the last line of its appendix.",
+    check_function=_relative_sign_flip,
+    source=f"a common restatement (the identity: {cite('roformer', 'eq. 14')})",
     refutes="rope2d_relative",
-    said=r"the matrix between $q^\top$ and $k$ is $\begin{pmatrix}\cos((m-n)\theta) & -\sin((m-n)\theta)\\ "
-         r"\sin((m-n)\theta) & \cos((m-n)\theta)\end{pmatrix}$, i.e. $R_{m-n}$.",
-    shows=r"the product $R_m^\top R_n$ has $+\sin((m-n)\theta)$ in its top-right corner, so it is $R_{n-m}$; "
-          r"the two scores differ by $2(q_1k_2-q_2k_1)\sin((m-n)\theta)$. The seed's own expanded sum is right; "
-          r"only the matrix it packs it into has the sign flipped.",
+    said=N_(r"the matrix between $q^\top$ and $k$ is $\begin{pmatrix}\cos((m-n)\theta) & -\sin((m-n)\theta)\\ "
+            r"\sin((m-n)\theta) & \cos((m-n)\theta)\end{pmatrix}$, i.e. $R_{m-n}$."),
+    shows=N_(r"the product $R_m^\top R_n$ has $+\sin((m-n)\theta)$ in its top-right corner, so it is $R_{n-m}$; "
+             r"the two scores differ by $2(q_1k_2-q_2k_1)\sin((m-n)\theta)$. The write-up's own expanded sum is right; "
+             r"only the matrix it packs it into has the sign flipped."),
 )
 
 NORM = Derivation(
     slug="rope2d_norm",
-    title="A rotation keeps every vector's length",
+    title=N_("A rotation keeps every vector's length"),
     topic=TOPIC,
     claim=r"R_m^{\top}R_m = I \quad\Longrightarrow\quad \lVert R_m\, q\rVert = \lVert q\rVert",
     steps=(
-        Step("Multiply the matrix by its transpose; the off-diagonal terms cancel and the diagonal is sin² + cos².",
+        Step(N_("Multiply the matrix by its transpose; the off-diagonal terms cancel and the diagonal is sin² + cos²."),
              r"R_m^\top R_m = \begin{pmatrix}\cos^2 m\theta+\sin^2 m\theta & 0\\ 0 & \sin^2 m\theta+\cos^2 m\theta"
              r"\end{pmatrix} = I"),
-        Step("Then the squared length is unchanged.",
+        Step(N_("Then the squared length is unchanged."),
              r"\lVert R_m q\rVert^2 = q^\top R_m^\top R_m q = q^\top q = \lVert q\rVert^2"),
-        Step("This is why RoPE does not change the scale of q or k, only their direction, at any position."),
+        Step(N_("This is why RoPE does not change the scale of q or k, only their direction, at any position.")),
     ),
     check="Simplify R_mᵀR_m − I and ‖R_m q‖² − ‖q‖² to zero with every symbol free.",
     check_function=_norm,
-    source="Seed 001 §1.4 (\"R is orthogonal, so it does not change the norm\").",
+    source=cite("roformer"),
 )
 
 COMPLEX_FORM = Derivation(
     slug="rope2d_complex",
-    title="The complex form Re[q·k*·e^(i(m−n)θ)] is the same score",
+    title=N_("The complex form Re[q·k*·e^(i(m−n)θ)] is the same score"),
     topic=TOPIC,
     claim=r"\begin{aligned}\operatorname{Re}\!\left[q\,k^{*}e^{\,i(m-n)\theta}\right] &= (q_1k_1+q_2k_2)"
           r"\cos((m-n)\theta) - (q_2k_1-q_1k_2)\sin((m-n)\theta)\\ &= (R_m q)^{\top}(R_n k)\end{aligned}",
     steps=(
-        Step("Read the 2-D vectors as complex numbers; multiplying by e^{imθ} is the rotation R_m.",
+        Step(N_("Read the 2-D vectors as complex numbers; multiplying by e^{imθ} is the rotation R_m."),
              r"q = q_1 + i q_2,\qquad q\,e^{im\theta} = (q_1\cos m\theta - q_2\sin m\theta) + "
              r"i\,(q_2\cos m\theta + q_1\sin m\theta)"),
-        Step("Multiply q by the conjugate of k.",
+        Step(N_("Multiply q by the conjugate of k."),
              r"q\,k^{*} = (q_1k_1 + q_2k_2) + i\,(q_2k_1 - q_1k_2)"),
-        Step("Multiply by e^{i(m−n)θ} = cos((m−n)θ) + i sin((m−n)θ) and keep the real part.",
+        Step(N_("Multiply by e^{i(m−n)θ} = cos((m−n)θ) + i sin((m−n)θ) and keep the real part."),
              r"\operatorname{Re}[q k^{*} e^{i(m-n)\theta}] = (q_1k_1+q_2k_2)\cos((m-n)\theta) - "
              r"(q_2k_1-q_1k_2)\sin((m-n)\theta)"),
-        Step("Since Re[z w*] is the dot product of z and w as 2-D vectors, this is the rotated score.",
+        Step(N_("Since Re[z w*] is the dot product of z and w as 2-D vectors, this is the rotated score."),
              r"\operatorname{Re}[(q e^{im\theta})(k e^{in\theta})^{*}] = (R_m q)^\top (R_n k)"),
     ),
     check="Compute the real part with sympy's complex expansion (real symbols), subtract the expanded form and the "
           "rotated score, and compare (Re, Im) of q·e^{imθ} with R_m q.",
     check_function=_complex_form,
-    source="RoFormer eq. 12–13; seed 001 appendix to §1.3.",
+    source=cite("roformer", "eq. 12–13"),
 )
 
-COMPLEX_SEED_SIGN = Derivation(
-    slug="rope2d_complex_seed_sign",
-    title="The second coordinate of Rₘq with a minus sign",
+COMPLEX_SIGN_FLIP = Derivation(
+    slug="rope2d_complex_sign_flip",
+    title=N_("The second coordinate of Rₘq with a minus sign"),
     topic=TOPIC,
     claim=r"R_m q = \left(\cos m\theta\, q_1 - \sin m\theta\, q_2,\;\; \sin m\theta\, q_1 - \cos m\theta\, q_2\right)",
     steps=(),
-    check="Subtract R_m q from the seed's vector.",
-    check_function=_complex_seed_sign,
-    source="Seed 001, the \"why can it be computed this way?\" note after §1.5.",
+    check="Subtract R_m q from the restated vector.",
+    check_function=_complex_sign_flip,
+    source=f"a common restatement (the complex form: {cite('roformer', 'eq. 12–13')})",
     refutes="rope2d_complex",
-    said=r"$R_m q = (\cos m\theta\,q_1 - \sin m\theta\,q_2,\; \sin m\theta\,q_1 - \cos m\theta\,q_2)$.",
-    shows=r"the second coordinate is $\sin m\theta\,q_1 + \cos m\theta\,q_2$ (the imaginary part of "
-          r"$(q_1+iq_2)e^{im\theta}$); the seed's version is off by $2\cos m\theta\,q_2$.",
+    said=N_(r"$R_m q = (\cos m\theta\,q_1 - \sin m\theta\,q_2,\; \sin m\theta\,q_1 - \cos m\theta\,q_2)$."),
+    shows=N_(r"the second coordinate is $\sin m\theta\,q_1 + \cos m\theta\,q_2$ (the imaginary part of "
+             r"$(q_1+iq_2)e^{im\theta}$); the restated version is off by $2\cos m\theta\,q_2$."),
 )
 
 DERIVATIONS = (RELATIVE, NORM, COMPLEX_FORM)
-WRONG_VARIANTS = (RELATIVE_SEED_SIGN, COMPLEX_SEED_SIGN)
+WRONG_VARIANTS = (RELATIVE_SIGN_FLIP, COMPLEX_SIGN_FLIP)

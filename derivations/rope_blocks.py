@@ -6,10 +6,12 @@ import sympy as sp
 
 from derivations.base import Derivation, Parameter, Step, all_of, identity
 from derivations.rope_2d import rotation
+from i18n import N_
+from references import cite
 
-TOPIC = "Block-diagonal RoPE in d dimensions"
+TOPIC = N_("Block-diagonal RoPE in d dimensions")
 
-HEAD_DIM = Parameter("d", "Head dimension d (for the block-diagonal proofs)", (2, 4, 6, 8), 4)
+HEAD_DIM = Parameter("d", N_("Head dimension d (for the block-diagonal proofs)"), (2, 4, 6, 8), 4)
 
 m, n = sp.symbols("m n", real=True)
 
@@ -84,100 +86,101 @@ def _half_split(d: int):
     return all_of([same_rotation, orthogonal])
 
 
-def _seed_missing_transpose():
+def _missing_transpose():
     d = 2
     w_q = sp.Matrix(2, 2, sp.symbols("a_0:4", real=True))
     w_k = sp.Matrix(2, 2, sp.symbols("b_0:4", real=True))
     x, y = vector("x", d), vector("y", d)
     lhs = ((block_rotation(m, d) * w_q * x).T * (block_rotation(n, d) * w_k * y))[0]
-    seed = (x.T * w_q * block_rotation(n - m, d) * w_k * y)[0]
-    return identity(lhs, seed, "sympy subtracts the seed's form from the rotated score for general 2×2 W_q, W_k.")
+    restated = (x.T * w_q * block_rotation(n - m, d) * w_k * y)[0]
+    return identity(lhs, restated, "sympy subtracts the restated form from the rotated score for general 2×2 W_q, "
+                    "W_k.")
 
 
 BLOCK_RELATIVE = Derivation(
     slug="blocks_relative",
-    title="In d dimensions Rₘᵀ Rₙ = Rₙ₋ₘ, block by block",
+    title=N_("In d dimensions Rₘᵀ Rₙ = Rₙ₋ₘ, block by block"),
     topic=TOPIC,
     claim=r"R^{d}_{\Theta,m} = \operatorname{diag}\big(R(m\theta_0), \dots, R(m\theta_{d/2-1})\big),\qquad "
           r"(R^{d}_{\Theta,m})^{\top} R^{d}_{\Theta,n} = R^{d}_{\Theta,n-m}",
     steps=(
-        Step("Split q and k into d/2 pairs; pair i is rotated by its own angle mθ_i and pairs never mix.",
+        Step(N_("Split q and k into d/2 pairs; pair i is rotated by its own angle mθ_i and pairs never mix."),
              r"R^{d}_{\Theta,m} = \begin{pmatrix} R(m\theta_0) & & \\ & \ddots & \\ & & "
              r"R(m\theta_{d/2-1})\end{pmatrix}"),
-        Step("A product of block-diagonal matrices is block-diagonal, block by block.",
+        Step(N_("A product of block-diagonal matrices is block-diagonal, block by block."),
              r"(R^{d}_{\Theta,m})^{\top} R^{d}_{\Theta,n} = "
              r"\operatorname{diag}\big(R(m\theta_i)^\top R(n\theta_i)\big)_i"),
-        Step("Each block is the 2-D identity from above, so the whole score depends on n − m only.",
+        Step(N_("Each block is the 2-D identity from above, so the whole score depends on n − m only."),
              r"q^\top (R^{d}_{\Theta,m})^{\top} R^{d}_{\Theta,n} k = \sum_{i=0}^{d/2-1} q_{[2i:2i+1]}^{\top} "
              r"R((n-m)\theta_i)\, k_{[2i:2i+1]}"),
     ),
     check="Build the d × d matrices for the chosen d with free symbols θ_i and subtract.",
     check_function=_relative,
     parameter=HEAD_DIM,
-    source="RoFormer eq. 14–15; seed 001 §1.4.",
+    source=cite("roformer", "eq. 14–15"),
 )
 
-SEED_MISSING_TRANSPOSE = Derivation(
-    slug="blocks_seed_missing_transpose",
-    title="Leaving out the transpose of W_q",
+MISSING_TRANSPOSE = Derivation(
+    slug="blocks_missing_transpose",
+    title=N_("Leaving out the transpose of W_q"),
     topic=TOPIC,
     claim=r"(R_m W_q x_m)^{\top}(R_n W_k x_n) = x_m^{\top} W_q\, R_{n-m} W_k\, x_n",
     steps=(),
-    check="Subtract the seed's form from the rotated score with general (non-symmetric) W_q and W_k.",
-    check_function=_seed_missing_transpose,
-    source="Seed 001, eq. 14.",
+    check="Subtract the restated form from the rotated score with general (non-symmetric) W_q and W_k.",
+    check_function=_missing_transpose,
+    source=f"a common restatement (the score: {cite('roformer', 'eq. 14–15')})",
     refutes="blocks_relative",
-    said=r"$q_m^\top k_n = x_m^\top W_q R_{n-m} W_k x_n$.",
-    shows=r"a transpose is missing: $q_m^\top k_n = x_m^\top W_q^{\top} R_{n-m} W_k x_n$. The two agree only when "
-          r"$W_q$ is symmetric, which a learned projection is not.",
+    said=N_(r"$q_m^\top k_n = x_m^\top W_q R_{n-m} W_k x_n$."),
+    shows=N_(r"a transpose is missing: $q_m^\top k_n = x_m^\top W_q^{\top} R_{n-m} W_k x_n$. The two agree only when "
+             r"$W_q$ is symmetric, which a learned projection is not."),
 )
 
 INTERLEAVED = Derivation(
     slug="blocks_interleaved",
-    title="The element-wise form x ⊗ cos + rotate(x) ⊗ sin equals Rₘx (interleaved pairs)",
+    title=N_("The element-wise form x ⊗ cos + rotate(x) ⊗ sin equals Rₘx (interleaved pairs)"),
     topic=TOPIC,
     claim=r"R^{d}_{\Theta,m}x = \begin{pmatrix}x_0\\x_1\\x_2\\x_3\\ \vdots\end{pmatrix}\otimes"
           r"\begin{pmatrix}\cos m\theta_0\\ \cos m\theta_0\\ \cos m\theta_1\\ \cos m\theta_1\\ \vdots\end{pmatrix} + "
           r"\begin{pmatrix}-x_1\\x_0\\-x_3\\x_2\\ \vdots\end{pmatrix}\otimes"
           r"\begin{pmatrix}\sin m\theta_0\\ \sin m\theta_0\\ \sin m\theta_1\\ \sin m\theta_1\\ \vdots\end{pmatrix}",
     steps=(
-        Step("Row 2i of R_m x only involves x_{2i} and x_{2i+1}.",
+        Step(N_("Row 2i of R_m x only involves x_{2i} and x_{2i+1}."),
              r"(R_m x)_{2i} = x_{2i}\cos m\theta_i - x_{2i+1}\sin m\theta_i,\quad "
              r"(R_m x)_{2i+1} = x_{2i+1}\cos m\theta_i + x_{2i}\sin m\theta_i"),
-        Step("Collect the cosine terms and the sine terms into two element-wise products; no d × d matrix is ever "
-             "built, which is how every implementation computes RoPE (O(d) instead of O(d²) per vector)."),
+        Step(N_("Collect the cosine terms and the sine terms into two element-wise products; no d × d matrix is ever "
+                "built, which is how every implementation computes RoPE (O(d) instead of O(d²) per vector).")),
     ),
     check="Build both sides for the chosen d with a symbolic vector x and free θ_i, and subtract.",
     check_function=_interleaved,
     parameter=HEAD_DIM,
-    source="RoFormer eq. 34; seed 001 §1.5.",
+    source=cite("roformer", "eq. 34"),
 )
 
 HALF_SPLIT = Derivation(
     slug="blocks_half_split",
-    title="LLaMA's rotate_half pairs dimension i with i + d/2: the same rotation, up to a permutation",
+    title=N_("LLaMA's rotate_half pairs dimension i with i + d/2: the same rotation, up to a permutation"),
     topic=TOPIC,
     claim=r"\begin{gathered}x\otimes\begin{pmatrix}\cos m\theta\\ \cos m\theta\end{pmatrix} + "
           r"\begin{pmatrix}-x_{[d/2:d]}\\ x_{[0:d/2]}\end{pmatrix}\otimes\begin{pmatrix}\sin m\theta\\ "
           r"\sin m\theta\end{pmatrix} = P^{\top}R^{d}_{\Theta,m}P\,x\\ (Px)_{2i} = x_i,\quad "
           r"(Px)_{2i+1} = x_{i+d/2}\end{gathered}",
     steps=(
-        Step("transformers' `rotate_half` splits x into halves and pairs coordinate i with i + d/2; "
-             "cos and sin list the d/2 angles once for each half.",
+        Step(N_("transformers' `rotate_half` splits x into halves and pairs coordinate i with i + d/2; "
+                "cos and sin list the d/2 angles once for each half."),
              r"\operatorname{rotate\_half}(x) = (-x_{d/2}, \dots, -x_{d-1},\; x_0, \dots, x_{d/2-1})"),
-        Step("Permute the coordinates so that each pair sits side by side: P is exactly that shuffle.",
+        Step(N_("Permute the coordinates so that each pair sits side by side: P is exactly that shuffle."),
              r"Px = (x_0, x_{d/2}, x_1, x_{d/2+1}, \dots)"),
-        Step("In the shuffled coordinates the half-split form is the interleaved RoPE, so it is Pᵀ R_m P.",
+        Step(N_("In the shuffled coordinates the half-split form is the interleaved RoPE, so it is Pᵀ R_m P."),
              r"\text{half-split}(x) = P^\top R_m P x"),
-        Step("P is orthogonal, so if the rows of W_q and W_k are permuted the same way (as the LLaMA "
-             "conversion scripts do) the attention scores are identical.",
+        Step(N_("P is orthogonal, so if the rows of W_q and W_k are permuted the same way (as the LLaMA "
+                "conversion scripts do) the attention scores are identical."),
              r"(P^\top R_m P q)^\top (P^\top R_n P k) = (Pq)^\top R_{n-m} (Pk)"),
     ),
     check="Build rotate_half's form, the permutation P and Pᵀ R_m P x for the chosen d, and subtract.",
     check_function=_half_split,
     parameter=HEAD_DIM,
-    source="transformers' `apply_rotary_pos_emb`; seed 001 (LLaMA RoPE section).",
+    source=f"transformers' `apply_rotary_pos_emb` and `rotate_half`; {cite('roformer', 'eq. 34')}.",
 )
 
 DERIVATIONS = (BLOCK_RELATIVE, INTERLEAVED, HALF_SPLIT)
-WRONG_VARIANTS = (SEED_MISSING_TRANSPOSE,)
+WRONG_VARIANTS = (MISSING_TRANSPOSE,)

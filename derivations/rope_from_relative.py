@@ -5,8 +5,10 @@ from __future__ import annotations
 import sympy as sp
 
 from derivations.base import Derivation, Step, all_of, identity, numeric_witness, truth
+from i18n import N_
+from references import cite
 
-TOPIC = "Deriving RoPE from relative positions"
+TOPIC = N_("Deriving RoPE from relative positions")
 
 m, n, theta = sp.symbols("m n theta", real=True)
 rho_q, rho_k = sp.symbols("rho_q rho_k", positive=True)
@@ -45,34 +47,34 @@ def _quadratic_phase():
 
 LINEAR_PHASE = Derivation(
     slug="relative_linear_phase",
-    title="Requiring f(q,m)·f*(k,n) = g(q,k,m−n) forces φ(m) = mθ, i.e. RoPE",
+    title=N_("Requiring f(q,m)·f*(k,n) = g(q,k,m−n) forces φ(m) = mθ, i.e. RoPE"),
     topic=TOPIC,
     claim=r"f(q,m)\,f^{*}(k,n) = g(q,k,m-n),\; f(q,0) = q \quad\Longrightarrow\quad f(q,m) = q\,e^{im\theta}",
     steps=(
-        Step("Write every complex number in polar form: a length R and an angle Θ.",
+        Step(N_("Write every complex number in polar form: a length R and an angle Θ."),
              r"f(q,m) = R_f(q,m)\,e^{i\Theta_f(q,m)},\qquad g(q,k,m-n) = R_g(q,k,m-n)\,e^{i\Theta_g(q,k,m-n)}"),
-        Step("The conjugate flips the sign of k's angle, so lengths multiply and angles subtract.",
+        Step(N_("The conjugate flips the sign of k's angle, so lengths multiply and angles subtract."),
              r"R_f(q,m)R_f(k,n) = R_g(q,k,m-n),\qquad \Theta_f(q,m) - \Theta_f(k,n) = \Theta_g(q,k,m-n)"),
-        Step("Set n = m and use the initial condition f(q,0) = q: the length never changes.",
+        Step(N_("Set n = m and use the initial condition f(q,0) = q: the length never changes."),
              r"R_f(q,m)R_f(k,m) = R_g(q,k,0) = \lVert q\rVert\,\lVert k\rVert \;\Rightarrow\; "
              r"R_f(q,m) = \lVert q\rVert"),
-        Step("With n = m the angles give a quantity that is the same for q and for k: call it φ(m).",
+        Step(N_("With n = m the angles give a quantity that is the same for q and for k: call it φ(m)."),
              r"\Theta_f(q,m) - \Theta(q) = \Theta_f(k,m) - \Theta(k) =: \varphi(m),\qquad \varphi(0) = 0"),
-        Step("Now take n = m − 1: the step φ(m) − φ(m−1) does not depend on m, so φ is arithmetic.",
+        Step(N_("Now take n = m − 1: the step φ(m) − φ(m−1) does not depend on m, so φ is arithmetic."),
              r"\varphi(m) - \varphi(m-1) = \Theta_g(q,k,1) + \Theta(k) - \Theta(q) =: \theta"),
-        Step("Solve the recurrence, and put length and angle back together.",
+        Step(N_("Solve the recurrence, and put length and angle back together."),
              r"\varphi(m) = m\theta \;\Rightarrow\; f(q,m) = \lVert q\rVert e^{i(\Theta(q) + m\theta)} = "
              r"q\,e^{im\theta}"),
     ),
     check="Solve the recurrence with sympy's rsolve; then, for f(q,m) = q e^{imθ}, check that (∂_m + ∂_n) of "
           "f(q,m)f*(k,n) vanishes, that f(q,0) = q and that |f(q,m)| = |q| (q, k in polar form with free symbols).",
     check_function=_linear_phase,
-    source="RoFormer §3.4.1; Su Jianlin's blog post; seed 004 (RoPE section).",
+    source=f"{cite('roformer', '§3.4.1')}; {cite('su_rope')}.",
 )
 
 QUADRATIC_PHASE = Derivation(
     slug="relative_quadratic_phase",
-    title="What if the phase grew like m²?",
+    title=N_("What if the phase grew like m²?"),
     topic=TOPIC,
     claim=r"f(q,m) = q\,e^{i\theta m^2}\ \text{ also gives } f(q,m)f^{*}(k,n) = g(q,k,m-n)",
     steps=(),
@@ -80,9 +82,9 @@ QUADRATIC_PHASE = Derivation(
     check_function=_quadratic_phase,
     source="A counterfactual, to show why the arithmetic-sequence step matters.",
     refutes="relative_linear_phase",
-    said="any phase that grows with position would do, for example $\\varphi(m) = \\theta m^2$.",
-    shows="$\\theta m^2 - \\theta n^2 = \\theta(m-n)(m+n)$ depends on $m + n$ too, so the score would change when both "
-          "tokens move together; only a linear phase is relative.",
+    said=N_("any phase that grows with position would do, for example $\\varphi(m) = \\theta m^2$."),
+    shows=N_("$\\theta m^2 - \\theta n^2 = \\theta(m-n)(m+n)$ depends on $m + n$ too, so the score would change when both "
+             "tokens move together; only a linear phase is relative."),
     counterfactual=True,
 )
 

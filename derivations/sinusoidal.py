@@ -7,8 +7,10 @@ import math
 import sympy as sp
 
 from derivations.base import Derivation, Step, all_of, identity, truth
+from i18n import N_
+from references import cite
 
-TOPIC = "Sinusoidal encoding"
+TOPIC = N_("Sinusoidal encoding")
 
 t, k = sp.symbols("t k", real=True)
 omega = sp.Symbol("omega", positive=True)
@@ -68,13 +70,13 @@ def _periods():
     return all_of([increasing, shortest, longest, below_2pi_b])
 
 
-def _seed_period_range():
+def _period_range():
     return identity(wavelength(head_dim / 2 - 1), 2 * sp.pi * base,
                     "sympy subtracts 2πb from the longest wavelength 2π b^{(d−2)/d}.", simplifier=sp.simplify,
                     witness={base: 10_000, head_dim: 512})
 
 
-def _seed_period_shrinks():
+def _period_shrinks():
     growth = sp.diff(wavelength(i, 1 + excess), i)
     opposite = "sympy proves dλ_i/di > 0: λ_i grows with i for every b > 1" if growth.is_positive else None
     return truth(growth.is_negative, growth, "sympy decides the sign of dλ_i/di for b = 1 + ε > 1.", opposite)
@@ -90,7 +92,7 @@ def _first_increase(head_dim_value: int, base_value: float, search: int = 200) -
     return next((offset for offset in range(search) if total(offset + 1) > total(offset)), None)
 
 
-def _seed_monotone_decay():
+def _monotone_decay():
     head_dim_value, base_value = 128, 10_000
     offset = _first_increase(head_dim_value, base_value)
     if offset is None:
@@ -107,127 +109,127 @@ def _seed_monotone_decay():
 
 LINEAR_SHIFT = Derivation(
     slug="sinusoidal_linear_shift",
-    title="PE(t + k) is a fixed rotation of PE(t)",
+    title=N_("PE(t + k) is a fixed rotation of PE(t)"),
     topic=TOPIC,
     claim=r"\begin{gathered}\begin{pmatrix}PE(t+k,2i)\\ PE(t+k,2i+1)\end{pmatrix} = \begin{pmatrix}\cos k\omega_i "
           r"& \sin k\omega_i\\ -\sin k\omega_i & \cos k\omega_i\end{pmatrix}\begin{pmatrix}PE(t,2i)\\ "
           r"PE(t,2i+1)\end{pmatrix}\\ PE(t,2i)=\sin t\omega_i,\quad PE(t,2i+1)=\cos t\omega_i,\quad "
           r"\omega_i = b^{-2i/d}\end{gathered}",
     steps=(
-        Step("Expand the sine and cosine of a sum.",
+        Step(N_("Expand the sine and cosine of a sum."),
              r"\sin((t+k)\omega) = \sin t\omega\cos k\omega + \cos t\omega\sin k\omega,\quad "
              r"\cos((t+k)\omega) = \cos t\omega\cos k\omega - \sin t\omega\sin k\omega"),
-        Step("Read off the coefficients: they depend on k only, so the map is the same 2 × 2 matrix for every t; "
-             "it is a rotation by −kω_i.",
+        Step(N_("Read off the coefficients: they depend on k only, so the map is the same 2 × 2 matrix for every t; "
+                "it is a rotation by −kω_i."),
              r"M_k = \begin{pmatrix}\cos k\omega & \sin k\omega\\ -\sin k\omega & \cos k\omega\end{pmatrix} = "
              r"\begin{pmatrix}PE(k,2i+1) & PE(k,2i)\\ -PE(k,2i) & PE(k,2i+1)\end{pmatrix}"),
-        Step("Stacking the d/2 pairs gives a block-diagonal matrix: PE(t + k) is a linear function of PE(t)."),
+        Step(N_("Stacking the d/2 pairs gives a block-diagonal matrix: PE(t + k) is a linear function of PE(t).")),
     ),
     check="Subtract M_k PE(t) from PE(t + k) for one pair with symbolic t, k, ω; check M_k is orthogonal and free "
           "of t. Pairs are independent, so one generic pair covers every d.",
     check_function=_linear_shift,
-    source="Vaswani et al. 2017, §3.5; seed 001 §2.1, seed 000.",
+    source=cite("vaswani", "§3.5"),
     notes=(
-        "Seed 000 objects that the usual statement is misread and that $p_{t+k}$ \"needs $p_t$ and $p_k$ jointly\". "
-        "Both readings meet: the coefficients of the map are the entries of $p_k$, and for a fixed offset $k$ the "
-        "map $p_t \\mapsto p_{t+k}$ is linear (a rotation), which is what the original paper claims.",
+        N_("A common objection is that the usual statement is misread and that $p_{t+k}$ \"needs $p_t$ and $p_k$ "
+           "jointly\". "
+           "Both readings meet: the coefficients of the map are the entries of $p_k$, and for a fixed offset $k$ the "
+           "map $p_t \\mapsto p_{t+k}$ is linear (a rotation), which is what the original paper claims."),
     ),
 )
 
 DOT_PRODUCT = Derivation(
     slug="sinusoidal_dot_product",
-    title="PE(t)·PE(t + k) depends on k only, and is even in k",
+    title=N_("PE(t)·PE(t + k) depends on k only, and is even in k"),
     topic=TOPIC,
     claim=r"PE(t)\cdot PE(t+k) = \sum_{i=0}^{d/2-1}\cos(k\,\omega_i) = PE(t)\cdot PE(t-k)",
     steps=(
-        Step("Group the dot product by pairs.",
+        Step(N_("Group the dot product by pairs."),
              r"PE(t)\cdot PE(t+k) = \sum_i \big[\sin t\omega_i \sin(t+k)\omega_i + "
              r"\cos t\omega_i\cos(t+k)\omega_i\big]"),
-        Step("Each bracket is the cosine of a difference of angles.",
+        Step(N_("Each bracket is the cosine of a difference of angles."),
              r"\cos\alpha\cos\beta + \sin\alpha\sin\beta = \cos(\beta - \alpha)"),
-        Step("The position t has cancelled; cosine is even, so the offsets k and −k give the same value.",
+        Step(N_("The position t has cancelled; cosine is even, so the offsets k and −k give the same value."),
              r"\sum_i \cos(k\omega_i) = \sum_i \cos(-k\omega_i)"),
     ),
     check="Sum the per-pair residual over i = 0 … N − 1 for a symbolic N and free ω_i, and let sympy evaluate it.",
     check_function=_dot_product,
-    source="Seed 001 §2.2.",
+    source=f"{cite('vaswani', '§3.5')}; {cite('su_sinusoidal')}.",
     notes=(
-        "The same write-up says the dot product \"decreases as k grows\". It decays on average but not monotonically "
-        "(seed 000 says so correctly: \"an oscillating decay, not monotonic\"); the refuted claim below shows "
-        "a concrete rise.",
+        N_("A common restatement says the dot product \"decreases as k grows\". It decays on average but not "
+           "monotonically: an oscillating decay; the refuted claim below shows a concrete rise."),
     ),
 )
 
-SEED_MONOTONE_DECAY = Derivation(
-    slug="sinusoidal_seed_monotone_decay",
-    title="The sinusoidal dot product falls steadily with k",
+MONOTONE_DECAY = Derivation(
+    slug="sinusoidal_monotone_decay",
+    title=N_("The sinusoidal dot product falls steadily with k"),
     topic=TOPIC,
     claim=r"k \mapsto \sum_{i}\cos(k\,\omega_i)\ \text{is decreasing}",
     steps=(),
     check="Find the first offset where the sum rises (floating point), then confirm it exactly with sympy.",
-    check_function=_seed_monotone_decay,
-    source="Seed 001 §2.3 (\"as k grows, the dot product simply decreases\").",
+    check_function=_monotone_decay,
+    source=f"a common restatement (compare {cite('su_sinusoidal')})",
     refutes="sinusoidal_dot_product",
-    said="as $k$ grows, $PE(t)\\cdot PE(t+k)$ decreases.",
-    shows="the sum only decays on average; with $d = 128$, $b = 10\\,000$ it already rises between two neighbouring "
-          "offsets below 20 (the residual is the rise).",
+    said=N_("as $k$ grows, $PE(t)\\cdot PE(t+k)$ decreases."),
+    shows=N_("the sum only decays on average; with $d = 128$, $b = 10\\,000$ it already rises between two neighbouring "
+             "offsets below 20 (the residual is the rise)."),
 )
 
 PERIODS = Derivation(
     slug="sinusoidal_periods",
-    title="Pair i has period λᵢ = 2π·b^(2i/d): from 2π up to 2π·b^(1−2/d), growing with i",
+    title=N_("Pair i has period λᵢ = 2π·b^(2i/d): from 2π up to 2π·b^(1−2/d), growing with i"),
     topic=TOPIC,
     claim=r"\lambda_i = \frac{2\pi}{\omega_i} = 2\pi\, b^{2i/d},\qquad \frac{d\lambda_i}{di} > 0,\qquad "
           r"\lambda_i \in \big[\,2\pi,\; 2\pi\, b^{1-2/d}\,\big] \subsetneq [2\pi, 2\pi b)",
     steps=(
-        Step("Dimensions 2i and 2i + 1 share the angular frequency ω_i = b^{−2i/d} (radians per token); "
-             "the angle at position t is tω_i, and one full turn takes λ_i tokens.",
+        Step(N_("Dimensions 2i and 2i + 1 share the angular frequency ω_i = b^{−2i/d} (radians per token); "
+                "the angle at position t is tω_i, and one full turn takes λ_i tokens."),
              r"\lambda_i = 2\pi/\omega_i = 2\pi b^{2i/d}"),
-        Step("The exponent grows with i, so later pairs turn more slowly: lower frequency, longer period.",
+        Step(N_("The exponent grows with i, so later pairs turn more slowly: lower frequency, longer period."),
              r"\frac{d\lambda_i}{di} = \lambda_i\,\frac{2\ln b}{d} > 0 \quad (b > 1)"),
-        Step("The last pair is i = d/2 − 1, so the longest period stops short of 2πb.",
+        Step(N_("The last pair is i = d/2 − 1, so the longest period stops short of 2πb."),
              r"\lambda_{d/2-1} = 2\pi b^{(d-2)/d} = 2\pi b\cdot b^{-2/d} < 2\pi b"),
     ),
     check="Differentiate λ_i with b = 1 + ε (ε > 0) and let sympy decide the sign; evaluate λ at i = 0 and "
           "i = d/2 − 1; decide the sign of ln(λ_{d/2−1}/(2πb)).",
     check_function=_periods,
-    source="Vaswani et al. 2017, §3.5; seed 001 §2.4, seed 000.",
+    source=cite("vaswani", "§3.5"),
     notes=(
-        "Seed 001 calls the angle $m/10000^{2(i-1)/d}$ a \"frequency\" and writes $\\omega_i = \\theta_i = "
-        "m/10000^{2i/d}$. The app keeps three names apart: the **frequency** $\\theta_i$ (radians per token), the "
-        "**angle** $m\\theta_i$ at position $m$, and the **period** (wavelength) $2\\pi/\\theta_i$ in tokens.",
+        N_("Some write-ups call the angle $m/10000^{2(i-1)/d}$ a \"frequency\" and writes $\\omega_i = \\theta_i = "
+           "m/10000^{2i/d}$. The app keeps three names apart: the **frequency** $\\theta_i$ (radians per token), the "
+           "**angle** $m\\theta_i$ at position $m$, and the **period** (wavelength) $2\\pi/\\theta_i$ in tokens."),
     ),
 )
 
-SEED_PERIOD_RANGE = Derivation(
-    slug="sinusoidal_seed_period_range",
-    title="The periods reach 2π·base",
+PERIOD_RANGE = Derivation(
+    slug="sinusoidal_period_range",
+    title=N_("The periods reach 2π·base"),
     topic=TOPIC,
     claim=r"\max_i \lambda_i = 2\pi b",
     steps=(),
     check="Subtract 2πb from the longest period.",
-    check_function=_seed_period_range,
-    source="Seed 001 §2.4 (\"the period T ranges over [2π, base·2π]\").",
+    check_function=_period_range,
+    source=f"a common restatement (the periods: {cite('vaswani', '§3.5')})",
     refutes="sinusoidal_periods",
-    said="the period $T = \\text{base}^{i/d}\\cdot 2\\pi$ ranges over $[2\\pi,\\ \\text{base}\\cdot 2\\pi]$.",
-    shows="the last pair is $i = d/2 - 1$, so the longest period is $2\\pi b^{(d-2)/d}$, a factor $b^{-2/d}$ short of "
-          "$2\\pi b$ (for $d = 512$, $b = 10^4$: about $2\\pi\\cdot 9{,}647$ rather than $2\\pi\\cdot 10{,}000$).",
+    said=N_("the period $T = \\text{base}^{i/d}\\cdot 2\\pi$ ranges over $[2\\pi,\\ \\text{base}\\cdot 2\\pi]$."),
+    shows=N_("the last pair is $i = d/2 - 1$, so the longest period is $2\\pi b^{(d-2)/d}$, a factor $b^{-2/d}$ short of "
+             "$2\\pi b$ (for $d = 512$, $b = 10^4$: about $2\\pi\\cdot 9{,}647$ rather than $2\\pi\\cdot 10{,}000$)."),
 )
 
-SEED_PERIOD_SHRINKS = Derivation(
-    slug="sinusoidal_seed_period_shrinks",
-    title="Higher dimensions have shorter periods",
+PERIOD_SHRINKS = Derivation(
+    slug="sinusoidal_period_shrinks",
+    title=N_("Higher dimensions have shorter periods"),
     topic=TOPIC,
     claim=r"\frac{d\lambda_i}{di} < 0",
     steps=(),
     check="Let sympy decide the sign of dλ_i/di for b > 1.",
-    check_function=_seed_period_shrinks,
-    source="Seed 000, sinusoidal section (\"the higher i, the lower the frequency and the shorter the period\").",
+    check_function=_period_shrinks,
+    source=f"a common slip (the periods: {cite('vaswani', '§3.5')})",
     refutes="sinusoidal_periods",
-    said="the higher the dimension index $i$, the lower the frequency and the *shorter* the period.",
-    shows="lower frequency means a *longer* period: $d\\lambda_i/di = \\lambda_i\\, 2\\ln b/d > 0$. The first half of "
-          "the sentence is right; \"shorter\" should read \"longer\" (the same note says so correctly elsewhere).",
+    said=N_("the higher the dimension index $i$, the lower the frequency and the *shorter* the period."),
+    shows=N_("lower frequency means a *longer* period: $d\\lambda_i/di = \\lambda_i\\, 2\\ln b/d > 0$. The first half of "
+             "the sentence is right; \"shorter\" should read \"longer\"."),
 )
 
 DERIVATIONS = (LINEAR_SHIFT, DOT_PRODUCT, PERIODS)
-WRONG_VARIANTS = (SEED_MONOTONE_DECAY, SEED_PERIOD_RANGE, SEED_PERIOD_SHRINKS)
+WRONG_VARIANTS = (MONOTONE_DECAY, PERIOD_RANGE, PERIOD_SHRINKS)

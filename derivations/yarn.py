@@ -5,8 +5,10 @@ from __future__ import annotations
 import sympy as sp
 
 from derivations.base import Derivation, Step, all_of, identity, numbers_match, power_zero, truth
+from i18n import N_
+from references import cite
 
-TOPIC = "NTK-by-parts and YaRN"
+TOPIC = N_("NTK-by-parts and YaRN")
 
 base, dims, length, rotations = sp.symbols("b D L r", positive=True)
 index = sp.Symbol("d", real=True)  # the (fractional) pair index the paper calls d
@@ -92,7 +94,7 @@ def _attention_scaling():
     return all_of([divides, t_value, sharpen, code])
 
 
-def _seed_threshold_e():
+def _threshold_e():
     region = sp.solve_univariate_inequality(yarn_mscale() > 1, scale, relational=False)
     stated = sp.Interval.open(sp.E, sp.oo)
     difference = region - stated
@@ -104,101 +106,101 @@ def _seed_threshold_e():
 
 CORRECTION_DIM = Derivation(
     slug="yarn_correction_dim",
-    title="The pair that turns r times within L is d = D·ln(L/(2πr)) / (2 ln b)",
+    title=N_("The pair that turns r times within L is d = D·ln(L/(2πr)) / (2 ln b)"),
     topic=TOPIC,
     claim=r"\lambda_d = 2\pi b^{2d/D},\quad r = \frac{L}{\lambda_d}\quad\Longrightarrow\quad "
           r"d = \frac{D\,\ln\!\big(L/(2\pi r)\big)}{2\ln b}",
     steps=(
-        Step("Pair d (of D/2 pairs; the YaRN paper writes |D| for the head dimension) has wavelength λ_d; in a "
-             "context of L tokens it makes r = L/λ_d full turns.", r"r = \frac{L}{2\pi b^{2d/D}}"),
-        Step("Take logarithms: the unknown d appears linearly.",
+        Step(N_("Pair d (of D/2 pairs; the YaRN paper writes |D| for the head dimension) has wavelength λ_d; in a "
+                "context of L tokens it makes r = L/λ_d full turns."), r"r = \frac{L}{2\pi b^{2d/D}}"),
+        Step(N_("Take logarithms: the unknown d appears linearly."),
              r"\ln r = \ln L - \ln 2\pi - \frac{2d}{D}\ln b"),
-        Step("Solve for d. NTK-by-parts ramps between the pairs with r = β (32) and r = α (1).",
+        Step(N_("Solve for d. NTK-by-parts ramps between the pairs with r = β (32) and r = α (1)."),
              r"d(r) = \frac{D\,\ln\!\big(L/(2\pi r)\big)}{2\ln b}"),
     ),
     check="Solve the logged equation for d with sympy, compare with the formula, substitute back, and compare "
           "pe_core.rope.yarn_correction_dim at three settings.",
     check_function=_correction_dim,
-    source="YaRN paper (Peng et al. 2023) eq. 14 and the correction-range code; seed 002 eq. 19–21.",
+    source=f"{cite('yarn', 'eq. 14')} and the correction-range code ({cite('transformers_rope')}).",
 )
 
 RAMP_BLEND = Derivation(
     slug="yarn_ramp_blend",
-    title="NTK-by-parts blends frequencies: h(θ) = (1−γ)θ/s + γθ, whose wavelength is λs/(1 − γ + γs)",
+    title=N_("NTK-by-parts blends frequencies: h(θ) = (1−γ)θ/s + γθ, whose wavelength is λs/(1 − γ + γs)"),
     topic=TOPIC,
     claim=r"h(\theta_d) = (1-\gamma_d)\frac{\theta_d}{s} + \gamma_d\,\theta_d\quad\Longrightarrow\quad "
           r"\frac{2\pi}{h(\theta_d)} = \frac{\lambda_d\, s}{1-\gamma_d+\gamma_d s}",
     steps=(
-        Step("γ(r) is 0 for pairs that turn fewer than α times in L (interpolate), 1 above β (keep), linear between.",
+        Step(N_("γ(r) is 0 for pairs that turn fewer than α times in L (interpolate), 1 above β (keep), linear between."),
              r"\gamma(r) = \operatorname{clamp}\!\left(\frac{r-\alpha}{\beta-\alpha}, 0, 1\right)"),
-        Step("The frequency is a straight blend between PI's θ/s and the original θ.",
+        Step(N_("The frequency is a straight blend between PI's θ/s and the original θ."),
              r"h(\theta) = (1-\gamma)\frac{\theta}{s} + \gamma\theta = \frac{\theta}{s}(1 - \gamma + \gamma s)"),
-        Step("Its wavelength is therefore a harmonic, not a straight, blend of sλ and λ.",
+        Step(N_("Its wavelength is therefore a harmonic, not a straight, blend of sλ and λ."),
              r"\lambda' = \frac{2\pi}{h(\theta)} = \frac{\lambda s}{1-\gamma+\gamma s}"),
     ),
     check="Simplify 2π/h(2π/λ) − λs/(1 − γ + γs) to 0 and evaluate h at γ = 0 and γ = 1.",
     check_function=_ramp_blend,
-    source="YaRN paper eq. 18–19 (seed 002 eq. 22, 25); transformers' `_compute_yarn_parameters`.",
+    source=f"{cite('yarn', 'eq. 18–19')}; transformers' `_compute_yarn_parameters` ({cite('transformers_rope')}).",
 )
 
 PAPER_WAVELENGTH_BLEND = Derivation(
     slug="yarn_paper_wavelength_blend",
-    title="Blending wavelengths is the same as blending frequencies",
+    title=N_("Blending wavelengths is the same as blending frequencies"),
     topic=TOPIC,
     claim=r"(1-\gamma)\,s\lambda + \gamma\lambda = \frac{2\pi}{h(\theta)}",
     steps=(),
     check="Factor the difference between the paper's λ' and the wavelength of h(θ).",
     check_function=_paper_wavelength_blend,
-    source="YaRN paper eq. 17 vs eq. 19 (seed 002 eq. 22 vs eq. 25).",
+    source=f"{cite('yarn', 'eq. 17 vs eq. 19')}",
     refutes="yarn_ramp_blend",
-    said="the new wavelength is $\\lambda'_d = (1-\\gamma_d)s\\lambda_d + \\gamma_d\\lambda_d$ and, after converting "
-         "to "
-         "frequencies, $h(\\theta_d) = (1-\\gamma_d)\\theta_d/s + \\gamma_d\\theta_d$.",
-    shows="the two differ by $\\lambda\\gamma(1-\\gamma)(s-1)^2/(1-\\gamma+\\gamma s)$: they agree only where the ramp "
-          "is flat (γ = 0 or 1). Implementations, and this app, use the frequency blend $h(\\theta)$.",
+    said=N_("the new wavelength is $\\lambda'_d = (1-\\gamma_d)s\\lambda_d + \\gamma_d\\lambda_d$ and, after converting "
+            "to "
+            "frequencies, $h(\\theta_d) = (1-\\gamma_d)\\theta_d/s + \\gamma_d\\theta_d$."),
+    shows=N_("the two differ by $\\lambda\\gamma(1-\\gamma)(s-1)^2/(1-\\gamma+\\gamma s)$: they agree only where the ramp "
+             "is flat (γ = 0 or 1). Implementations, and this app, use the frequency blend $h(\\theta)$."),
 )
 
 ATTENTION_SCALING = Derivation(
     slug="yarn_attention_scaling",
-    title="Scaling q and k by √(1/t) divides the logits by t; YaRN's factor makes t < 1 (sharper attention)",
+    title=N_("Scaling q and k by √(1/t) divides the logits by t; YaRN's factor makes t < 1 (sharper attention)"),
     topic=TOPIC,
     claim=r"\begin{gathered}(\sqrt{1/t}\,q)^{\top}(\sqrt{1/t}\,k) = \frac{q^{\top}k}{t}\\ \sqrt{1/t} = 0.1\ln s "
           r"+ 1 \;\Longrightarrow\; t = (0.1\ln s + 1)^{-2} < 1 \text{ for } s > 1\end{gathered}",
     steps=(
-        Step("A dot product is bilinear, so a common factor on q and k comes out squared.",
+        Step(N_("A dot product is bilinear, so a common factor on q and k comes out squared."),
              r"\sum_i (a q_i)(a k_i) = a^2 \sum_i q_i k_i,\qquad a = \sqrt{1/t} \Rightarrow a^2 = 1/t"),
-        Step("Implementations multiply cos and sin by a (transformers' attention_factor): the rotated q and k are "
-             "linear in (cos, sin), so this is the same as scaling q and k, with no change to the attention code.",
+        Step(N_("Implementations multiply cos and sin by a (transformers' attention_factor): the rotated q and k are "
+                "linear in (cos, sin), so this is the same as scaling q and k, with no change to the attention code."),
              r"a\,(q\otimes\cos + \operatorname{rot}(q)\otimes\sin) = "
              r"(a q)\otimes\cos + \operatorname{rot}(aq)\otimes\sin"),
-        Step("With the fitted factor, t < 1 whenever s > 1: the logits are multiplied by (0.1 ln s + 1)² > 1, which "
-             "sharpens the softmax.", r"t = \frac{1}{(0.1\ln s + 1)^2}"),
+        Step(N_("With the fitted factor, t < 1 whenever s > 1: the logits are multiplied by (0.1 ln s + 1)² > 1, which "
+                "sharpens the softmax."), r"t = \frac{1}{(0.1\ln s + 1)^2}"),
     ),
     check="Simplify the scaled sum for a symbolic dimension, solve √(1/t) = 0.1 ln s + 1 for t, solve the inequality "
           "0.1 ln s + 1 > 1, and compare pe_core.yarn_get_mscale.",
     check_function=_attention_scaling,
-    source="YaRN paper eq. 21–22 (seed 002 §3.4); seed 000 (YaRN section).",
+    source=cite("yarn", "eq. 21–22"),
     notes=(
-        "The translated YaRN text in seed 002 speaks of multiplying the logits by a temperature $t > 1$ to \"increase "
-        "the temperature\". With $\\sqrt{1/t} = 0.1\\ln s + 1$ as implemented, $t < 1$ for every $s > 1$: the logits "
-        "are divided by $t$, i.e. enlarged, and the attention becomes more concentrated, as seed 000 says.",
+        N_("Some retellings of YaRN speak of multiplying the logits by a temperature $t > 1$ to \"increase "
+           "the temperature\". With $\\sqrt{1/t} = 0.1\\ln s + 1$ as implemented, $t < 1$ for every $s > 1$: the logits "
+           "are divided by $t$, i.e. enlarged, and the attention becomes more concentrated."),
     ),
 )
 
-SEED_THRESHOLD_E = Derivation(
-    slug="yarn_seed_threshold_e",
-    title="The YaRN factor exceeds 1 only when s > e",
+THRESHOLD_E = Derivation(
+    slug="yarn_threshold_e",
+    title=N_("The YaRN factor exceeds 1 only when s > e"),
     topic=TOPIC,
     claim=r"0.1\ln s + 1 > 1 \iff s > e",
     steps=(),
     check="Solve the inequality for s and compare the solution set with (e, ∞).",
-    check_function=_seed_threshold_e,
-    source="Seed 000, YaRN section (\"when k > e, √(1/t) > 1\").",
+    check_function=_threshold_e,
+    source=f"a common restatement (the factor: {cite('yarn', 'eq. 21–22')})",
     refutes="yarn_attention_scaling",
-    said="when $k > e$, $\\sqrt{1/t} = 0.1\\ln k + 1 > 1$, so $t < 1$.",
-    shows="$0.1\\ln s + 1 > 1$ holds for every $s > 1$ (the residual is the part of the solution set the statement "
-          "misses, $(1, e]$); the conclusion $t < 1$ is right for any extension at all.",
+    said=N_("when $k > e$, $\\sqrt{1/t} = 0.1\\ln k + 1 > 1$, so $t < 1$."),
+    shows=N_("$0.1\\ln s + 1 > 1$ holds for every $s > 1$ (the residual is the part of the solution set the statement "
+             "misses, $(1, e]$); the conclusion $t < 1$ is right for any extension at all."),
 )
 
 DERIVATIONS = (CORRECTION_DIM, RAMP_BLEND, ATTENTION_SCALING)
-WRONG_VARIANTS = (PAPER_WAVELENGTH_BLEND, SEED_THRESHOLD_E)
+WRONG_VARIANTS = (PAPER_WAVELENGTH_BLEND, THRESHOLD_E)

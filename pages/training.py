@@ -9,7 +9,7 @@ import math
 import streamlit as st
 
 from figures import training as figs
-from pe_core.data import load_corpus
+from pe_core.data import EVAL_CHARACTERS_PER_LENGTH, load_corpus
 from pe_core.jobs import QUEUED, ServerBusy, server_limiter
 from pe_core.methods import METHOD_TITLES, METHODS
 from pe_core.model import (
@@ -41,7 +41,6 @@ STEPS = (20, 50, 100, 200, 300, 400, 600, 800, 1000, 1500, 2000)
 BASES = (100.0, 1_000.0, 10_000.0, 100_000.0, 1_000_000.0)
 MULTIPLES = (1, 2, 4, 8, 16)
 FINE_TUNE_STEPS = (10, 25, 50, 100, 200)
-EVALUATION_CHARACTERS = 16_384  # per length: enough windows for smooth per-position curves
 MAX_RUNS_KEPT = 8
 POLL_SECONDS = 0.5
 
@@ -129,7 +128,7 @@ def start(model_config: ModelConfig, train_config: TrainConfig, multiples: tuple
     if job is not None and not job.finished:
         return  # one training job at a time per session
     experiment = Experiment(TrainingRun(model_config, train_config), multiples, methods or DEFAULT_METHODS,
-                            EVALUATION_CHARACTERS, settings=settings)
+                            EVAL_CHARACTERS_PER_LENGTH, settings=settings)
     st.session_state[EXPERIMENT] = experiment
     submit(f"train-{model_config.position}", experiment.train_work)
 

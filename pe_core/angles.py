@@ -247,3 +247,19 @@ def ramp_comparison(spec: RopeSpec) -> RampComparison:
         beta_slow_index=yarn_correction_dim(spec.beta_slow, spec.rotary_dim, spec.base, length),
         code_range=tuple(float(v) for v in yarn_correction_range(spec)),
     )
+
+
+class BlendComparison(NamedTuple):
+    gamma: torch.Tensor  # float64: the ramp value γ from 0 (interpolate) to 1 (keep θ)
+    frequency_blend: torch.Tensor  # λ′/λ of h(θ) = (1 − γ)θ/s + γθ: what implementations compute
+    wavelength_blend: torch.Tensor  # λ′/λ = (1 − γ)s + γ: the YaRN paper's wavelength blend as printed
+
+
+def blend_comparison(scale: float, points: int = 101) -> BlendComparison:
+    """NTK-by-parts' new wavelength λ′/λ across the ramp, blending frequencies (as ``rope_frequencies`` does)
+    against blending wavelengths; the two agree only at γ = 0 and γ = 1 (Peng et al. 2023)."""
+    if not (isinstance(scale, (int, float)) and math.isfinite(scale) and scale >= 1):
+        raise ValueError(f"The scale s must be a number ≥ 1 (got {scale!r}).")
+    gamma = torch.linspace(0.0, 1.0, points, dtype=torch.float64)
+    kept = (1 - gamma) / scale + gamma  # h(θ)/θ
+    return BlendComparison(gamma, 1 / kept, (1 - gamma) * scale + gamma)

@@ -31,6 +31,8 @@ _INDEX = {ch: i for i, ch in enumerate(VOCABULARY)}
 _UNKNOWN_INDEX = _INDEX[UNKNOWN]
 _ASCII_TO_ID = torch.tensor([_INDEX.get(chr(c), _UNKNOWN_INDEX) for c in range(128)], dtype=torch.long)
 VALIDATION_ONE_IN = 10
+# Validation characters an evaluation reads per length: enough windows for smooth per-position curves.
+EVAL_CHARACTERS_PER_LENGTH = 16_384
 DOCUMENT_SEPARATOR = "\n\n"
 
 

@@ -18,7 +18,8 @@ from typing import NamedTuple
 import torch
 
 from pe_core.device import compute_device
-from pe_core.rope import check_length, default_inv_freq, positions_tensor, wavelengths
+from pe_core.family import sinusoidal_encoding, sinusoidal_frequencies  # the one sinusoidal table
+from pe_core.rope import check_length, positions_tensor, wavelengths
 
 PROJECTION_HEAD_DIM = 64
 # Complex elements per chunk (16 bytes each): ~8 MB, which keeps each chunk in cache-friendly sizes.
@@ -207,21 +208,6 @@ def decay_bound_curve(inv_freq: torch.Tensor, max_distance: int, log_axis: bool 
 
 
 # --- sinusoidal encodings (Vaswani et al. 2017) -----------------------------------------------
-
-
-def sinusoidal_frequencies(d_model: int, base: float = 10000.0) -> torch.Tensor:
-    """ω_i = base^(−2i/d), i = 0 .. d/2 − 1: the same ladder RoPE uses."""
-    if d_model < 2 or d_model % 2:
-        raise ValueError(f"d_model must be an even integer ≥ 2 (got {d_model!r}).")
-    if not base > 1:
-        raise ValueError(f"base must be a number > 1 (got {base!r}).")
-    return default_inv_freq(float(base), d_model)
-
-
-def sinusoidal_encoding(positions, d_model: int, base: float = 10000.0) -> torch.Tensor:
-    """PE[t, 2i] = sin(t·ω_i), PE[t, 2i+1] = cos(t·ω_i): a float64 [positions, d_model] matrix."""
-    angles = torch.outer(positions_tensor(positions), sinusoidal_frequencies(d_model, base))
-    return torch.stack((torch.sin(angles), torch.cos(angles)), dim=-1).flatten(start_dim=1)
 
 
 def sinusoidal_dot_products(offsets, d_model: int, base: float = 10000.0) -> torch.Tensor:

@@ -14,7 +14,7 @@ from typing import NamedTuple
 import torch
 
 from pe_core.biases import alibi_slopes, t5_relative_bucket
-from pe_core.rope import check_length, default_inv_freq
+from pe_core.rope import check_length, default_inv_freq, rotation_angles
 
 # --- absolute encodings ------------------------------------------------------------------------
 
@@ -31,19 +31,25 @@ def _check_base(base) -> float:
     return float(base)
 
 
-def sinusoidal_encoding(num_positions: int, dim: int, base: float = 10000.0) -> torch.Tensor:
-    """Vaswani et al. (2017): PE[pos, 2i] = sin(pos·ω_i), PE[pos, 2i+1] = cos(pos·ω_i), ω_i = base^(−2i/d).
+def sinusoidal_frequencies(dim: int, base: float = 10000.0) -> torch.Tensor:
+    """ω_i = base^(−2i/d) for i = 0 .. d/2 − 1 (Vaswani et al. 2017, §3.5): the same ladder RoPE uses."""
+    return default_inv_freq(_check_base(base), _check_even_dim(dim))
 
-    Returns a float64 [num_positions, dim] matrix (sin and cos interleaved, as in the paper).
+
+def sinusoidal_encoding(positions, dim: int, base: float = 10000.0) -> torch.Tensor:
+    """Vaswani et al. (2017), §3.5: PE[t, 2i] = sin(t·ω_i), PE[t, 2i+1] = cos(t·ω_i), ω_i = base^(−2i/d).
+
+    ``positions`` is a range, a sequence or a tensor of positions. Returns a float64
+    [len(positions), dim] matrix, sin and cos interleaved as in the paper. The one sinusoidal
+    table of the code base: the family and decay lessons and the tiny model all use it.
     """
-    check_length("num_positions", num_positions)
-    return _sinusoidal_at(torch.arange(num_positions, dtype=torch.float64), _check_even_dim(dim), _check_base(base))
+    angles = rotation_angles(sinusoidal_frequencies(dim, base), positions)
+    return torch.stack((angles.sin(), angles.cos()), dim=-1).flatten(start_dim=-2)
 
 
 def sinusoidal_periods(dim: int, base: float = 10000.0) -> torch.Tensor:
     """Period in tokens of every dimension j: 2π·base^(2⌊j/2⌋/d) (sin and cos of a pair share it)."""
-    omega = default_inv_freq(_check_base(base), _check_even_dim(dim))
-    return (2 * math.pi / omega).repeat_interleave(2)
+    return (2 * math.pi / sinusoidal_frequencies(dim, base)).repeat_interleave(2)
 
 
 def position_similarity(embeddings: torch.Tensor) -> torch.Tensor:
@@ -59,7 +65,7 @@ def position_similarity(embeddings: torch.Tensor) -> torch.Tensor:
 
 
 def misquoted_alibi_slopes(num_heads: int) -> torch.Tensor:
-    """m_n = 2^(−8/n), the formula some study notes give; NOT ALiBi's slopes (kept to show the difference).
+    """m_n = 2^(−8/n), a common misquote; NOT ALiBi's slopes (kept to show the difference).
 
     The paper's slopes are 2^(−8n/N) for N heads (a geometric sequence); 2^(−8/n) instead starts
     at 1/256 and climbs towards 1, and does not depend on the head count at all.
@@ -81,13 +87,6 @@ def alibi_head_biases(num_heads: int, length: int, heads) -> torch.Tensor:
     positions = torch.arange(length, dtype=torch.float64)
     distance = (positions[:, None] - positions[None, :]).clamp(min=0)
     return -slopes[index][:, None, None] * distance
-
-
-def t5_buckets_by_distance(
-    distance: torch.Tensor, bidirectional: bool = True, num_buckets: int = 32, max_distance: int = 128
-) -> torch.Tensor:
-    """T5's bucket for a query-minus-key distance i − j (T5's own argument is key − query = j − i)."""
-    return t5_relative_bucket(-torch.as_tensor(distance, dtype=torch.long), bidirectional, num_buckets, max_distance)
 
 
 # --- relative positions: what distance RoPE (or a bias table) is actually given ------------------
@@ -151,9 +150,6 @@ class DualChunkPositions(NamedTuple):
     query_inter: float  # P_q^inter = c − 1 for every query
 
 
-DCA_KINDS = ("intra-chunk", "successive chunk", "inter-chunk")
-
-
 def dual_chunk_positions(
     length: int, chunk_size: int, train_length: int, local_window: int | None = None
 ) -> DualChunkPositions:
@@ -194,8 +190,8 @@ def dual_chunk_positions(
 # --- scaling the logits with length ------------------------------------------------------------
 
 
-def attention_e_scale(lengths: torch.Tensor, train_length: int) -> torch.Tensor:
-    """Attention-E / log-n scaling (Su, 2021): logits × log_L(n), equal to 1 at the training length L.
+def log_n_scale(lengths: torch.Tensor, train_length: int) -> torch.Tensor:
+    """log-n scaling (Su 2021, entropy invariance; Chiang & Cholak 2022): logits × log_L(n), 1 at the training length L.
 
     n is the number of tokens the query attends to; below L the factor is < 1.
     """
@@ -210,7 +206,7 @@ def attention_e_scale(lengths: torch.Tensor, train_length: int) -> torch.Tensor:
 
 def clipped_log_n_scale(lengths: torch.Tensor, train_length: int) -> torch.Tensor:
     """log-n scaling applied only past the training length, max(1, log_L n), as Qwen(-1)'s logn-attention does."""
-    return attention_e_scale(lengths, train_length).clamp(min=1.0)
+    return log_n_scale(lengths, train_length).clamp(min=1.0)
 
 
 def yarn_sqrt_inverse_temperature(scales: torch.Tensor) -> torch.Tensor:
@@ -294,14 +290,9 @@ def learned_and_sinusoidal_similarity(embeddings: torch.Tensor, max_positions: i
     check_length("max_positions", max_positions)
     count, dim = embeddings.shape
     positions = torch.linspace(0, count - 1, min(count, max_positions), dtype=torch.float64).round().long().unique()
-    sinusoidal = _sinusoidal_at(positions.to(torch.float64), dim + dim % 2)
+    sinusoidal = sinusoidal_encoding(positions, dim + dim % 2)
     return PositionSimilarity(positions, position_similarity(embeddings.detach().cpu()[positions]),
                               position_similarity(sinusoidal))
-
-
-def _sinusoidal_at(positions: torch.Tensor, dim: int, base: float = 10000.0) -> torch.Tensor:
-    angles = torch.outer(positions, default_inv_freq(base, dim))
-    return torch.stack((angles.sin(), angles.cos()), dim=-1).reshape(len(positions), dim)
 
 
 def log_spaced(start: float, stop: float, points: int = 400) -> torch.Tensor:

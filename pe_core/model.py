@@ -30,6 +30,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from pe_core.biases import alibi_slopes, t5_relative_bucket
+from pe_core.family import sinusoidal_encoding
 from pe_core.rope import RopeSpec, default_inv_freq, rope_frequencies, rotation_angles, wavelengths
 
 POSITION_ENCODINGS = ("none", "learned", "sinusoidal", "rope", "alibi", "t5")
@@ -107,8 +108,7 @@ def position_wavelengths(config: ModelConfig) -> torch.Tensor | None:
 
 def sinusoidal_table(length: int, d_model: int, base: float) -> torch.Tensor:
     """[length, d_model] float64 with sin in even and cos in odd columns (Vaswani et al. 2017, §3.5)."""
-    angles = rotation_angles(default_inv_freq(base, d_model), range(length))
-    return torch.stack((angles.sin(), angles.cos()), dim=-1).flatten(-2)
+    return sinusoidal_encoding(range(length), d_model, base)
 
 
 def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, pairing: str) -> torch.Tensor:

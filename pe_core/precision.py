@@ -32,6 +32,8 @@ _SAME_WIDTH_INTEGER = {torch.bfloat16: torch.int16, torch.float16: torch.int16, 
 CHUNK = 1 << 22
 # Lengths beyond this would take seconds per dtype to round-trip; no model needs more here.
 MAX_ANALYSED_LENGTH = 1 << 27
+# Positions at which RoPE's errors are evaluated, at most (a stratified sample above it).
+MAX_ERROR_POINTS = 16_384
 
 
 def resolve_dtype(dtype) -> torch.dtype:
@@ -353,7 +355,7 @@ def rope_cos_sin(inv_freq: torch.Tensor, positions: torch.Tensor, order: str, dt
     return cos.to(torch.float64), sin.to(torch.float64)
 
 
-def error_positions(length: int, max_points: int = 16_384) -> torch.Tensor:
+def error_positions(length: int, max_points: int = MAX_ERROR_POINTS) -> torch.Tensor:
     """The positions at which RoPE errors are evaluated: all of 0 .. length−1, or a stratified sample.
 
     Above ``max_points`` one position is taken from each of ``max_points`` equal stretches, at a
@@ -386,7 +388,7 @@ def _effective_angle_error(cos, sin, exact_cos, exact_sin) -> torch.Tensor:
 
 
 def rope_precision_error(inv_freq: torch.Tensor, length: int, dtype, attention_factor: float = 1.0,
-                         orders: tuple[str, ...] = ORDERS, max_points: int = 16_384, buckets: int = 200,
+                         orders: tuple[str, ...] = ORDERS, max_points: int = MAX_ERROR_POINTS, buckets: int = 200,
                          seed: int = 0) -> RopePrecisionError:
     """Angle and attention-logit errors of each order of operations against float64 RoPE.
 

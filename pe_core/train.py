@@ -33,7 +33,14 @@ from typing import NamedTuple
 import torch
 import torch.nn.functional as F
 
-from pe_core.data import Corpus, evenly_spaced_windows, load_corpus, random_windows, unigram_baseline
+from pe_core.data import (
+    EVAL_CHARACTERS_PER_LENGTH,
+    Corpus,
+    evenly_spaced_windows,
+    load_corpus,
+    random_windows,
+    unigram_baseline,
+)
 from pe_core.device import compute_device, device_label
 from pe_core.methods import METHOD_TITLES, METHODS, method_setup
 from pe_core.model import ENCODING_TITLES, POSITION_ENCODINGS, ModelConfig, TinyTransformer
@@ -301,7 +308,7 @@ def evaluate(
     lengths: Sequence[int],
     methods: Sequence[str] = DEFAULT_METHODS,
     *,
-    tokens_per_length: int = 16_384,
+    tokens_per_length: int = EVAL_CHARACTERS_PER_LENGTH,
     attention_budget: int = 1 << 22,
     on_result: Callable[[LengthResult], bool | None] | None = None,
 ) -> Evaluation:
@@ -369,7 +376,7 @@ def fine_tune(
     steps: int,
     *,
     learning_rate_fraction: float = 0.3,
-    tokens_per_length: int = 16_384,
+    tokens_per_length: int = EVAL_CHARACTERS_PER_LENGTH,
 ) -> Iterator[FineTune | Progress]:
     """Train a copy of ``run``'s RoPE model ``steps`` steps at L' = multiple·L with ``method`` applied.
 
@@ -447,7 +454,7 @@ class Experiment:
     run: TrainingRun
     multiples: tuple[int, ...] = DEFAULT_MULTIPLES
     methods: tuple[str, ...] = DEFAULT_METHODS
-    tokens_per_length: int = 16_384
+    tokens_per_length: int = EVAL_CHARACTERS_PER_LENGTH
     evaluation: Evaluation | None = None
     fine_tunes: list[FineTune] = field(default_factory=list)
     unigram_baseline: float = float("nan")
@@ -540,7 +547,7 @@ def default_experiment(**overrides) -> Experiment:
     train_config = TrainConfig(**train_values)
     run = TrainingRun(model_config, train_config, device=overrides.get("device"))
     return Experiment(run, multiples, tuple(overrides.get("methods", DEFAULT_METHODS)),
-                      overrides.get("tokens_per_length", 16_384))
+                      overrides.get("tokens_per_length", EVAL_CHARACTERS_PER_LENGTH))
 
 
 # --- summaries and JSON -----------------------------------------------------------------------
@@ -664,7 +671,8 @@ def _parser() -> argparse.ArgumentParser:
                         help=f"sequences per step (default: {TOKENS_PER_STEP} characters / training length)")
     parser.add_argument("--learning-rate", type=float, default=defaults_train.learning_rate)
     parser.add_argument("--seed", type=int, default=defaults_train.seed)
-    parser.add_argument("--eval-tokens", type=int, default=16_384, help="validation characters per length")
+    parser.add_argument("--eval-tokens", type=int, default=EVAL_CHARACTERS_PER_LENGTH,
+                        help="validation characters per length")
     parser.add_argument("--fine-tune", nargs="*", default=[], choices=FINE_TUNE_METHODS,
                         help="methods to fine-tune at the longest length (RoPE only)")
     parser.add_argument("--fine-tune-steps", type=int, default=50)

@@ -118,8 +118,8 @@ def test_identity_helper_decides_both_ways():
 # --- refuted residuals are the ones the maths predicts ------------------------------------------------
 
 
-def test_seed_sign_residual_is_twice_the_cross_term():
-    residual = derivations.get("rope2d_relative_seed_sign").verify().residual
+def test_sign_flip_residual_is_twice_the_cross_term():
+    residual = derivations.get("rope2d_relative_sign_flip").verify().residual
     q1, q2, k1, k2, m, n, theta = rope_2d.q1, rope_2d.q2, rope_2d.k1, rope_2d.k2, rope_2d.m, rope_2d.n, rope_2d.theta
     expected = 2 * (q1 * k2 - q2 * k1) * sp.sin((m - n) * theta)
     assert base.trig_zero(residual - expected) == 0
@@ -134,14 +134,14 @@ def test_paper_wavelength_blend_residual():
 
 
 def test_column_residuals_are_typeset_as_a_transposed_row():
-    result = derivations.get("rope2d_complex_seed_sign").verify()
+    result = derivations.get("rope2d_complex_sign_flip").verify()
     q2, m, theta = rope_2d.q2, rope_2d.m, rope_2d.theta
     assert list(result.residual) == [0, -2 * q2 * sp.cos(m * theta)]
     assert result.residual_latex.startswith(r"\left(0,") and result.residual_latex.endswith(r"\right)^{\top}")
 
 
 def test_threshold_residual_is_the_missed_interval():
-    residual = derivations.get("yarn_seed_threshold_e").verify().residual
+    residual = derivations.get("yarn_threshold_e").verify().residual
     assert residual == sp.Interval.Lopen(1, sp.E)
 
 
@@ -149,13 +149,13 @@ def test_monotone_decay_counterexample_is_a_real_rise():
     frequencies = [10_000 ** (-2 * i / 128) for i in range(64)]
     total = [math.fsum(math.cos(k * w) for w in frequencies) for k in range(40)]
     first_rise = next(k for k in range(39) if total[k + 1] > total[k])
-    result = derivations.get("sinusoidal_seed_monotone_decay").verify()
+    result = derivations.get("sinusoidal_monotone_decay").verify()
     assert f"at k = {first_rise} and" in result.counterexample
     assert math.isclose(float(result.residual), total[first_rise + 1] - total[first_rise], rel_tol=1e-9)
 
 
 def test_longest_sinusoidal_period_is_short_of_two_pi_base():
-    residual = derivations.get("sinusoidal_seed_period_range").verify().residual
+    residual = derivations.get("sinusoidal_period_range").verify().residual
     value = float(residual.subs({sinusoidal.base: 10_000, sinusoidal.head_dim: 512}))
     assert math.isclose(value, 2 * math.pi * (10_000 ** (510 / 512) - 10_000), rel_tol=1e-12)
 
@@ -176,22 +176,60 @@ def test_package_imports_without_streamlit_plotly_or_torch():
     assert output.stdout.strip() == "[]"
 
 
-def test_figures_show_the_checked_end_points():
-    from figures.derivations import BLEND_TITLE, NTK_TITLE, export_figures
+def test_no_source_is_an_unpublished_document():
+    for derivation in derivations.DERIVATIONS + derivations.WRONG_VARIANTS:
+        texts = [derivation.title, derivation.source, derivation.check, derivation.said, derivation.shows,
+                 *derivation.notes, *(step.text for step in derivation.steps)]
+        assert not any(re.search(r"\bseed\b|\bthe notes\b", text, re.IGNORECASE) for text in texts), derivation.slug
+        if not derivation.counterfactual:
+            assert "](https://" in derivation.source or "transformers'" in derivation.source, derivation.slug
 
-    figures = export_figures()
-    assert set(figures) == {"ntk_vs_pi_ratio", "yarn_blend"}
-    ntk = figures["ntk_vs_pi_ratio"]
-    assert NTK_TITLE in ntk.layout.title.text
+
+def test_former_slugs_still_resolve():
+    assert derivations.get("decay_seed_abel_sign") is derivations.get("decay_abel_sign")
+
+
+def test_lesson_figures_show_the_checked_end_points():
+    from lessons import derivations as lesson
+
+    lesson_ = lesson.LESSON
+    ntk = lesson_.figure("ntk-vs-pi")
+    assert "d = 128, s = 8" in ntk.layout.title.text
     pi_ratio, ntk_ratio = (list(trace.y) for trace in ntk.data[:2])
+    assert [trace.meta for trace in ntk.data[:2]] == [{"method": "pi"}, {"method": "ntk"}]
     assert len(ntk_ratio) == 64
     assert all(math.isclose(r, 1 / 8, rel_tol=1e-12) for r in pi_ratio)
     expected = [8 ** (-2 * i / 126) for i in range(64)]
     assert all(math.isclose(a, b, rel_tol=1e-12) for a, b in zip(ntk_ratio, expected, strict=True))
-    blend = figures["yarn_blend"]
-    assert BLEND_TITLE in blend.layout.title.text
+    assert list(ntk.data[2].y) == [ntk_ratio[0], ntk_ratio[-1]]
+    assert "θ′₀/θ₀ = 1 and θ′/θ = 0.125 = 1/8" in lesson_.caption("ntk-vs-pi")
+
+    blend = lesson_.figure("ntk-by-parts-blend")
     gamma, implemented, paper = list(blend.data[0].x), list(blend.data[0].y), list(blend.data[1].y)
     middle = min(range(len(gamma)), key=lambda j: abs(gamma[j] - 0.5))
     assert math.isclose(gamma[middle], 0.5)
-    assert math.isclose(implemented[middle], 1.6) and math.isclose(paper[middle], 2.5)
+    assert math.isclose(implemented[middle], 1.6) and math.isclose(paper[middle], 2.5)  # s/(1 − γ + γs), (1 − γ)s + γ
     assert math.isclose(implemented[0], paper[0]) and math.isclose(implemented[-1], paper[-1])
+    assert lesson_.result().halfway == (1.6, 2.5)
+    assert "λ′ = 1.6λ, the paper's wavelength blend 2.5λ" in lesson_.caption("ntk-by-parts-blend")
+
+
+def test_lesson_figures_follow_their_settings():
+    from lessons import derivations as lesson
+
+    settings = lesson.Settings.from_mapping({"head_dim": 16, "scale": 4.0, "blend_scale": 16.0})
+    ntk = lesson.LESSON.figure("ntk-vs-pi", settings)
+    ntk_ratio = list(ntk.data[1].y)
+    assert len(ntk_ratio) == 8 and math.isclose(ntk_ratio[-1], 1 / 4, rel_tol=1e-12)
+    assert all(math.isclose(a, 4 ** (-2 * i / 14), rel_tol=1e-12) for i, a in enumerate(ntk_ratio))
+    frequency, wavelength = lesson.LESSON.result(settings).halfway
+    assert math.isclose(frequency, 16 / 8.5) and math.isclose(wavelength, 8.5)
+
+
+def test_verdicts_are_cached_per_slug_and_parameter():
+    from lessons import derivations as lesson
+
+    first = lesson.verification("blocks_relative", 4)
+    assert first.holds and first.residual == "0"
+    assert lesson.verification("blocks_relative", 4) is first
+    assert lesson.verdict(derivations.get("rope2d_norm"), 6) is lesson.verification("rope2d_norm", None)

@@ -1,23 +1,27 @@
-"""Reference values for the wider family: sinusoidal, ALiBi, T5 buckets, ReRoPE, DCA and logit scaling.
+"""Reference values for the wider family: sinusoidal, ALiBi, T5 buckets, ReRoPE, DCA and logit scaling,
+and the numbers the lesson's prose states.
 
-Expected values come from the papers and the seed notes (typed in from there), from closed forms,
-or from deliberately naive loop implementations written here; never from the code under test.
+Expected values come from the papers (typed in from there), from closed forms, or from
+deliberately naive loop implementations written here; never from the code under test.
 """
 
 from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 import sympy as sp
 import torch
 
+from lessons import family as lesson
 from pe_core import RopeSpec, rope_frequencies, yarn_get_mscale
 from pe_core import family as fam
-from pe_core.biases import alibi_bias, alibi_slopes
+from pe_core.biases import alibi_bias, alibi_slopes, t5_relative_bucket
 
-# Seed 004's table: f(i − j) for i − j = 0 .. 30 (T5's relative buckets).
-SEED_004_T5_TABLE = [0, 1, 2, 3, 4, 5, 6, 7, 8, 8, 8, 8, 9, 9, 9, 9, 10, 10, 10, 10, 10, 10, 10,
+# T5's default buckets (32, max_distance 128, bidirectional; Raffel et al. 2020) for i − j = 0 .. 30, typed in
+# from the bucket formula by hand: 8 exact, then ⌊8 + ln(n/8)/ln(16)·8⌋.
+T5_DEFAULT_TABLE = [0, 1, 2, 3, 4, 5, 6, 7, 8, 8, 8, 8, 9, 9, 9, 9, 10, 10, 10, 10, 10, 10, 10,
                      11, 11, 11, 11, 11, 11, 11, 11]
 
 
@@ -26,7 +30,7 @@ SEED_004_T5_TABLE = [0, 1, 2, 3, 4, 5, 6, 7, 8, 8, 8, 8, 9, 9, 9, 9, 10, 10, 10,
 
 def test_sinusoidal_matches_vaswani_formula_entry_by_entry():
     length, dim, base = 7, 10, 10000.0
-    encoding = fam.sinusoidal_encoding(length, dim, base)
+    encoding = fam.sinusoidal_encoding(range(length), dim, base)
     assert encoding.shape == (length, dim) and encoding.dtype == torch.float64
     for pos in range(length):
         for i in range(dim // 2):
@@ -36,7 +40,7 @@ def test_sinusoidal_matches_vaswani_formula_entry_by_entry():
 
 
 def test_sinusoidal_dot_product_depends_only_on_distance():
-    encoding = fam.sinusoidal_encoding(64, 32, 10000.0)
+    encoding = fam.sinusoidal_encoding(range(64), 32, 10000.0)
     gram = encoding @ encoding.T
     omega = torch.tensor([10000.0 ** (-2 * i / 32) for i in range(16)], dtype=torch.float64)
     for m, n in ((0, 5), (10, 15), (40, 45), (3, 50)):
@@ -46,7 +50,7 @@ def test_sinusoidal_dot_product_depends_only_on_distance():
 
 def test_sinusoidal_shift_is_a_linear_map():
     """PE(t + k) = R_k PE(t) with the same block rotation R_k for every t."""
-    encoding = fam.sinusoidal_encoding(40, 8, 100.0)
+    encoding = fam.sinusoidal_encoding(range(40), 8, 100.0)
     omega = torch.tensor([100.0 ** (-2 * i / 8) for i in range(4)], dtype=torch.float64)
     k = 7
     for t in (0, 3, 20):
@@ -73,7 +77,7 @@ def test_sinusoidal_periods_grow_with_dimension():
 @pytest.mark.parametrize("bad", [0, 3, 7.0, True])
 def test_sinusoidal_rejects_odd_or_bad_dims(bad):
     with pytest.raises(ValueError, match="even integer"):
-        fam.sinusoidal_encoding(4, bad)
+        fam.sinusoidal_encoding(range(4), bad)
 
 
 def test_position_similarity_is_cosine():
@@ -159,21 +163,21 @@ def test_alibi_bias_is_minus_slope_times_distance():
 # --- T5 ----------------------------------------------------------------------------------------
 
 
-def test_t5_defaults_reproduce_seed_004_table():
-    buckets = fam.t5_buckets_by_distance(torch.arange(31))
-    assert buckets.tolist() == SEED_004_T5_TABLE
+def test_t5_defaults_reproduce_the_default_table():
+    assert list(lesson.t5_table(True, 32, 128)) == T5_DEFAULT_TABLE
+    # T5's own argument is key − query: a key before the query has a negative relative position
+    assert t5_relative_bucket(-torch.arange(31)).tolist() == T5_DEFAULT_TABLE
 
 
-def test_seed_table_is_also_a_16_bucket_causal_model_but_not_a_32_bucket_one():
-    distances = torch.arange(31)
-    assert fam.t5_buckets_by_distance(distances, False, 16, 128).tolist() == SEED_004_T5_TABLE
-    causal_32 = fam.t5_buckets_by_distance(distances, False, 32, 128).tolist()
-    assert causal_32[:16] == list(range(16)) and causal_32 != SEED_004_T5_TABLE
+def test_default_table_is_also_a_16_bucket_causal_model_but_not_a_32_bucket_one():
+    assert list(lesson.t5_table(False, 16, 128)) == T5_DEFAULT_TABLE
+    causal_32 = list(lesson.t5_table(False, 32, 128))
+    assert causal_32[:16] == list(range(16)) and causal_32 != T5_DEFAULT_TABLE
 
 
 def test_t5_keys_after_the_query_use_the_upper_half():
-    after = fam.t5_buckets_by_distance(-torch.arange(1, 31))
-    assert after.tolist() == [16 + b for b in SEED_004_T5_TABLE[1:]]
+    after = t5_relative_bucket(torch.arange(1, 31))
+    assert after.tolist() == [16 + b for b in T5_DEFAULT_TABLE[1:]]
 
 
 def test_t5_everything_past_max_distance_shares_the_last_bucket():
@@ -304,7 +308,7 @@ def test_dual_chunk_last_query_curve():
 
 
 def test_attention_e_is_log_base_training_length():
-    scale = fam.attention_e_scale(torch.tensor([1.0, 512.0, 512.0**2, 8192.0]), 512)
+    scale = fam.log_n_scale(torch.tensor([1.0, 512.0, 512.0**2, 8192.0]), 512)
     torch.testing.assert_close(scale, torch.tensor([0.0, 1.0, 2.0, math.log(8192) / math.log(512)],
                                                    dtype=torch.float64))
     torch.testing.assert_close(fam.clipped_log_n_scale(torch.tensor([10.0, 512.0, 1024.0]), 512),
@@ -322,7 +326,7 @@ def test_log_n_equals_longropes_default_logit_factor():
         spec = RopeSpec(head_dim=8, rope_type="longrope", factor=factor, original_max_position_embeddings=4096,
                         short_factor=(1.0,) * 4, long_factor=(1.0,) * 4)
         per_side = rope_frequencies(spec, 8192).attention_factor
-        log_n = fam.attention_e_scale(torch.tensor([factor * 4096]), 4096).item()
+        log_n = fam.log_n_scale(torch.tensor([factor * 4096]), 4096).item()
         assert per_side**2 == pytest.approx(log_n, rel=1e-12)
 
 
@@ -340,8 +344,100 @@ def test_yarn_temperature():
 
 def test_scaling_rejects_bad_lengths():
     with pytest.raises(ValueError):
-        fam.attention_e_scale(torch.tensor([0.5]), 512)
+        fam.log_n_scale(torch.tensor([0.5]), 512)
     with pytest.raises(ValueError):
-        fam.attention_e_scale(torch.tensor([4.0]), 1)
+        fam.log_n_scale(torch.tensor([4.0]), 1)
     with pytest.raises(ValueError):
         fam.yarn_sqrt_inverse_temperature(torch.tensor([0.0]))
+
+
+# --- the lesson: lazy sections, the numbers its prose states ------------------------------------------
+
+LESSON = lesson.LESSON
+
+
+def test_each_section_is_computed_only_when_asked():
+    result = lesson.compute(lesson.Settings())
+    assert result.alibi.slopes.tolist() == [2.0**-k for k in range(1, 9)]
+    computed = {name for name in ("sinusoidal", "alibi", "t5", "relative", "dca", "curves", "scaling")
+                if name in vars(result)}
+    assert computed == {"alibi"}
+
+
+def test_sinusoidal_caption_numbers():
+    dim, base, length = 128, 10_000.0, 256
+    periods = [2 * math.pi * base ** (2 * (j // 2) / dim) for j in range(dim)]
+    complete = sum(period <= length for period in periods)
+    assert complete == 52
+    view = LESSON.result().sinusoidal
+    assert view.complete == complete
+    assert view.shortest == pytest.approx(2 * math.pi) and view.longest == pytest.approx(periods[-1])
+    assert f"{periods[-1]:,.0f}" == "54,410"
+    assert LESSON.caption("sinusoidal-periods") == ("52 of 128 dimensions complete a full period within 256 "
+                                                    "positions. The longest period is 54,410 tokens.")
+
+
+def test_t5_default_facts_the_page_states():
+    facts = lesson.t5_defaults()
+    assert facts.bidirectional == tuple(T5_DEFAULT_TABLE)
+    assert facts.exact == 8 and facts.causal_exact == 16 and facts.causal_half_matches
+    assert facts.shared == ((8, 11, 8), (12, 15, 9), (16, 22, 10), (23, 30, 11))
+    text = lesson.t5_defaults_text()
+    assert "distances 0–7 exact, then 8–11 → 8, 12–15 → 9, 16–22 → 10, 23–30 → 11" in text
+    assert "keeps 0–15 exact" in text and "with 16 buckets gets exactly the encoder's row" in text
+
+
+def test_alibi_example_for_twelve_heads():
+    example = lesson.alibi_example(12)
+    assert (example.power, example.first, example.second, example.last_of_power) == (8, 0.5, 0.25, 1 / 256)
+    assert example.added_exponents == pytest.approx((-0.5, -1.5, -2.5, -3.5), abs=1e-12)
+    assert lesson.alibi_example_text(12) == ("For 12 heads: 1/2, 1/4, …, 1/256 (the 8-head slopes), then "
+                                             "$2^{-0.5}$, $2^{-1.5}$, $2^{-2.5}$, $2^{-3.5}$.")
+    torch.testing.assert_close(LESSON.result().alibi.exponents, torch.arange(-1.0, -9.0, -1.0, dtype=torch.float64))
+
+
+def test_relative_and_dca_captions():
+    fit = lesson.leaky_fit()
+    assert fit.k == pytest.approx((4096 - 1 - 256) / (512 - 1 - 256)) and fit.whole_k == 16
+    largest = LESSON.result().relative.largest
+    assert largest == {"plain": 63.0, "shaw": 8.0, "rerope": 16.0, "leaky": 16 + 47 / 4}
+    caption = LESSON.caption("relative-matrices")
+    assert "plain 63, Shaw 8, ReRoPE 16, Leaky ReRoPE 27.75" in caption and "k ≥ 15.05, so k = 16" in caption
+    dca = LESSON.result().dca
+    assert (dca.chunk, dca.window, dca.largest) == (24, 8, 31.0)
+    assert LESSON.caption("dual-chunk").startswith("s = 24, c = 32, local window w = c − s = 8; the largest M is 31")
+
+
+def test_impossible_t5_settings_fail_with_a_sentence_and_only_for_t5():
+    bad = lesson.Settings.from_mapping({"t5_buckets": 128, "t5_max_distance": 16})
+    assert "max_distance" in lesson.problem(bad, lesson.T5)
+    assert lesson.problem(bad, lesson.ALIBI) is None
+    with pytest.raises(ValueError, match="max_distance"):
+        LESSON.figure("t5-buckets", bad)
+    LESSON.figure("alibi-slopes", bad)  # other sections still draw
+
+
+def test_heaviest_settings_draw_every_section():
+    heavy = lesson.Settings.extremes()
+    assert (heavy.alibi_heads, heavy.sin_length, heavy.t5_buckets, heavy.t5_max_distance) == (64, 2048, 128, 1024)
+    result = LESSON.result(heavy)
+    assert result.dca.chunk == 128 and result.dca.largest == 127
+    assert result.relative.largest["leaky"] == pytest.approx(128 + 127 / 64)
+    assert lesson.alibi_heads_to_show(64) == (0, 21, 42, 63)
+    assert len(LESSON.all_figures(heavy)) == len(lesson.FIGURES)
+
+
+def test_learned_view_and_table():
+    torch.manual_seed(0)
+    model = torch.nn.Module()
+    model.position_embedding = torch.nn.Embedding(1000, 8)
+    table = lesson.learned_table(model)
+    assert table is model.position_embedding.weight
+    assert lesson.learned_table(torch.nn.Linear(2, 2)) is None and lesson.learned_table(None) is None
+    view = lesson.learned_view(table)
+    assert (view.positions, view.dim) == (1000, 8)
+    assert view.caption.startswith("1000 learned positions of dimension 8") and "300 evenly spaced" in view.caption
+    heatmap = view.figure.data[0]
+    assert np.asarray(heatmap.z).shape == (300, 300) and heatmap.x[0] == 0 and heatmap.x[-1] == 999
+    with pytest.raises(ValueError, match="matrix"):
+        lesson.learned_view(torch.zeros(3))

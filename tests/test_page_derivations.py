@@ -52,7 +52,7 @@ def test_every_write_up_variant_shows_as_refuted_with_its_source(default_page):
     at = default_page
     assert len(marked_lines(at, REFUTED)) == len(derivations.WRONG_VARIANTS)
     for variant in derivations.WRONG_VARIANTS:
-        assert as_markdown(variant.source) in line_for(at, variant.title, REFUTED)
+        assert variant.source in line_for(at, variant.title, REFUTED)  # sources are markdown: links stay links
     says = [m.value for m in at.markdown if m.value.startswith("**A widely copied write-up says**")]
     assert len(says) == sum(not v.counterfactual for v in derivations.WRONG_VARIANTS)
     captions = " ".join(c.value for c in at.caption)
@@ -70,6 +70,7 @@ def test_topics_steps_and_notes_are_shown(default_page):
 
 
 def test_figures_carry_the_checked_values(default_page):
+    assert not default_page.warning
     ntk = figure_titled(default_page, "NTK-aware vs PI")
     pi_ratio, ntk_ratio = ntk["data"][0]["y"], ntk["data"][1]["y"]
     assert len(ntk_ratio) == 64
@@ -84,7 +85,7 @@ def test_figures_carry_the_checked_values(default_page):
 def test_block_proofs_follow_d_from_the_url(d):
     at = run_page(PAGE, {"d": str(d)})
     assert not at.exception and not at.warning
-    assert at.select_slider[0].value == d
+    assert at.select_slider(key="d").value == d
     for slug in BLOCK_SLUGS:
         assert f"(d = {d})" in line_for(at, derivations.get(slug).title, VERIFIED)
     assert f"With d = {d}" in " ".join(c.value for c in at.caption)
@@ -92,11 +93,11 @@ def test_block_proofs_follow_d_from_the_url(d):
 
 def test_slider_change_reverifies_at_the_new_d(default_page):
     at = default_page
-    at.select_slider[0].set_value(6).run()
+    at.select_slider(key="d").set_value(6).run()
     assert not at.exception
     for slug in BLOCK_SLUGS:
         assert "(d = 6)" in line_for(at, derivations.get(slug).title, VERIFIED)
-    at.select_slider[0].set_value(4).run()
+    at.select_slider(key="d").set_value(4).run()
 
 
 def test_garbage_url_falls_back_with_a_note():
@@ -115,3 +116,21 @@ def test_warm_rerun_is_fast(default_page):
     elapsed = time.perf_counter() - start
     assert not at.exception
     assert elapsed < 3.0, f"warm rerun took {elapsed:.2f} s"
+
+
+def test_figure_controls_follow_the_url():
+    at = run_page(PAGE, {"nd": "16", "ns": "4×", "bs": "16×"})
+    assert not at.exception and not at.warning
+    ntk = figure_titled(at, "NTK-aware vs PI")
+    assert "d = 16, s = 4" in ntk["layout"]["title"]["text"]
+    ntk_ratio = ntk["data"][1]["y"]
+    assert len(ntk_ratio) == 8 and math.isclose(ntk_ratio[-1], 1 / 4, rel_tol=1e-12)
+    blend = figure_titled(at, "blending frequencies is not blending wavelengths (s = 16)")
+    assert math.isclose(blend["data"][1]["y"][50], 8.5)
+
+
+def test_sources_are_public_citations(default_page):
+    captions = " ".join(c.value for c in default_page.caption)
+    assert "Source: [Su et al. 2021, eq. 14](https://arxiv.org/abs/2104.09864)" in captions
+    shown = " ".join(m.value for m in default_page.markdown) + captions + " ".join(i.value for i in default_page.info)
+    assert "seed" not in shown.lower()

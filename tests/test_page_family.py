@@ -12,16 +12,17 @@ import torch
 from tests.conftest import ROOT, chart_figures, figure_titled, run_page
 
 PAGE = "pages/family.py"
-SEED_004_T5_TABLE = [0, 1, 2, 3, 4, 5, 6, 7, 8, 8, 8, 8, 9, 9, 9, 9, 10, 10, 10, 10, 10, 10, 10,
+# T5's default buckets (Raffel et al. 2020), i − j = 0 .. 30, typed in (see tests/test_family.py)
+T5_DEFAULT_TABLE = [0, 1, 2, 3, 4, 5, 6, 7, 8, 8, 8, 8, 9, 9, 9, 9, 10, 10, 10, 10, 10, 10, 10,
                      11, 11, 11, 11, 11, 11, 11, 11]
 TITLES = ("Sinusoidal position encodings", "Sinusoidal periods", "ALiBi slopes", "ALiBi bias matrices",
           "T5 relative-position buckets", "Relative position used by attention", "Dual Chunk Attention",
-          "Position used vs true distance", "Log-n (Attention-E)", "Attention temperature")
+          "Position used vs true distance", "Log-n logit scale", "Attention temperature")
 
 LOW = {"sd": "16", "sb": "100", "sL": "32", "ah": "1", "aL": "16", "tb": "8", "tm": "16", "rL": "16", "rc": "1",
        "rw": "1", "rk": "1", "dl": "16", "dc": "8", "ds": "0.25", "nL": "64"}
-HIGH = {"sd": "256", "sb": "1,000,000", "sL": "2048", "ah": "64", "aL": "256", "tb": "128", "tm": "1024", "rL": "256",
-        "rc": "128", "rw": "128", "rk": "64", "dl": "256", "dc": "128", "ds": "1", "nL": "131072"}
+HIGH = {"sd": "256", "sb": "1,000,000", "sL": "2,048", "ah": "64", "aL": "256", "tb": "128", "tm": "1024", "rL": "256",
+        "rc": "128", "rw": "128", "rk": "64", "dl": "256", "dc": "128", "ds": "1", "nL": "131,072"}
 
 
 def trace(figure: dict, name_part: str) -> dict:
@@ -81,17 +82,17 @@ def test_defaults():
     check_sinusoidal(at, 256, 128, 10000.0)
     slopes = check_alibi(at, 8, 64)
     np.testing.assert_allclose(slopes, [2.0**-k for k in range(1, 9)], rtol=1e-12)
-    misquoted = np.asarray(trace(figure_titled(at, "ALiBi slopes"), "2^(−8/n)")["y"])
+    misquoted = np.asarray(trace(figure_titled(at, "ALiBi slopes"), "2<sup>−8/n</sup>")["y"])
     np.testing.assert_allclose(misquoted, [2 ** (-8 / n) for n in range(1, 9)], rtol=1e-12)
 
     t5 = figure_titled(at, "T5 relative-position buckets")
     bidirectional = trace(t5, "bidirectional")
     relative = np.asarray(bidirectional["x"])
     buckets = np.asarray(bidirectional["y"])
-    assert [int(buckets[relative == -d][0]) for d in range(31)] == SEED_004_T5_TABLE
+    assert [int(buckets[relative == -d][0]) for d in range(31)] == T5_DEFAULT_TABLE
     tables = [df.value for df in at.dataframe if "f(i − j), bidirectional" in list(df.value.index)]
     assert len(tables) == 1
-    assert tables[0].loc["f(i − j), bidirectional"].tolist() == SEED_004_T5_TABLE
+    assert tables[0].loc["f(i − j), bidirectional"].tolist() == T5_DEFAULT_TABLE
     assert tables[0].loc["f(i − j), causal"].tolist()[:16] == list(range(16))
 
     relative_figure = figure_titled(at, "Relative position used by attention")
@@ -109,7 +110,7 @@ def test_defaults():
     assert nanmax(trace(curves, "ReRoPE")["y"]) == 16
     assert nanmax(trace(curves, "DCA")["y"]) == 31
 
-    log_n = figure_titled(at, "Log-n (Attention-E)")
+    log_n = figure_titled(at, "Log-n logit scale")
     lengths = np.asarray(log_n["data"][0]["x"])
     attention_e = np.asarray(log_n["data"][0]["y"])
     assert attention_e[0] == 0 and lengths[-1] == pytest.approx(64 * 512)
@@ -230,17 +231,28 @@ def test_learned_embeddings_from_a_trained_model():
     assert not any("No trained model" in info.value for info in at.info)
 
 
-def test_export_figures_draws_every_figure_and_samples_long_tables():
-    from figures.family import export_figures
+def test_prose_states_the_lessons_numbers():
+    at = run_page(PAGE)
+    captions = " ".join(c.value for c in at.caption)
+    assert "52 of 128 dimensions complete a full period within 256 positions" in captions
+    assert "0–7 exact, then 8–11 → 8, 12–15 → 9, 16–22 → 10, 23–30 → 11" in captions
+    assert "T5's default buckets ([Raffel et al. 2020]" in captions
+    assert "k ≥ 15.05, so k = 16" in captions
+    assert "For 12 heads: 1/2, 1/4, …, 1/256" in " ".join(m.value for m in at.markdown)
+    assert any(r"T_0 = 2\pi \approx 6.28" in latex.value for latex in at.latex)
+    assert not any("seed" in m.value.lower() for m in list(at.markdown) + list(at.caption))
 
-    figures = export_figures(learned_embeddings=torch.randn(1000, 8), rel_length=32)
-    assert set(figures) == {"sinusoidal_matrix", "sinusoidal_periods", "learned_similarity", "alibi_slopes",
-                            "alibi_bias", "t5_buckets", "relative_matrices", "dual_chunk", "position_curves",
-                            "log_n", "temperature"}
-    assert all(figure.layout.title.text for figure in figures.values())
-    learned = figures["learned_similarity"].data[0]
-    assert np.asarray(learned.z).shape == (300, 300)
-    assert learned.x[0] == 0 and learned.x[-1] == 999
-    assert "length 32" in figures["relative_matrices"].layout.title.text
-    with pytest.raises(ValueError, match="Unknown"):
-        export_figures(no_such_setting=1)
+
+def test_the_misquote_can_be_hidden():
+    at = run_page(PAGE, {"am": "false"})
+    assert not at.exception and not at.warning
+    assert [t["name"] for t in figure_titled(at, "ALiBi slopes")["data"]] == ["ALiBi paper's slopes 2<sup>−8n/N</sup>"]
+    assert not any("often quoted" in c.value for c in at.caption)
+
+
+def test_a_link_to_the_lessons_heaviest_settings():
+    from lessons.family import Settings
+
+    at = run_page(PAGE, Settings.extremes().query_params())
+    assert not at.exception and not at.warning and not at.error
+    assert len(chart_figures(at)) == len(TITLES)
