@@ -37,7 +37,7 @@ PAGES = (
     PageInfo("pages/decay.py", "Long-range decay", ":material/trending_down:", "RoPE and its extensions",
              "RoFormer's decay bound, sinusoidal dot products and real q·k against distance."),
     PageInfo("pages/beta_base.py", "RoPE as a β-base number", ":material/pin:", "RoPE and its extensions",
-             "Positions as digits in base β: extrapolate, interpolate, or change the base."),
+             "Positions as digits in base β: extrapolate, interpolate, or change the base.", lesson="beta_base"),
     PageInfo("pages/precision.py", "Low-precision positions", ":material/blur_on:", "RoPE and its extensions",
              "Why bfloat16 positions collide above 256 and what that does to RoPE's angles."),
     PageInfo("pages/family.py", "The wider family", ":material/family_history:", "Other encodings",
