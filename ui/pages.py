@@ -39,7 +39,7 @@ PAGES = (
     PageInfo("pages/beta_base.py", "RoPE as a β-base number", ":material/pin:", "RoPE and its extensions",
              "Positions as digits in base β: extrapolate, interpolate, or change the base.", lesson="beta_base"),
     PageInfo("pages/precision.py", "Low-precision positions", ":material/blur_on:", "RoPE and its extensions",
-             "Why bfloat16 positions collide above 256 and what that does to RoPE's angles."),
+             "Why bfloat16 positions collide above 256 and what that does to RoPE's angles.", lesson="precision"),
     PageInfo("pages/family.py", "The wider family", ":material/family_history:", "Other encodings",
              "Sinusoidal, learned, ALiBi, T5 buckets, ReRoPE, Dual Chunk Attention and log-n scaling."),
     PageInfo("pages/maths.py", "Derivations (sympy-checked)", ":material/functions:", "Maths",
