@@ -160,6 +160,8 @@ def digits_against_n_figure(numbers: torch.Tensor, views: DigitViews, position: 
     """One panel per strategy: the value of each place against n, with β, the trained range β^P and n marked."""
     n = numbers.numpy()
     trained_range = math.exp(min(views.places * math.log(views.beta), 700.0))
+    if position is not None and len(n) and position > 1.05 * float(n[-1]):
+        position = None  # far past the range drawn: its line would squeeze every digit to the left edge
     title = _("Digits of n in base β = {beta}: three ways to reach s = {scale}× the range").format(
         beta=number_text(views.beta), scale=number_text(views.factor))
     layout, domains = _stacked_axes(len(STRATEGIES))
@@ -346,7 +348,7 @@ def pair_turns_figure(
         _("Turns made by each pair at position n = {position}, against the most turns seen in training").format(
             position=f"{position:,}"),
         xaxis=dict(title=dict(text=_("pair index i (low i: fast, high i: slow)"))),
-        yaxis=dict(title=dict(text=_("n·θᵢ / 2π (turns, log scale)")), type="log"),
+        yaxis=dict(title=dict(text=_("n·θᵢ / 2π (turns, log scale)")), type="log", dtick=1),
         height=520, legend=LEGEND_BELOW, margin=dict(b=150),
     )
     trained = training_turns.numpy()

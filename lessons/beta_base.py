@@ -69,7 +69,7 @@ class Settings(RopeSettings):
                           min_value=1.001, max_value=1000.0, step=0.5)
     places: int = setting(3, N_("Places P seen in training"), key="P", group=DIGITS, min_value=1,
                           max_value=MAX_PLACES_SLIDER, step=1)
-    plain_scale: float = setting(2.0, N_("Scale s: reach s times as far"), key="k", group=DIGITS,
+    plain_scale: float = setting(2.0, N_("Scale s: reach s times as far"), key="ps", group=DIGITS,
                                  options=PLAIN_SCALES, format=scale_label)
     number: int = setting(1749, N_("The number n"), key="n", widget="number", group=DIGITS, min_value=0,
                           max_value=10**12, step=1)
@@ -85,7 +85,7 @@ class Settings(RopeSettings):
                                  options=BOUND_SUBJECTS, format=_subject_title,
                                  help=N_("RoPE: P = d/2 pairs and β = b^(2/d) from the sidebar. Plain number: β, P "
                                          "and s of section 1."))
-    max_scale: float = setting(1e6, N_("Largest s plotted"), key="kmax", group=BOUND, options=MAX_SCALES,
+    max_scale: float = setting(1e6, N_("Largest s plotted"), key="smax", group=BOUND, options=MAX_SCALES,
                                format=scale_label)
 
 

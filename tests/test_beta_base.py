@@ -372,3 +372,22 @@ def test_a_preset_is_analysed_at_its_own_lengths():
     assert r.setup.train_length == 8192 and r.setup.target_length == 131_072
     assert r.position == 4 * 8192 - 1 and not r.position_is_last
     assert r.bound.scale == 16.0 and r.rope_bases.conversion == r.setup.base * 16
+
+
+def test_the_n_line_is_left_out_when_n_is_far_past_the_range_drawn():
+    def marks(**values):
+        figure = LESSON.figure("digits-against-n", LESSON.settings.from_mapping(values))
+        lines = [shape.x0 for shape in figure.layout.shapes if shape.x0 == shape.x1 and shape.line.width == 2]
+        return lines, [t.name for t in figure.data if t.legendgroup == "marks"]
+
+    lines, names = marks()
+    assert lines == [1749.0] * 3 and "n in the table" in names
+    lines, names = marks(number=10**12)  # the range drawn ends near s·βᴾ = 2,000
+    assert lines == [] and "n in the table" not in names
+    assert result(number=10**12).beyond_range
+
+
+def test_links_name_the_scale_s_too():
+    keys = {name: control.key for name, control in LESSON.settings.controls().items()}
+    assert keys["scale"] == "s" and keys["plain_scale"] == "ps" and keys["max_scale"] == "smax"
+    assert not [key for key in keys.values() if key.startswith("k")]

@@ -167,7 +167,7 @@ def test_one_symbol_for_the_scale_everywhere(default_page):
 
 
 def test_plain_extremes_large_n_large_base_many_places():
-    at = run_page(PAGE, {"beta": "1000", "P": "32", "k": "1e6×", "n": str(10**12)})
+    at = run_page(PAGE, {"beta": "1000", "P": "32", "ps": "1e6×", "n": str(10**12)})
     assert_clean(at)
     direct = table_rows(at)[DIRECT]
     assert direct[-1] == "1,000,000,000,000" and direct[-2] == "1,000"
@@ -178,7 +178,7 @@ def test_plain_extremes_large_n_large_base_many_places():
 
 
 def test_beta_close_to_one_and_huge_scale_stay_bounded():
-    at = run_page(PAGE, {"beta": "1.001", "P": "1", "k": "1e6×", "n": "0", "bfor": "plain number", "kmax": "1e12×"})
+    at = run_page(PAGE, {"beta": "1.001", "P": "1", "ps": "1e6×", "n": "0", "bfor": "plain number", "smax": "1e12×"})
     assert_clean(at)
     needed = math.ceil((math.log(1.001) + math.log(1e6)) / math.log(1.001) - 1e-9)
     assert any(f"{needed:,} places" in i.value for i in at.info)
@@ -193,7 +193,7 @@ def test_beta_close_to_one_and_huge_scale_stay_bounded():
 
 
 def test_huge_scale_converts_base_ten_to_base_a_thousand():
-    at = run_page(PAGE, {"k": "1e6×", "P": "3"})
+    at = run_page(PAGE, {"ps": "1e6×", "P": "3"})
     assert_clean(at)
     converted = table_rows(at)[CONVERTED]
     assert converted[-2] == "1,000"  # 10·(10^6)^(1/3)
@@ -233,7 +233,7 @@ def test_widgets_round_the_converted_base():
 
 
 def test_nonsense_in_the_url_falls_back_with_a_note():
-    query = {"beta": "nan", "P": "999", "k": "7", "n": "1e999", "pos": "zzz", "bfor": "moon", "kmax": "3",
+    query = {"beta": "nan", "P": "999", "ps": "7", "n": "1e999", "pos": "zzz", "bfor": "moon", "smax": "3",
              "conv": "maybe", "d": "7", "whole": "abc"}
     at = run_page(PAGE, query)
     assert not at.exception, [e.value for e in at.exception]
@@ -245,7 +245,7 @@ def test_nonsense_in_the_url_falls_back_with_a_note():
 
 
 def test_lower_extremes_make_every_method_plain_rope():
-    at = run_page(PAGE, {"k": "1.5×", "s": "1×", "kmax": "16×", "conv": "false", "bfor": "plain number"})
+    at = run_page(PAGE, {"ps": "1.5×", "s": "1×", "smax": "16×", "conv": "false", "bfor": "plain number"})
     assert_clean(at)
     assert not [w for w in at.warning if "cannot take" in w.value]
     converted = table_rows(at)[CONVERTED]
