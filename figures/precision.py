@@ -1,43 +1,62 @@
 """Figures for "Low-precision positions": exact positions per dtype, collision groups, RoPE errors.
 
-Every function takes values already computed by ``pe_core.precision`` and returns a slide-ready
-figure; ``export_figures`` computes and draws them all at the page's defaults.
+Every function takes values already computed by ``pe_core.precision`` and returns a figure in the
+project's visual language (a dtype keeps its colour, dash and marker from ``SERIES_STYLES``);
+``lessons.precision`` decides what to draw.
 """
 
 from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 import numpy as np
 import plotly.graph_objects as go
 import torch
 
-from figures.theme import PALETTE, SEQUENTIAL, new_figure
+from figures.theme import (
+    DASHES,
+    HIGHLIGHT,
+    LEGEND_BELOW,
+    MUTED,
+    PALETTE,
+    SEQUENTIAL,
+    SERIES_STYLES,
+    new_figure,
+    series_colour,
+    translucent,
+)
+from i18n import N_, _
 
-# The page's defaults (its widgets start here, and the export CLI draws these).
-DEFAULTS = {
-    "head_dim": 128,
-    "base": 10_000.0,
-    "method": "direct",
-    "train_length": 4096,
-    "length": 8192,  # L': positions 0 .. L'−1
-    "low_dtype": "bfloat16",
-    "zoom_dtype": "bfloat16",
-    "zoom_start": 248,
-    "zoom_width": 32,
-    "heatmap_order": "all_low",
+FRACTION_TITLE = N_("Share of positions 0 … L′ − 1 that each dtype stores exactly")
+SPACING_TITLE = N_("Gap between neighbouring representable numbers, binade by binade")
+WINDOW_TITLE = N_("Which positions collide: a window of positions and the values they are stored as")
+ANGLE_TITLE = N_("RoPE angle error: the worst pair at each position")
+HEATMAP_TITLE = N_("Angle error per pair and position")
+LOGIT_TITLE = N_("Attention-logit error q·k/√d")
+
+# How each order of operations is named: (legend, short) with the low-precision dtype put in.
+ORDER_TITLES = {
+    "safe": (N_("safe: float32 positions, θ and angles"), N_("safe float32 order")),
+    "positions": (N_("positions cast to {dtype}"), N_("positions in {dtype}")),
+    "inv_freq": (N_("θ (inv_freq) cast to {dtype} before m·θ"), N_("θ in {dtype}")),
+    "cos_sin": (N_("cos/sin rounded to {dtype}"), N_("cos/sin in {dtype}")),
+    "all_low": (N_("everything in {dtype} (arange(dtype=inv_freq.dtype))"), N_("everything in {dtype}")),
 }
-
-DTYPE_COLOURS = {"bfloat16": PALETTE[1], "float16": PALETTE[0], "float32": PALETTE[2], "float64": PALETTE[6]}
-ORDER_COLOURS = {"safe": PALETTE[2], "positions": PALETTE[1], "inv_freq": PALETTE[4], "cos_sin": PALETTE[5],
-                 "all_low": PALETTE[3]}
-OVERFLOW_FILL = "rgba(213, 94, 0, 0.10)"
+# One colour per stored value in the collision window, cycling: Okabe-Ito without black, yellow and grey
+# (black, grey and red mean "exact", "no collision" and "overflow" there).
+VALUE_COLOURS = PALETTE[:6]
+MAX_VALUES_IN_LEGEND = 12
 MAX_LINE_POINTS = 1500  # per line actually sent to the browser
-GROUP_COLOURS = (PALETTE[0], PALETTE[1], PALETTE[2], PALETTE[3], PALETTE[4])
-EXACT_COLOUR = "#555555"
 SMALLEST_SHOWN_ERROR = 1e-9  # rad; exact zeros are drawn at this floor on log axes
+
+
+def order_title(order: str, dtype: str | None = None, *, short: bool = False) -> str:
+    """The name of an order of operations with the low-precision dtype in it (no dtype: generic)."""
+    if order not in ORDER_TITLES:
+        raise ValueError(f"order must be one of {', '.join(ORDER_TITLES)} (got {order!r}).")
+    return _(ORDER_TITLES[order][short]).format(dtype=dtype if dtype is not None else _("low precision"))
 
 
 def _array(values, dtype=np.float64) -> np.ndarray:
@@ -46,13 +65,22 @@ def _array(values, dtype=np.float64) -> np.ndarray:
     return np.asarray(values, dtype=dtype)
 
 
+def dtype_look(name: str, *, markers: bool = False) -> dict:
+    """A dtype's colour, dash and marker (``SERIES_STYLES``), tagged in ``meta``."""
+    style = SERIES_STYLES[name]
+    look = {"line": dict(color=style.colour, dash=style.dash), "meta": {"dtype": name}}
+    if markers:
+        look["marker"] = dict(color=style.colour, symbol=style.marker)
+    return look
+
+
 def max_envelope(x, y, max_points: int = MAX_LINE_POINTS) -> tuple[np.ndarray, np.ndarray]:
     """At most ``max_points`` points that keep every peak: the maximum of each equal slice of the line.
 
     Non-finite values (overflow) become NaN, so the line breaks there instead of spiking to inf.
     """
-    x, y = _array(x), _array(y)
-    y = np.where(np.isfinite(y), y, np.nan).astype(np.float32)  # what a screen can tell apart, half the bytes
+    x, y = _array(x).astype(np.float32), _array(y)  # float32: what a screen can tell apart, half the bytes
+    y = np.where(np.isfinite(y), y, np.nan).astype(np.float32)
     if len(x) <= max_points:
         return x, y
     width = math.ceil(len(x) / max_points)
@@ -67,32 +95,24 @@ def max_envelope(x, y, max_points: int = MAX_LINE_POINTS) -> tuple[np.ndarray, n
 
 def _power_of_two_ticks(low_exponent: int, high_exponent: int, step: int = 4) -> dict:
     exponents = range(low_exponent, high_exponent + 1, step)
-    return dict(tickvals=[2.0**k for k in exponents], ticktext=[_power_label(k) for k in exponents])
-
-
-def _power_label(exponent: int) -> str:
-    if exponent < 0:
-        return f"2<sup>{exponent}</sup>"
-    return f"{2**exponent:,}"
+    return dict(tickvals=[2.0**k for k in exponents], ticktext=[f"{2**k:,}" for k in exponents])
 
 
 def _overflow_band(figure: go.Figure, start: float, end: float, text: str, *, log_x: bool = False) -> None:
     """Shade [start, end] on x and label it (annotations on a log axis take log10 of the value)."""
     if end <= start:
         return
-    figure.add_vrect(x0=start, x1=end, fillcolor=OVERFLOW_FILL, line_width=0, layer="below")
+    figure.add_vrect(x0=start, x1=end, fillcolor=translucent(HIGHLIGHT, 0.08), line_width=0, layer="below")
     figure.add_annotation(x=math.log10(start) if log_x else start, xref="x", y=0.55, yref="paper", text=text,
-                          xanchor="left", xshift=6, showarrow=False, font=dict(size=12, color=PALETTE[1]))
+                          xanchor="left", xshift=6, showarrow=False, font=dict(size=12, color=HIGHLIGHT))
 
 
-def _level_line(figure: go.Figure, y: float, text: str, *, log_y: bool = False) -> None:
-    """A dashed horizontal reference line, labelled at its right end."""
-    figure.add_hline(y=y, line=dict(color="#444", dash="dash", width=1.2))
-    figure.add_annotation(x=0.99, xref="paper", y=math.log10(y) if log_y else y, yref="y", text=text,
-                          xanchor="right", yanchor="bottom", showarrow=False, font=dict(size=12, color="#444"))
-
-
-LEGEND_BELOW = dict(orientation="h", x=0.0, xanchor="left", y=-0.2, yanchor="top")
+def _level_line(figure: go.Figure, y: float, text: str, *, log_y: bool = False, left: bool = False) -> None:
+    """A dashed horizontal reference line, labelled just above it at its right (or left) end."""
+    figure.add_hline(y=y, line=dict(color=MUTED, dash="dash", width=1.2))
+    figure.add_annotation(x=0.01 if left else 0.99, xref="paper", y=math.log10(y) if log_y else y, yref="y", text=text,
+                          xanchor="left" if left else "right", yanchor="bottom", showarrow=False,
+                          font=dict(size=12, color=MUTED))
 
 
 # --- how many positions survive -----------------------------------------------------------------
@@ -108,34 +128,38 @@ def exact_fraction_figure(lengths, fractions: Mapping[str, object], *, marked_le
     """
     lengths = _array(lengths)
     figure = new_figure(
-        "Share of positions 0…L−1 that each dtype stores exactly",
-        xaxis=dict(title="sequence length L (positions 0 … L−1), log scale", type="log",
+        _(FRACTION_TITLE),
+        xaxis=dict(title=dict(text=_("sequence length L′ (positions 0 … L′ − 1), log scale")), type="log",
                    **_power_of_two_ticks(0, int(math.log2(lengths.max())))),
-        yaxis=dict(title="positions stored exactly (%)", range=[0, 108]),
-        legend=LEGEND_BELOW,
-        height=540,
+        yaxis=dict(title=dict(text=_("positions stored exactly (%)")), range=[0, 108]),
+        legend=LEGEND_BELOW, height=560, margin=dict(b=150),
     )
     for name, fraction in fractions.items():
-        values = 100 * _array(fraction)
-        note = f" (first inexact: {first_inexact[name]:,})" if first_inexact and name in first_inexact else ""
+        label = _("{dtype} (first inexact: {position})").format(dtype=name, position=f"{first_inexact[name]:,}") \
+            if first_inexact and name in first_inexact else name
         figure.add_trace(go.Scatter(
-            x=lengths, y=values, mode="lines", name=f"{name}{note}", line=dict(color=DTYPE_COLOURS.get(name)),
-            hovertemplate=f"{name}<br>L = %{{x:,.0f}}<br>%{{y:.2f}}% exact<extra></extra>",
+            x=lengths, y=100 * _array(fraction), mode="lines", name=label,
+            hovertemplate=f"{name}<br>L′ = %{{x:,.0f}}<br>" + _("%{y:.2f}% exact") + "<extra></extra>",
+            **dtype_look(name),
         ))
     if float16_overflow is not None and "float16" in fractions:
-        _overflow_band(figure, float16_overflow, float(lengths.max()), f"float16: ≥ {float16_overflow:,} → inf",
-                       log_x=True)
+        _overflow_band(figure, float16_overflow, float(lengths.max()),
+                       _("float16: ≥ {position} → inf").format(position=f"{float16_overflow:,}"), log_x=True)
     if marked_length is not None:
-        figure.add_vline(x=marked_length, line=dict(color="#444", dash="dash", width=1.2))
+        figure.add_vline(x=marked_length, line=dict(color=MUTED, dash="dash", width=1.2))
         for name, fraction in (marked_fractions or {}).items():
             at = 100 * fraction
             figure.add_trace(go.Scatter(
                 x=[marked_length], y=[at], mode="markers+text", showlegend=False,
-                marker=dict(color=DTYPE_COLOURS.get(name), size=9), text=[f"{at:.1f}%" if at < 99.95 else ""],
-                textposition="middle right", textfont=dict(color=DTYPE_COLOURS.get(name)),
-                hovertemplate=f"{name} at L = {marked_length:,}: %{{y:.2f}}%<extra></extra>",
+                text=[f"{at:.1f}%" if at < 99.95 else ""], textposition="middle right",
+                textfont=dict(color=SERIES_STYLES[name].colour),
+                hovertemplate=_("{dtype} at L′ = {length}: %{{y:.2f}}%").format(dtype=name,
+                                                                                length=f"{marked_length:,}")
+                + "<extra></extra>",
+                marker=dict(color=SERIES_STYLES[name].colour, symbol=SERIES_STYLES[name].marker, size=9),
+                meta={"dtype": name},
             ))
-        figure.add_annotation(x=math.log10(marked_length), y=104, text=f"L' = {marked_length:,}",
+        figure.add_annotation(x=math.log10(marked_length), y=104, text=f"L′ = {marked_length:,}",
                               showarrow=False, xanchor="right", xshift=-4, font=dict(size=12))
     return figure
 
@@ -146,15 +170,13 @@ def binade_spacing_figure(exponents, spacings: Mapping[str, object], *,
     exponents = _array(exponents, np.int64)
     top = int(exponents.max()) + 1
     figure = new_figure(
-        "Gap between neighbouring representable numbers, binade by binade",
-        xaxis=dict(title="value (binade [2^k, 2^(k+1)) starts here), log scale", type="log",
-                   **_power_of_two_ticks(0, top)),
-        yaxis=dict(title="gap to the next representable number, log scale", type="log",
-                   exponentformat="power"),
-        legend=LEGEND_BELOW,
-        height=500,
+        _(SPACING_TITLE),
+        xaxis=dict(title=dict(text=_("value (each binade [2<sup>k</sup>, 2<sup>k+1</sup>) starts at a tick), log "
+                                     "scale")), type="log", **_power_of_two_ticks(0, top)),
+        yaxis=dict(title=dict(text=_("gap to the next number (log)")), type="log", exponentformat="power"),
+        legend=LEGEND_BELOW, height=520, margin=dict(b=150),
     )
-    _level_line(figure, 1.0, "gap 1: above this line neighbouring positions collide", log_y=True)
+    _level_line(figure, 1.0, _("gap 1: above this line neighbouring positions collide"), log_y=True, left=True)
     for name, spacing in spacings.items():
         gaps = _array(spacing)
         finite = np.isfinite(gaps)
@@ -163,55 +185,72 @@ def binade_spacing_figure(exponents, spacings: Mapping[str, object], *,
         x = np.append(starts, 2.0 ** (exponents[finite][-1] + 1))
         y = np.append(gaps[finite], gaps[finite][-1])
         figure.add_trace(go.Scatter(
-            x=x, y=y, mode="lines", line_shape="hv", name=name, line=dict(color=DTYPE_COLOURS.get(name)),
-            hovertemplate=f"{name}<br>from %{{x:,.0f}}: gap %{{y:.3g}}<extra></extra>",
+            x=x, y=y, mode="lines", line_shape="hv", name=name,
+            hovertemplate=f"{name}<br>" + _("from %{x:,.0f}: gap %{y:.3g}") + "<extra></extra>", **dtype_look(name),
         ))
     if float16_overflow is not None and "float16" in spacings:
-        _overflow_band(figure, float16_overflow, 2.0**top, f"float16: ≥ {float16_overflow:,} → inf", log_x=True)
+        _overflow_band(figure, float16_overflow, 2.0**top,
+                       _("float16: ≥ {position} → inf").format(position=f"{float16_overflow:,}"), log_x=True)
     return figure
 
 
-def collision_window_figure(positions, stored, group, exact, dtype: str) -> go.Figure:
-    """Positions n … n+w−1 against the value each becomes in ``dtype``; collision groups share a colour."""
+def collision_window_figure(positions, stored, dtype: str) -> go.Figure:
+    """Positions n … n+w−1 against the value each becomes in ``dtype``.
+
+    Every stored value that several positions share is one colour (cycling through ``VALUE_COLOURS``,
+    so neighbouring values always differ), drawn as a bar through its positions at its height; the
+    legend (when it fits) and the hover name the value. Positions that keep a value of their own are
+    grey rings on the diagonal; overflow is a red cross at the top.
+    """
     positions, stored = _array(positions, np.int64), _array(stored)
-    group, exact = _array(group, np.int64), _array(exact, bool)
     finite = np.isfinite(stored)
     first, last = int(positions[0]), int(positions[-1])
     figure = new_figure(
-        f"Positions {first:,}…{last:,} stored in {dtype}",
-        xaxis=dict(title="position m", tickformat=",d"),
-        yaxis=dict(title=f"value stored in {dtype}", tickformat=",d"),
-        legend=dict(x=0.01, y=0.99, xanchor="left", yanchor="top"),
-        height=460,
+        _("Positions {first}…{last} stored in {dtype}").format(first=f"{first:,}", last=f"{last:,}", dtype=dtype),
+        xaxis=dict(title=dict(text=_("position m")), tickformat=",d"),
+        yaxis=dict(title=dict(text=_("value stored in {dtype}").format(dtype=dtype)), tickformat=",d"),
+        legend=LEGEND_BELOW, height=560, margin=dict(b=170),
     )
     figure.add_trace(go.Scatter(
-        x=[first, last], y=[first, last], mode="lines", name="stored = position (no error)",
-        line=dict(color="#999", dash="dot", width=1.5), hoverinfo="skip",
+        x=[first, last], y=[first, last], mode="lines", name=_("stored = position (no error)"),
+        line=dict(color=MUTED, dash="dot", width=1.5), hoverinfo="skip",
     ))
-    sizes = np.bincount(group - group.min())[group - group.min()]
-    shared = finite & (sizes > 1)
-    colours = np.array(GROUP_COLOURS, dtype=object)[group % len(GROUP_COLOURS)]
-    if shared.any():
+    values, starts, counts = np.unique(stored[finite], return_index=True, return_counts=True)
+    shared = counts > 1
+    in_legend = int(shared.sum()) <= MAX_VALUES_IN_LEGEND
+    finite_positions = positions[finite]
+    if shared.any() and not in_legend:  # one legend entry explains the colours; the hover names each value
         figure.add_trace(go.Scatter(
-            x=positions[shared], y=stored[shared], mode="markers", name="collision group (same colour = same value)",
-            marker=dict(color=list(colours[shared]), size=9, symbol="circle"),
-            customdata=np.stack([sizes[shared], exact[shared]], axis=1),
-            hovertemplate="position %{x:,} → %{y:,}<br>group of %{customdata[0]}<extra></extra>",
+            x=[None], y=[None], mode="lines+markers", marker=dict(color=VALUE_COLOURS[0], size=9),
+            line=dict(color=VALUE_COLOURS[0], width=3),
+            name=_("{count} stored values shared by several positions: one colour each (hover for the value)").format(
+                count=int(shared.sum())),
         ))
-    alone = finite & ~shared
+    for rank, (value, start, count) in enumerate(zip(values[shared], starts[shared], counts[shared], strict=True)):
+        members = finite_positions[start:start + count]  # rounding is monotone: a group is one run
+        colour = VALUE_COLOURS[rank % len(VALUE_COLOURS)]
+        span = f"{int(members[0]):,}–{int(members[-1]):,}"
+        figure.add_trace(go.Scatter(
+            x=members, y=np.full(count, value), mode="lines+markers", name=_("{value} ← positions {span}").format(
+                value=f"{value:,.0f}", span=span),
+            line=dict(color=colour, width=3), marker=dict(color=colour, size=9), legendgroup="shared",
+            showlegend=in_legend, meta={"stored": float(value)},
+            hovertemplate=_("position %{{x:,}} → stored {value}<br>{count} positions share it ({span})").format(
+                value=f"{value:,.0f}", count=int(count), span=span) + "<extra></extra>",
+        ))
+    alone = np.isin(stored, values[~shared]) & finite
     if alone.any():
         figure.add_trace(go.Scatter(
-            x=positions[alone], y=stored[alone], mode="markers", name="no collision",
-            marker=dict(color=EXACT_COLOUR, size=7, symbol="circle-open", line=dict(width=2)),
-            hovertemplate="position %{x:,} → %{y:,}<extra></extra>",
+            x=positions[alone], y=stored[alone], mode="markers", name=_("a value of its own (no collision)"),
+            marker=dict(color=MUTED, size=7, symbol="circle-open", line=dict(width=2)),
+            hovertemplate=_("position %{x:,} → stored %{y:,}") + "<extra></extra>",
         ))
     if (~finite).any():
-        ceiling = float(np.nanmax(np.where(finite, stored, np.nan))) if finite.any() else float(last)
-        ceiling = max(ceiling, float(last))
+        ceiling = max(float(values.max()) if len(values) else float(last), float(last))
         figure.add_trace(go.Scatter(
             x=positions[~finite], y=np.full(int((~finite).sum()), ceiling), mode="markers",
-            name="overflow: stored as inf (drawn at the top)", marker=dict(color=PALETTE[1], size=9, symbol="x"),
-            hovertemplate="position %{x:,} → inf<extra></extra>",
+            name=_("overflow: stored as inf (drawn at the top)"), marker=dict(color=HIGHLIGHT, size=9, symbol="x"),
+            hovertemplate=_("position %{x:,} → inf") + "<extra></extra>",
         ))
     return figure
 
@@ -228,31 +267,34 @@ def _first_infinite_position(positions, values) -> int | None:
     return int(positions[bad][0]) if bad.any() else None
 
 
+def _order_look(index: int) -> dict:
+    return dict(line=dict(color=series_colour(index), dash=DASHES[index % len(DASHES)], width=1.8))
+
+
 def angle_error_figure(positions, max_angle_error, order_titles: Mapping[str, str]) -> go.Figure:
     """Worst angle error over the pairs at each position, one line per order of operations (log y)."""
     errors = _array(max_angle_error)
     figure = new_figure(
-        "RoPE angle error: the worst pair at each position",
-        xaxis=dict(title="position m", tickformat=",d"),
-        yaxis=dict(title="max over pairs of |angle error| (rad), log scale", type="log", exponentformat="power",
-                   range=[math.log10(SMALLEST_SHOWN_ERROR), math.log10(2 * math.pi)]),
-        legend=LEGEND_BELOW,
-        height=560,
+        _(ANGLE_TITLE),
+        xaxis=dict(title=dict(text=_("position m")), tickformat=",d"),
+        yaxis=dict(title=dict(text=_("worst |angle error| (rad, log)")), type="log", dtick=1,
+                   exponentformat="power", range=[math.log10(SMALLEST_SHOWN_ERROR), math.log10(2 * math.pi)]),
+        legend=LEGEND_BELOW, height=580, margin=dict(b=170),
     )
-    for (order, title), row in zip(order_titles.items(), errors, strict=True):
+    for index, ((order, title), row) in enumerate(zip(order_titles.items(), errors, strict=True)):
         x, y = max_envelope(positions, np.maximum(row, SMALLEST_SHOWN_ERROR))
         figure.add_trace(go.Scatter(
-            x=x, y=y, mode="lines", name=title, line=dict(color=ORDER_COLOURS.get(order), width=1.8),
-            hovertemplate=f"{title}<br>m ≈ %{{x:,}}<br>%{{y:.3g}} rad<extra></extra>",
+            x=x, y=y, mode="lines", name=title, meta={"order": order},
+            hovertemplate=f"{title}<br>m ≈ %{{x:,}}<br>%{{y:.3g}} rad<extra></extra>", **_order_look(index),
         ))
-    _level_line(figure, math.pi, "π: no information left in the angle", log_y=True)
+    _level_line(figure, math.pi, _("π: no information left in the angle"), log_y=True)
     overflow = _first_infinite_position(positions, errors)
     if overflow is not None:
-        _overflow_band(figure, overflow, float(_array(positions).max()), "overflow: cos/sin are NaN")
+        _overflow_band(figure, overflow, float(_array(positions).max()), _("overflow: cos/sin are NaN"))
     return figure
 
 
-def angle_error_heatmap(bucket_starts, angle_error_map, order_title: str) -> go.Figure:
+def angle_error_heatmap(bucket_starts, angle_error_map, order_title_text: str) -> go.Figure:
     """|angle error| per pair (x) and position range (y) for one order of operations, log colour scale."""
     errors = _array(angle_error_map)
     finite = np.isfinite(errors)
@@ -260,16 +302,16 @@ def angle_error_heatmap(bucket_starts, angle_error_map, order_title: str) -> go.
     low, high = int(math.log10(SMALLEST_SHOWN_ERROR)), 1
     ticks = list(range(low, high + 1, 2))
     figure = new_figure(
-        f"Angle error per pair and position: {order_title}",
-        xaxis=dict(title="pair i (θ_i = b^(−2i/d): fast → slow)"),
-        yaxis=dict(title="position m (start of each row's range)", tickformat=",d"),
+        _("Angle error per pair and position: {order}").format(order=order_title_text),
+        xaxis=dict(title=dict(text=_("pair i (θᵢ = b<sup>−2i/d</sup>: fast → slow)"))),
+        yaxis=dict(title=dict(text=_("position m (start of each row's range)")), tickformat=",d"),
         height=480,
     )
     figure.add_trace(go.Heatmap(
         z=shown.astype(np.float32), x=np.arange(errors.shape[1]), y=_array(bucket_starts, np.int64),
         zmin=low, zmax=math.log10(math.pi), colorscale=SEQUENTIAL,
-        colorbar=dict(title=dict(text="|error| (rad)"), tickvals=ticks, ticktext=[f"10<sup>{t}</sup>" for t in ticks]),
-        hovertemplate="pair %{x}<br>positions from %{y:,}<br>log10 error %{z:.2f}<extra></extra>",
+        colorbar=dict(title=dict(text=_("|error| (rad)")), tickvals=ticks, ticktext=[f"10<sup>{t}</sup>" for t in ticks]),
+        hovertemplate=_("pair %{x}<br>positions from %{y:,}<br>log₁₀ error %{z:.2f}") + "<extra></extra>",
     ))
     return figure
 
@@ -278,73 +320,19 @@ def logit_error_figure(positions, logit_error, order_titles: Mapping[str, str], 
     """|q·k/√d − exact| for the query at the last position and keys at every position, per order (log y)."""
     errors = _array(logit_error)
     figure = new_figure(
-        f"Attention-logit error q·k/√d, query at position {query_position:,}",
-        xaxis=dict(title="key position n", tickformat=",d"),
-        yaxis=dict(title="|logit error| (logit units), log scale", type="log", exponentformat="power"),
-        legend=LEGEND_BELOW,
-        height=540,
+        _("Attention-logit error q·k/√d, query at position {position}").format(position=f"{query_position:,}"),
+        xaxis=dict(title=dict(text=_("key position n")), tickformat=",d"),
+        yaxis=dict(title=dict(text=_("|logit error| (log)")), type="log", exponentformat="power", dtick=1),
+        legend=LEGEND_BELOW, height=560, margin=dict(b=170),
     )
-    for (order, title), row in zip(order_titles.items(), errors, strict=True):
+    for index, ((order, title), row) in enumerate(zip(order_titles.items(), errors, strict=True)):
         # The query sits at the last position, so if any position overflowed the query did too: then no logit
         # of that order is finite, and the legend says why its line is missing.
-        name = title if np.isfinite(row).any() else f"{title}: no finite logit (the query position overflowed)"
+        name = title if np.isfinite(row).any() else _("{order}: no finite logit (the query position overflowed)"
+                                                      ).format(order=title)
         x, y = max_envelope(positions, np.maximum(row, 1e-12))
         figure.add_trace(go.Scatter(
-            x=x, y=y, mode="lines", name=name, line=dict(color=ORDER_COLOURS.get(order), width=1.8),
-            hovertemplate=f"{title}<br>n ≈ %{{x:,}}<br>%{{y:.3g}}<extra></extra>",
+            x=x, y=y, mode="lines", name=name, meta={"order": order},
+            hovertemplate=f"{title}<br>n ≈ %{{x:,}}<br>%{{y:.3g}}<extra></extra>", **_order_look(index),
         ))
     return figure
-
-
-def summary_rows(summaries: Sequence) -> list[dict]:
-    """The collision summary as table rows (one per dtype), for the page and for export."""
-    return [
-        {
-            "dtype": s.dtype,
-            "first inexact position": f"{s.first_inexact:,}",
-            "exact positions": f"{s.exact:,} of {s.length:,}",
-            "exact (%)": round(100 * s.exact_fraction, 2),
-            "distinct stored values": s.distinct,
-            "largest collision group": s.largest_group,
-            "overflowed to inf": s.overflowed,
-        }
-        for s in summaries
-    ]
-
-
-def export_figures(**overrides) -> dict[str, go.Figure]:
-    """Every figure of the page at its defaults (override any DEFAULTS key)."""
-    from pe_core import method_setup
-    from pe_core import precision as pp
-
-    unknown = set(overrides) - set(DEFAULTS)
-    if unknown:
-        raise ValueError(f"Unknown figure settings: {', '.join(sorted(unknown))}.")
-    p = {**DEFAULTS, **overrides}
-    figures: dict[str, go.Figure] = {}
-
-    curve = pp.exact_fraction_curve()
-    first_inexact = {name: pp.first_inexact_position(name) for name in pp.PRECISION_DTYPES}
-    overflow = pp.first_overflow_position("float16")
-    marked = {name: pp.exact_position_fraction(p["length"], name) for name in pp.PRECISION_DTYPES}
-    figures["exact_fraction"] = exact_fraction_figure(curve.lengths, curve.fractions, marked_length=p["length"],
-                                                      marked_fractions=marked, first_inexact=first_inexact,
-                                                      float16_overflow=overflow)
-    spacing = {name: pp.binade_spacing(name) for name in pp.PRECISION_DTYPES}
-    figures["binade_spacing"] = binade_spacing_figure(spacing["bfloat16"].exponents,
-                                                      {k: v.spacing for k, v in spacing.items()},
-                                                      float16_overflow=overflow)
-    window = pp.collision_window(p["zoom_start"], p["zoom_width"], p["zoom_dtype"])
-    figures["collision_window"] = collision_window_figure(*window, pp.dtype_name(p["zoom_dtype"]))
-
-    setup = method_setup(p["method"], p["head_dim"], p["base"], p["train_length"], p["length"])
-    frequencies = setup.frequencies()
-    errors = pp.rope_precision_error(frequencies.inv_freq, p["length"], p["low_dtype"],
-                                     frequencies.attention_factor)
-    titles = {order: pp.order_title(order, p["low_dtype"]) for order in errors.orders}
-    figures["angle_error"] = angle_error_figure(errors.positions, errors.max_angle_error, titles)
-    shown = errors.orders.index(p["heatmap_order"])
-    figures["angle_error_map"] = angle_error_heatmap(errors.bucket_starts, errors.angle_error_map[shown],
-                                                     pp.order_title(p["heatmap_order"], p["low_dtype"], short=True))
-    figures["logit_error"] = logit_error_figure(errors.positions, errors.logit_error, titles, errors.query_position)
-    return figures

@@ -25,3 +25,8 @@ def number_text(value: float) -> str:
     if abs(value) >= 1e15:
         return f"{value:.6g}"
     return f"{value:,.4f}".rstrip("0").rstrip(".")
+
+
+def superscript(number: int) -> str:
+    """63 -> '⁶³': an exponent in running text (2¹³, β⁶³)."""
+    return str(number).translate(str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻"))

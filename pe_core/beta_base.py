@@ -1,10 +1,9 @@
-"""RoPE read as a number written in base β (Su Jianlin, "Transformer升级之路 10: RoPE是一种β进制编码",
-kexue.fm/archives/9675).
+"""RoPE read as a number written in base β (Su 2023, "RoPE is a β-base encoding", kexue.fm/archives/9675).
 
 Plain numbers. A whole number n < β^P written with P places in an integer base β has digits
 d_j = ⌊n / β^j⌋ mod β (place j has weight β^j; j = 0 is the units place). For a real base
-β > 1 that formula (eq. 16 of the notes) no longer gives digits that add back up to n, so this
-module uses the greedy (Rényi) expansion, which agrees with it for every integer base:
+β > 1 that shortcut no longer gives digits that add back up to n, so this module uses the
+greedy (Rényi) expansion, which agrees with it for every integer base:
 
     from the top place down, d_j = the largest whole number with d_j·β^j ≤ what is left,
     and the units place keeps the remainder (a fraction when β or n is not whole),
@@ -14,12 +13,10 @@ place is a whole number. A number ≥ β^P does not fit in P places; the top pla
 the excess (its digit is ≥ β), which is how an unseen digit shows up.
 
 RoPE. Pair i turns by n·θ_i = n / β^i with β = b^(2/d): the phase n·θ_i mod 2π plays the role
-of digit i. Three ways to reach k times the range: keep θ (direct extrapolation: the slow pairs
-reach phases never seen), divide n by k (Position Interpolation: the fast pairs get crowded), or
-convert the base (β → λβ: each pair stretched a little).
-
-Everything is float64; digit arrays are capped at ``MAX_PLACES`` places and counts that could be
-huge (β close to 1, huge k) are worked out in logarithms, so nothing hangs or overflows.
+of digit i. Three ways to reach s times the range: keep θ (direct extrapolation: the slow pairs
+reach phases never seen), divide n by s (Position Interpolation: the fast pairs get crowded), or
+convert the base (β → λβ: each pair stretched a little). Everything is float64 and worked out in
+logarithms where it could overflow.
 """
 
 from __future__ import annotations
@@ -37,11 +34,6 @@ MAX_LOG_RANGE = 600.0
 MAX_NUMBER = 2.0**53  # float64 holds every whole number below this exactly
 
 STRATEGIES = ("direct", "interpolate", "convert")
-STRATEGY_TITLES = {
-    "direct": "Direct extrapolation",
-    "interpolate": "Linear interpolation (n/k)",
-    "convert": "Base conversion (β → λβ)",
-}
 
 _EPS = torch.finfo(torch.float64).eps
 _FLOOR_SLACK = 8 * _EPS  # a quotient a few ulps below a whole number counts as it
@@ -75,7 +67,7 @@ def check_places(places, limit: int | None = MAX_PLACES) -> int:
 def check_factor(factor) -> float:
     _require(
         _is_real(factor) and factor >= 1,
-        f"the extension factor k must be a number ≥ 1 (got {factor!r}); it multiplies the range.",
+        f"the scale s must be a number ≥ 1 (got {factor!r}); it multiplies the range.",
     )
     return float(factor)
 
@@ -99,7 +91,7 @@ def log_range(beta: float, places: int) -> float:
 def places_needed(log_count: float, beta: float) -> int:
     """Smallest P with β^P ≥ e^log_count, i.e. the places needed to write every number below e^log_count.
 
-    Takes the log of the count so that β close to 1 or a huge k cannot overflow; the answer can be
+    Takes the log of the count so that β close to 1 or a huge s cannot overflow; the answer can be
     far above ``MAX_PLACES`` (it is a count, not an array size).
     """
     beta = check_beta(beta)
@@ -139,11 +131,11 @@ def greedy_digits(numbers, beta: float, places: int) -> torch.Tensor:
     return digits
 
 
-def formula16_digits(numbers, beta: float, places: int) -> torch.Tensor:
-    """⌊n/β^j⌋ mod β for every place j (the notes' eq. 16): the usual digits when β is a whole number.
+def floor_mod_digits(numbers, beta: float, places: int) -> torch.Tensor:
+    """⌊n/β^j⌋ mod β for every place j: the usual digits when β is a whole number.
 
     For a non-integer β these values lie in [0, β) but generally do not add back up to n (for
-    example n = 1749, β = 12.6: [11, 12, 10.2] stands for 1907.76), which is why the page uses
+    example n = 1749, β = 12.6: [11, 12, 10.2] stands for 1907.76), which is why the lesson uses
     ``greedy_digits``.
     """
     beta, places = check_beta(beta), check_places(places)
@@ -161,10 +153,10 @@ def compose(digits: torch.Tensor, beta: float) -> torch.Tensor:
 
 
 def converted_base(beta: float, places: int, factor: float, *, whole: bool = False) -> float:
-    """β·k^(1/P): the base whose P places cover k times the range (β^P → k·β^P).
+    """β·s^(1/P): the base whose P places cover s times the range (β^P → s·β^P).
 
-    With ``whole`` the base is rounded up to a whole number, as in the notes' 2000-in-base-13
-    example, so every digit is an ordinary integer digit.
+    With ``whole`` the base is rounded up to a whole number (2000 numbers in three places need
+    base 13), so every digit is an ordinary integer digit.
     """
     beta, places, factor = check_beta(beta), check_places(places, limit=None), check_factor(factor)
     new_base = beta * factor ** (1.0 / places)
@@ -178,11 +170,11 @@ class DigitViews(NamedTuple):
 
     beta: float
     places: int  # P: the places seen in training
-    factor: float  # k
+    factor: float  # s
     new_base: float  # the converted base λβ
     direct_places_needed: int  # places the extended range needs in base β (may exceed MAX_PLACES)
     direct: torch.Tensor  # n in base β with min(direct_places_needed, MAX_PLACES) places
-    interpolated: torch.Tensor  # n/k in base β with P places
+    interpolated: torch.Tensor  # n/s in base β with P places
     converted: torch.Tensor  # n in base λβ with P places
 
     def table(self, strategy: str) -> torch.Tensor:
@@ -193,11 +185,11 @@ class DigitViews(NamedTuple):
 
 
 def digit_views(numbers, beta: float, places: int, factor: float, *, whole_base: bool = False) -> DigitViews:
-    """Write each number three ways so that P places reach k·β^P (the notes' §4.2.2-4.2.4).
+    """Write each number three ways so that P places reach s·β^P.
 
     direct: keep base β and add places as needed (the new top places were always 0 in training);
-    interpolate: write n/k in base β with P places (the units digit becomes fractional and crowded);
-    convert: write n in base λβ, λ = k^(1/P), with P places (every digit a little larger than before).
+    interpolate: write n/s in base β with P places (the units digit becomes fractional and crowded);
+    convert: write n in base λβ, λ = s^(1/P), with P places (every digit a little larger than before).
     """
     beta, places, factor = check_beta(beta), check_places(places), check_factor(factor)
     _check_fits(beta, places)
@@ -224,28 +216,20 @@ def digit_views(numbers, beta: float, places: int, factor: float, *, whole_base:
     )
 
 
-def sample_numbers(log_count: float, samples: int = 2000) -> torch.Tensor:
-    """Up to ``samples`` evenly spread whole numbers in [0, e^log_count) (all of them if fewer)."""
-    count = math.exp(min(log_count, math.log(MAX_NUMBER)))
-    if count <= samples:
-        return torch.arange(0, math.ceil(count), dtype=torch.float64)
-    return torch.floor(torch.linspace(0, count - 1, samples, dtype=torch.float64))
-
-
 # --- how much the base must grow --------------------------------------------------------------
 
 
 def log_stretch_bound(factor, beta: float, places: int) -> torch.Tensor:
-    """ln λ_min, the smallest λ with (λβ)^P − 1 ≥ k·(β^P − 1):  λ_min = (k − (k−1)/β^P)^(1/P).
+    """ln λ_min, the smallest λ with (λβ)^P − 1 ≥ s·(β^P − 1):  λ_min = (s − (s−1)/β^P)^(1/P).
 
-    For RoPE, P = d/2 and β^P = b, so λ_min = (k − (k−1)/b)^(2/d). Written as
-    ln λ_min = log1p((k−1)·(1 − β^−P)) / P, which is exact for β close to 1 and k up to 1e300.
+    For RoPE, P = d/2 and β^P = b, so λ_min = (s − (s−1)/b)^(2/d). Written as
+    ln λ_min = log1p((s−1)·(1 − β^−P)) / P, which is exact for β close to 1 and s up to 1e300.
     """
     beta, places = check_beta(beta), check_places(places, limit=None)
-    k = positions_tensor(factor)
-    _require(bool(torch.isfinite(k).all()) and bool((k >= 1).all()), "every k must be a number ≥ 1.")
+    scale = positions_tensor(factor)
+    _require(bool(torch.isfinite(scale).all()) and bool((scale >= 1).all()), "every scale s must be a number ≥ 1.")
     unused_fraction = -math.expm1(-places * math.log(beta))  # 1 − β^−P, accurate when β^P ≈ 1
-    return torch.log1p((k - 1) * unused_fraction) / places
+    return torch.log1p((scale - 1) * unused_fraction) / places
 
 
 def stretch_bound(factor, beta: float, places: int) -> torch.Tensor:
@@ -253,16 +237,16 @@ def stretch_bound(factor, beta: float, places: int) -> torch.Tensor:
 
 
 def conversion_stretch(factor, places: int) -> torch.Tensor:
-    """λ = k^(1/P) (for RoPE, k^(2/d)): the simple choice that always meets the bound."""
+    """λ = s^(1/P) (for RoPE, s^(2/d)): the simple choice that always meets the bound."""
     return torch.exp(torch.log(positions_tensor(factor)) / check_places(places, limit=None))
 
 
 def ntk_stretch(factor, places: int) -> torch.Tensor:
-    """λ = k^(1/(P−1)) (for RoPE, k^(2/(d−2))): NTK-aware scaling, b → b·k^(d/(d−2)).
+    """λ = s^(1/(P−1)) (for RoPE, s^(2/(d−2))): NTK-aware scaling, b → b·s^(d/(d−2)).
 
     It is what base conversion gives when the range is counted as the period of the slowest
-    digit: RoPE's pair P−1 repeats after 2π·β^(P−1) positions, and asking for k times that
-    period gives (λβ)^(P−1) = k·β^(P−1).
+    digit: RoPE's pair P−1 repeats after 2π·β^(P−1) positions, and asking for s times that
+    period gives (λβ)^(P−1) = s·β^(P−1).
     """
     places = check_places(places, limit=None)
     _require(places >= 2, "NTK-aware scaling needs at least two pairs (d ≥ 4).")
@@ -278,12 +262,12 @@ def rope_beta(base: float, rotary_dim: int) -> float:
 
 
 def beta_conversion_base(base: float, factor: float) -> float:
-    """The RoPE base for β → β·k^(2/d): b·k (its digits stretch by k^(2/d) each)."""
+    """The RoPE base for β → β·s^(2/d): b·s (its digits stretch by s^(2/d) each)."""
     return check_beta(base) * check_factor(factor)
 
 
 def minimal_conversion_base(base: float, factor: float) -> float:
-    """The RoPE base for the smallest λ of the bound: b·(k − (k−1)/b) = k(b − 1) + 1."""
+    """The RoPE base for the smallest λ of the bound: b·(s − (s−1)/b) = s(b − 1) + 1."""
     return check_factor(factor) * (check_beta(base) - 1) + 1
 
 
@@ -312,41 +296,3 @@ def outside_seen_arc(phases: torch.Tensor, train_inv_freq: torch.Tensor, train_l
     theta = train_inv_freq.to(torch.float64)
     reach = train_length * theta
     return (reach < 2 * math.pi) & (phases > reach * (1 + 1e-12))
-
-
-def dial_pairs(num_pairs: int, at_most: int = 12) -> torch.Tensor:
-    """Evenly spread pair indices (first and last included) for a row of dials."""
-    if num_pairs <= at_most:
-        return torch.arange(num_pairs)
-    return torch.unique(torch.round(torch.linspace(0, num_pairs - 1, at_most, dtype=torch.float64)).long())
-
-
-# --- symbolic checks (run by the page and the tests) ----------------------------------------
-
-
-def verify_with_sympy() -> dict[str, bool]:
-    """Check the page's formulas symbolically; returns {statement: holds}."""
-    import sympy as sp
-
-    lam, beta, k, b, d, x = sp.symbols("lambda beta k b d x", positive=True)
-    places = sp.symbols("P", positive=True, integer=True)
-    checks: dict[str, bool] = {}
-
-    # (λβ)^P − 1 = k(β^P − 1) is linear in x = λ^P.
-    solutions = sp.solve(sp.Eq(x * beta**places - 1, k * (beta**places - 1)), x)
-    checks["(λβ)^P − 1 = k(β^P − 1)  ⇔  λ^P = k − (k−1)/β^P"] = (
-        len(solutions) == 1 and sp.simplify(solutions[0] - (k - (k - 1) / beta**places)) == 0
-    )
-    # With β^(d/2) = b the smallest new base is b·λ^(d/2) = k(b − 1) + 1.
-    checks["b·(k − (k−1)/b) = k(b − 1) + 1"] = sp.expand(b * (k - (k - 1) / b) - (k * (b - 1) + 1)) == 0
-    # NTK keeps the lowest pair's frequency equal to interpolation's: (λβ)^(P−1) = k·β^(P−1).
-    ntk = sp.solve(sp.Eq((lam * beta) ** (places - 1), k * beta ** (places - 1)), lam)
-    checks["(λβ)^(P−1) = k·β^(P−1)  ⇔  λ = k^(1/(P−1))"] = (
-        len(ntk) == 1 and sp.simplify(ntk[0] - k ** (1 / (places - 1))) == 0
-    )
-    # NTK's base b·k^(d/(d−2)) is β-base conversion with λ = k^(2/(d−2)); b·k is λ = k^(2/d).
-    ntk_beta = sp.powdenest(sp.expand_power_base((b * k ** (d / (d - 2))) ** (2 / d), force=True), force=True)
-    checks["(b·k^(d/(d−2)))^(2/d) = β·k^(2/(d−2))"] = sp.simplify(ntk_beta - b ** (2 / d) * k ** (2 / (d - 2))) == 0
-    conversion_beta = sp.expand_power_base((b * k) ** (2 / d), force=True)
-    checks["(b·k)^(2/d) = β·k^(2/d)"] = sp.simplify(conversion_beta - b ** (2 / d) * k ** (2 / d)) == 0
-    return checks

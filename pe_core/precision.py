@@ -3,7 +3,8 @@
 Positions are the integers 0 .. L−1. A float with p significand bits (the implicit leading 1
 included) holds every integer up to 2^p; in the binade [2^k, 2^(k+1)) above that, neighbouring
 values are 2^(k−p+1) apart, so neighbouring positions round to the same value and collide
-(Baichuan's finding for bfloat16, where p = 8). Everything here is measured from the dtypes
+(bfloat16 has p = 8; see Wang et al. 2024, arXiv:2411.13476, for what that does to RoPE).
+Everything here is measured from the dtypes
 themselves - positions are round-tripped through torch's own casts, spacings are read off the
 bit patterns - so no dtype constant is typed in.
 """
@@ -310,19 +311,10 @@ def exact_fraction_curve(max_length: int = 1 << 26, points: int = 600,
 ORDERS = ("safe", "positions", "inv_freq", "cos_sin", "all_low")
 
 
-def order_title(order: str, dtype=None, *, short: bool = False) -> str:
-    """A label for an order of operations naming the low-precision type (``short`` for titles; no dtype: generic)."""
-    low = "low precision" if dtype is None else dtype_name(dtype)
-    titles = {
-        "safe": ("safe: float32 positions, θ and angles", "safe float32 order"),
-        "positions": (f"positions cast to {low}", f"positions in {low}"),
-        "inv_freq": (f"θ (inv_freq) cast to {low} before m·θ", f"θ in {low}"),
-        "cos_sin": (f"cos/sin rounded to {low}", f"cos/sin in {low}"),
-        "all_low": (f"everything in {low} (arange(dtype=inv_freq.dtype))", f"everything in {low}"),
-    }
-    if order not in titles:
+def check_order(order: str) -> str:
+    if order not in ORDERS:
         raise ValueError(f"order must be one of {', '.join(ORDERS)} (got {order!r}).")
-    return titles[order][short]
+    return order
 
 
 def rope_cos_sin(inv_freq: torch.Tensor, positions: torch.Tensor, order: str, dtype,
@@ -339,7 +331,7 @@ def rope_cos_sin(inv_freq: torch.Tensor, positions: torch.Tensor, order: str, dt
       ``t = torch.arange(n, dtype=inv_freq.dtype)`` after ``model.to(torch.bfloat16)``.
     """
     low = resolve_dtype(dtype)
-    order_title(order, low)
+    check_order(order)
     positions = positions.to(torch.int64)
     theta32 = inv_freq.to(torch.float32)
     if order == "all_low":

@@ -141,6 +141,11 @@ _ALL = (
     Reference("ieee754", "IEEE", "IEEE 754-2019", 2019, "IEEE Standard for Floating-Point Arithmetic",
               "IEEE Std 754-2019", "https://doi.org/10.1109/IEEESTD.2019.8766229",
               note=N_("float16, float32 and float64: significand widths, rounding to nearest even.")),
+    Reference("rope_float32", "Han", "Han 2024", 2024, "RoPE loses precision for Llama / Gemma + Gemma logits.float() "
+              "(pull request #29285)", "GitHub huggingface/transformers",
+              "https://github.com/huggingface/transformers/pull/29285", note=N_(
+                  "RoPE's angles and cos/sin computed in float32 with autocast off, cast to the model's dtype at the "
+                  "end: the fix transformers adopted."), date="2024-02-26"),
     # -- maths ----------------------------------------------------------------------------------
     Reference("kluyver", "Kluyver", "Kluyver 1906", 1906, "A local probability problem",
               "Proc. Royal Netherlands Academy of Arts and Sciences 8, 341–350",

@@ -1,8 +1,9 @@
-"""Digits in a real base β, the base-stretch bound, and the NTK ↔ β-conversion link."""
+"""Digits in a real base β, the base-stretch bound, the NTK ↔ β-conversion link, and the lesson's numbers."""
 
 from __future__ import annotations
 
 import math
+import re
 import time
 
 import mpmath
@@ -10,16 +11,18 @@ import numpy as np
 import pytest
 import torch
 
-from figures.beta_base import export_figures, resolvable_places, step_corners, zoom_numbers
+from figures.beta_base import CONVERSION_STYLE, resolvable_places, step_corners
+from figures.theme import METHOD_STYLES
+from lessons import beta_base as lesson
+from lessons.beta_base import dial_pairs, formula_checks, sample_numbers, zoom_numbers
 from pe_core import RopeSpec, default_inv_freq, ntk_aware_base, rope_frequencies
 from pe_core.beta_base import (
     MAX_PLACES,
     compose,
     conversion_stretch,
     converted_base,
-    dial_pairs,
     digit_views,
-    formula16_digits,
+    floor_mod_digits,
     greedy_digits,
     log_stretch_bound,
     minimal_conversion_base,
@@ -29,11 +32,16 @@ from pe_core.beta_base import (
     pair_turns,
     places_needed,
     rope_beta,
-    sample_numbers,
     seen_phase_limit,
     stretch_bound,
-    verify_with_sympy,
 )
+
+LESSON = lesson.LESSON
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+
+def result(**values) -> lesson.Result:
+    return LESSON.result(LESSON.settings.from_mapping(values))
 
 
 def python_digits(number: int, base: int, places: int) -> list[int]:
@@ -54,16 +62,19 @@ def test_whole_bases_give_schoolbook_digits(base):
     greedy = greedy_digits(numbers, float(base), 6)
     expected = torch.tensor([python_digits(n, base, 6) for n in numbers], dtype=torch.float64)
     assert torch.equal(greedy, expected)
-    assert torch.equal(formula16_digits(numbers, float(base), 6), expected)
+    assert torch.equal(floor_mod_digits(numbers, float(base), 6), expected)
 
 
-def test_the_notes_worked_examples():
-    # §4.2.4: 1749 is [6, 13, 5] in base 16; §4.2.3: 874.5 is [8, 7, 4.5] in base 10 (top place first).
+def test_worked_examples_the_page_quotes():
+    # 1749 is [6, 13, 5] in base 16; 874.5 is [8, 7, 4.5] in base 10 (top place first).
     assert greedy_digits([1749], 16.0, 3)[0].flip(0).tolist() == [6, 13, 5]
     assert greedy_digits([874.5], 10.0, 3)[0].flip(0).tolist() == [8, 7, 4.5]
     # 2000 needs base ⌈2000^(1/3)⌉ = 13 in three places: 13³ − 1 ≥ 1999 but 12³ − 1 < 1999.
     assert converted_base(10.0, 3, 2.0, whole=True) == 13.0
     assert 13**3 - 1 >= 1999 > 12**3 - 1
+    examples = lesson.worked_examples()
+    assert examples == (tuple(python_digits(1749, 16, 3)[::-1]), 16**3 - 1, 1999, 13, 12**3 - 1)
+    assert examples.base16_top >= examples.needed > examples.below
 
 
 @pytest.mark.parametrize("beta", [1.001, 1.1547, 1.5, math.e, 2.5, 10 * 2 ** (1 / 3), 37.25])
@@ -89,10 +100,17 @@ def test_real_base_digits_are_the_greedy_expansion(beta):
 def test_formula_16_does_not_add_up_for_a_real_base():
     beta = 10 * 2 ** (1 / 3)
     reference = [math.fmod(math.floor(1749 / beta**j), beta) for j in range(3)]
-    shortcut = formula16_digits([1749], beta, 3)[0]
+    shortcut = floor_mod_digits([1749], beta, 3)[0]
     torch.testing.assert_close(shortcut, torch.tensor(reference, dtype=torch.float64))
     assert abs(float(compose(shortcut[None, :], beta)[0]) - 1749) > 100
     assert float(compose(greedy_digits([1749], beta, 3), beta)[0]) == pytest.approx(1749, rel=1e-14)
+    # the page quotes this example at the lesson's default n, β, P and s
+    example = lesson.shortcut_example()
+    assert (example.number, example.base) == (1749, pytest.approx(beta, rel=1e-15))
+    assert example.shortcut == tuple(reversed(reference))
+    assert example.shortcut_value == pytest.approx(sum(d * beta**j for j, d in enumerate(reference)), rel=1e-14)
+    assert example.shortcut_value == pytest.approx(1907.74, abs=0.005)
+    assert example.greedy_value == pytest.approx(1749, rel=1e-14) and example.greedy[0] == 11
 
 
 def test_numbers_past_the_range_overflow_into_the_top_place():
@@ -141,7 +159,7 @@ def test_digit_views_extremes_stay_bounded_and_exact():
     (([5], 1.0, 3, 2.0), "β must be a real number > 1"),
     (([5], float("nan"), 3, 2.0), "β must be a real number > 1"),
     (([5], 10.0, 0, 2.0), "number of places"),
-    (([5], 10.0, 3, 0.5), "k must be a number ≥ 1"),
+    (([5], 10.0, 3, 0.5), "scale s must be a number ≥ 1"),
     (([-1], 10.0, 3, 2.0), "numbers ≥ 0"),
     (([5], 1e300, 3, 2.0), "too large"),
 ])
@@ -220,8 +238,9 @@ def test_ntk_base_is_beta_conversion_with_exponent_d_minus_2(head_dim, base, fac
 
 
 def test_sympy_verifies_every_formula():
-    checks = verify_with_sympy()
-    assert len(checks) >= 5 and all(checks.values()), checks
+    checks = formula_checks()
+    assert len(checks) == 5 and all(checks.values()), checks
+    assert not any(re.search(r"(?<![\\\w])k(?!\w)", statement) for statement in checks)  # s, never k
 
 
 # --- RoPE digits -----------------------------------------------------------------------------
@@ -273,18 +292,102 @@ def test_resolvable_places_drop_smeared_digits():
     assert resolvable_places(10.0, 4, 2000.0, factor=2.0) == [1, 2, 3]
 
 
-def test_export_figures_at_defaults_and_overrides():
-    figures = export_figures()
-    assert set(figures) == {"digits_against_n", "units_digit_zoom", "phase_dials", "pair_turns", "stretch_bound"}
+def test_every_figure_at_defaults_and_with_other_settings():
+    figures = LESSON.all_figures()
+    assert list(figures) == ["digits-against-n", "units-digit-zoom", "phase-dials", "pair-turns", "stretch-bound"]
     for figure in figures.values():
         assert figure.layout.title.text
         assert len(figure.to_json()) < 400_000
-    bound = figures["stretch_bound"]
+    bound = figures["stretch-bound"]
     smallest = next(t for t in bound.data if t.name.startswith("smallest λ"))
-    k = torch.as_tensor(smallest.x)
-    expected = torch.expm1(torch.log(k - (k - 1) / 10_000.0) * 2 / 128)
+    scale = torch.as_tensor(smallest.x)
+    expected = torch.expm1(torch.log(scale - (scale - 1) / 10_000.0) * 2 / 128)
     torch.testing.assert_close(torch.as_tensor(smallest.y), expected, rtol=1e-10, atol=0)
-    custom = export_figures(beta=16.0, places=3, factor=1.5, number=1749)
-    assert "β = 16" in custom["digits_against_n"].layout.title.text
-    with pytest.raises(ValueError, match="unknown settings"):
-        export_figures(colour="red")
+    custom = LESSON.all_figures(LESSON.settings.from_mapping({"beta": 16.0, "places": 3, "plain_scale": 1.5}))
+    assert "β = 16" in custom["digits-against-n"].layout.title.text
+    with pytest.raises(ValueError, match="valid keys"):
+        LESSON.settings.from_mapping({"colour": "red"})
+
+
+def test_the_conversion_has_its_own_look_and_methods_theirs():
+    dials = LESSON.figure("phase-dials")
+    hands = {t.name: t for t in dials.data if t.mode == "lines" and t.legendgroup not in (None, "unseen")}
+    assert hands["β-base conversion (b·s)"].line.color == CONVERSION_STYLE.colour
+    assert hands["NTK-aware"].line.color == METHOD_STYLES["ntk"].colour
+    assert CONVERSION_STYLE.colour not in {style.colour for style in METHOD_STYLES.values()}
+    zoom = LESSON.figure("units-digit-zoom")
+    by_name = {t.name: t for t in zoom.data}
+    assert by_name["Linear interpolation (n/s)"].meta == {"method": "pi"}  # interpolation looks like PI
+    assert by_name["Base conversion (β → λβ)"].line.color == CONVERSION_STYLE.colour
+
+
+# --- the numbers the page states ---------------------------------------------------------------------
+
+
+def test_default_numbers_the_page_states():
+    r = result()
+    assert (r.setup.head_dim, r.setup.base, r.setup.train_length, r.setup.target_length) == (128, 10_000, 4096, 16_384)
+    # n = 4·L − 1 = L′ − 1 = 16,383, exactly
+    assert r.position == 4 * 4096 - 1 == r.setup.target_length - 1 == 16_383
+    assert r.position_is_exact and r.position_is_last
+    assert r.rope_beta == pytest.approx(10_000 ** (2 / 128), rel=1e-15) == pytest.approx(1.15478, abs=5e-6)
+    assert r.slowest_ratio == pytest.approx(10_000 ** (126 / 128), rel=1e-12)
+    bases = r.rope_bases
+    assert bases.smallest == 4 * (10_000 - 1) + 1 == 39_997
+    assert bases.conversion == 40_000
+    assert bases.ntk == pytest.approx(10_000 * 4 ** (128 / 126), rel=1e-14)
+    assert bases.ntk_over_conversion == pytest.approx(4 ** (4 / (128 * 126)), rel=1e-13)
+    assert r.rope_conversion_stretch == pytest.approx(4 ** (2 / 128), rel=1e-15)
+    assert r.second_pair_stretch == pytest.approx(4 ** (2 / 126), rel=1e-15)
+    bound = r.bound
+    assert (bound.beta, bound.places, bound.scale) == (pytest.approx(r.rope_beta), 64, 4.0)
+    assert bound.smallest == pytest.approx((4 - 3 / 10_000) ** (2 / 128), rel=1e-14)
+    assert bound.conversion == pytest.approx(4 ** (2 / 128), rel=1e-14)
+    assert bound.ntk == pytest.approx(4 ** (2 / 126), rel=1e-14)
+    assert len(r.dials.shown) == 12 and r.num_pairs == 64
+    rows = {row.strategy: row for row in r.digit_rows}
+    assert rows["direct"].cells == ("1", "7", "4", "9") and rows["direct"].value == "1,749"
+    assert rows["interpolate"].cells == ("", "8", "7", "4.5") and rows["interpolate"].value == "874.5"
+    assert rows["convert"].base == "12.5992" and rows["convert"].value == "1,749"
+    assert rows["direct"].unseen == (True, False, False, False)  # the new top place
+    assert r.log_trained == pytest.approx(math.log(1000)) and r.log_extended == pytest.approx(math.log(2000))
+
+
+@pytest.mark.parametrize("train_length, multiple, scale", [(8, 0.25, 128.0), (4096, 1.5, 4.0), (8192, 128.0, 128.0),
+                                                           (2048, 2.0, 2.0), (16, 8.0, 1.5), (131_072, 8.0, 8.0)])
+def test_the_position_is_exactly_m_times_l_minus_one(train_length, multiple, scale):
+    r = result(train_length=train_length, position_multiple=multiple, scale=scale)
+    assert r.position == int(multiple * train_length) - 1 and r.position_is_exact
+    assert r.position_is_last == (multiple == scale) == (r.position == r.setup.target_length - 1)
+
+
+def test_past_the_cap_the_position_is_not_the_last():
+    r = result(train_length=131_072, position_multiple=128.0, scale=128.0)
+    assert r.setup.capped and r.setup.target_length == 1 << 20
+    assert r.position == 128 * 131_072 - 1 and not r.position_is_last
+
+
+def test_a_preset_is_analysed_at_its_own_lengths():
+    r = result(source="preset", preset="Llama-3.1-8B")
+    assert r.setup.train_length == 8192 and r.setup.target_length == 131_072
+    assert r.position == 4 * 8192 - 1 and not r.position_is_last
+    assert r.bound.scale == 16.0 and r.rope_bases.conversion == r.setup.base * 16
+
+
+def test_the_n_line_is_left_out_when_n_is_far_past_the_range_drawn():
+    def marks(**values):
+        figure = LESSON.figure("digits-against-n", LESSON.settings.from_mapping(values))
+        lines = [shape.x0 for shape in figure.layout.shapes if shape.x0 == shape.x1 and shape.line.width == 2]
+        return lines, [t.name for t in figure.data if t.legendgroup == "marks"]
+
+    lines, names = marks()
+    assert lines == [1749.0] * 3 and "n in the table" in names
+    lines, names = marks(number=10**12)  # the range drawn ends near s·βᴾ = 2,000
+    assert lines == [] and "n in the table" not in names
+    assert result(number=10**12).beyond_range
+
+
+def test_links_name_the_scale_s_too():
+    keys = {name: control.key for name, control in LESSON.settings.controls().items()}
+    assert keys["scale"] == "s" and keys["plain_scale"] == "ps" and keys["max_scale"] == "smax"
+    assert not [key for key in keys.values() if key.startswith("k")]

@@ -31,7 +31,8 @@ def satisfied(settings_type, name: str) -> dict:
         current = getattr(defaults, field)
         if isinstance(current, tuple):
             if not any(item in accepted for item in current):
-                needed[field] = current + (accepted[0],) if len(current) < 4 else current[:-1] + (accepted[0],)
+                limit = min(4, settings_type.controls()[field].max_selections or 4)
+                needed[field] = current + (accepted[0],) if len(current) < limit else current[:-1] + (accepted[0],)
         elif current not in accepted:
             needed[field] = accepted[0]
     return needed

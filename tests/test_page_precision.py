@@ -1,4 +1,5 @@
-"""The low-precision positions page, run with AppTest at its defaults, its extremes and with a garbage URL."""
+"""The low-precision positions page, run with AppTest at its defaults, its extremes and with a garbage URL;
+every number its prose states is checked against an independent computation."""
 
 from __future__ import annotations
 
@@ -33,6 +34,22 @@ def captions(at) -> str:
     return " ".join(c.value for c in at.caption)
 
 
+def prose(at) -> str:
+    return "\n".join([m.value for m in at.markdown] + [c.value for c in at.caption])
+
+
+def bfloat16_by_hand(positions: np.ndarray) -> np.ndarray:
+    """Integers below 2^24 rounded to bfloat16 from their float32 bits (round to nearest, ties to even)."""
+    bits = positions.astype(np.float32).view(np.uint32).astype(np.uint64)
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16 << 16).astype(np.uint32).view(np.float32)
+
+
+def value_groups(figure: dict) -> dict[float, list[int]]:
+    """Stored value -> the positions its trace draws (one trace per value that several positions share)."""
+    return {t["meta"]["stored"]: np.asarray(t["x"]).tolist() for t in figure["data"]
+            if isinstance(t.get("meta"), dict) and "stored" in t["meta"]}
+
+
 @pytest.fixture(scope="module")
 def default_page():
     at = run_page(PAGE)
@@ -61,6 +78,39 @@ def test_defaults_show_the_pinned_counts(default_page):
     assert any("896" in m.value and "the same as" in m.value for m in at.markdown)
 
 
+def test_every_number_in_the_default_prose_is_the_computed_one(default_page):
+    text = prose(default_page)
+    bits = {name: 1 - int(round(math.log2(float(np.finfo(dtype).eps)))) for name, dtype in
+            (("float16", np.float16), ("float32", np.float32), ("float64", np.float64))}
+    bits["bfloat16"] = 8  # bfloat16 keeps float32's exponent and the top 7 stored bits: p = 8
+    stored = np.arange(8192).astype(np.float32).view(np.uint32)
+    exact = int(((stored & 0xFFFF) == 0).sum())
+    assert exact == 2**8 + (13 - 8) * 2**7 == 896
+    assert "above 256 bfloat16 no longer holds every integer" in text
+    assert "positions 0 … 8,191 (L′ = 8,192, set in the sidebar)" in text
+    assert "bfloat16 gives up (at 257)" in text
+    assert f"above {np.finfo(np.float16).max:,.0f} it has no finite numbers, so positions from 65,520 on become" in text
+    with np.errstate(over="ignore"):
+        assert np.isinf(np.float16(65520.0)) and np.isfinite(np.float16(65519.0))
+    assert ", ".join(f"{name} {bits[name]}" for name in pp.PRECISION_DTYPES) in text
+    assert f"2¹³ = 8,192: 2⁸ + (13 − 8)·2⁷ = **{exact}** exact positions, the same as" in text
+    assert f"({exact}, i.e. {100 * exact / 8192:.1f}%)" in text
+    assert "258, 260, … 512 are exact, then every 4th" in text and "the first casualty is 257" in text
+    largest = {length: np.unique(bfloat16_by_hand(np.arange(length)), return_counts=True)[1].max()
+               for length in (8192, 1 << 20)}
+    assert f"only 896 of the positions (10.9%) are exact and up to {largest[8192]} neighbouring tokens" in text
+    assert f"at L′ = 1,048,576 up to {largest[1 << 20]:,}." in text
+    assert "(3, 1, 3, 1 … where the gap is 2; 5, 3, 5, 3 … where it is 4)" in text
+    assert f"float16 overflows at 65,520; float32 first collides at {2**24 + 1:,}." in text
+    assert f"2⁻ᵖ = {2.0 ** -8:.4f} (bfloat16, p = 8)" in text
+    assert f"up to {2.0 ** (19 - 23) / 2:.3f} rad for angles between 2¹⁹ and 2²⁰" in text
+    window = bfloat16_by_hand(np.arange(248, 280))
+    sizes = np.unique(window, return_counts=True)[1]
+    assert f"{(sizes > 1).sum()} stored values in this window are shared by several positions, the most by " \
+           f"{sizes.max()}" in text
+    assert f"the maximum over about {8192 // 200} consecutive evaluated positions" in text
+
+
 def test_defaults_spacing_and_zoom(default_page):
     at = default_page
     spacing = figure_titled(at, SPACING)
@@ -70,11 +120,11 @@ def test_defaults_spacing_and_zoom(default_page):
     float16 = trace(spacing, "float16")
     assert max(np.asarray(float16["x"])) == 65536.0  # the float16 line stops where its numbers stop
     zoom = figure_titled(at, "Positions 248…279 stored in bfloat16")
-    groups = trace(zoom, "collision group")
-    shared = dict(zip(np.asarray(groups["x"]).tolist(), np.asarray(groups["y"]).tolist(), strict=True))
-    assert shared[256] == shared[257] == 256
-    assert shared[259] == shared[260] == shared[261] == 260
-    alone = np.asarray(trace(zoom, "no collision")["x"]).tolist()
+    groups = value_groups(zoom)
+    assert groups[256] == [256, 257] and groups[260] == [259, 260, 261]
+    colours = {t["meta"]["stored"]: t["line"]["color"] for t in zoom["data"] if "stored" in (t.get("meta") or {})}
+    assert len(set(colours.values())) == len(colours) == 6  # each stored value its own colour
+    alone = np.asarray(trace(zoom, "a value of its own")["x"]).tolist()
     assert 255 in alone and 258 in alone and 257 not in alone
 
 
@@ -107,7 +157,8 @@ def test_smallest_settings():
     assert np.array_equal(safe, rounded)  # 0 … 7 are exact in every dtype
     assert np.asarray(figure_titled(at, HEATMAP)["data"][0]["z"]).shape == (8, 4)
     zoom = figure_titled(at, "Positions 0…15 stored in bfloat16")
-    assert np.asarray(trace(zoom, "no collision")["x"]).tolist() == list(range(16))
+    assert np.asarray(trace(zoom, "a value of its own")["x"]).tolist() == list(range(16))
+    assert not value_groups(zoom)
 
 
 def test_heaviest_settings_in_float16_show_overflow():
@@ -141,19 +192,19 @@ def test_zoom_into_float32_collisions_past_2_to_24():
     at = run_page(PAGE, {"zdt": "float32", "zn": str(start), "zw": "64"})
     assert not at.exception and not at.warning
     zoom = figure_titled(at, f"Positions {start:,}…{start + 63:,} stored in float32")
-    groups = trace(zoom, "collision group")
-    assert np.asarray(groups["x"]).min() == 2**24  # 2^24 + 1 ties to even: it joins 2^24
+    groups = value_groups(zoom)
+    assert min(min(xs) for xs in groups.values()) == 2**24  # 2^24 + 1 ties to even: it joins 2^24
+    assert groups[2.0**24] == [2**24, 2**24 + 1]
     positions = np.arange(start, start + 64)
     stored = positions.astype(np.float32)  # numpy's own float32, independent of the page
     _, inverse, counts = np.unique(stored, return_inverse=True, return_counts=True)
     alone = set(positions[counts[inverse] == 1].tolist())
-    assert set(np.asarray(trace(zoom, "no collision")["x"]).tolist()) == alone
+    assert set(np.asarray(trace(zoom, "a value of its own")["x"]).tolist()) == alone
     assert set(range(start, 2**24)) < alone and any(p > 2**24 for p in alone)  # groups of 3 and 1 alternate
 
 
-def test_second_method_and_heatmap_order_from_the_url():
-    at = run_page(PAGE, {"methods": ["Direct extrapolation", "Position Interpolation"],
-                         "rm": "Position Interpolation", "ho": "θ in low precision"})
+def test_another_method_and_heatmap_order_from_the_url():
+    at = run_page(PAGE, {"methods": "Position Interpolation", "ho": "θ in low precision"})
     assert not at.exception and not at.warning
     assert any("**Position Interpolation**" in m.value for m in at.markdown)
     assert "θ in bfloat16" in figure_titled(at, HEATMAP)["layout"]["title"]["text"]
@@ -168,8 +219,8 @@ def test_garbage_url_values_fall_back_with_a_note():
                          "base": "-1"})
     assert not at.exception
     notes = " ".join(w.value for w in at.warning)
-    for label in ("Head dim d", "Low-precision type for RoPE", "Stored as", "Window width w",
-                  "Order of operations in the heatmap"):
+    for label in ("Head dim d", "Low-precision type for RoPE", "Stored as", "Window width w", "First position n",
+                  "Order of operations in the heatmap", "Base b"):
         assert label in notes
     assert table_row(at, "bfloat16")["exact positions"] == "896 of 8,192"
     assert figure_titled(at, "Positions 248…279 stored in bfloat16")
@@ -189,7 +240,8 @@ def test_a_real_models_rope():
     at = run_page(PAGE, {"src": "A real model", "preset": "Llama-3.1-8B"})
     assert not at.exception and not at.warning
     assert table_row(at, "float16")["overflowed to inf"] == 131_072 - 65_520
-    assert at.selectbox(key="rm").value == "Llama-3.1-8B"
+    assert any("**Llama-3.1-8B**" in m.value for m in at.markdown)  # the model's own RoPE is analysed
+    assert not [w for w in at.get("multiselect") if w.key == "methods"]
     logit = figure_titled(at, LOGIT)
     assert "131,071" in logit["layout"]["title"]["text"]
 
@@ -201,5 +253,17 @@ def test_zoom_at_the_largest_start_where_float16_has_only_inf():
     zoom = figure_titled(at, f"Positions {start:,}…{start + 255:,} stored in float16")
     assert len(np.asarray(trace(zoom, "overflow")["x"])) == 256
     assert "256 positions overflow to inf" in captions(at)
+    assert not value_groups(zoom)
     too_far = run_page(PAGE, {"zn": str(start + 1)})
     assert any("First position n" in w.value for w in too_far.warning)
+
+
+def test_the_view_buttons_zoom_to_the_edges():
+    at = run_page(PAGE)
+    at.button[0].click().run()
+    assert not at.exception
+    zoom = figure_titled(at, "Positions 65,490…65,553 stored in float16")
+    assert np.asarray(trace(zoom, "overflow")["x"]).min() == 65_520
+    at.button[1].click().run()
+    zoom = figure_titled(at, "Positions 16,777,200…16,777,263 stored in float32")
+    assert min(min(xs) for xs in value_groups(zoom).values()) == 2**24

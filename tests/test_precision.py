@@ -13,11 +13,15 @@ import numpy as np
 import pytest
 import torch
 
+from figures.precision import VALUE_COLOURS
+from figures.theme import SERIES_STYLES
+from lessons import precision as lesson
 from pe_core import RopeSpec, rope_frequencies
 from pe_core import precision as pp
 from pe_core.rope import positions_tensor
 
 ALL = pp.PRECISION_DTYPES
+LESSON = lesson.LESSON
 TORCH_DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32,
                 "float64": torch.float64}
 
@@ -53,7 +57,7 @@ def test_bfloat16_at_8192_has_896_exact_positions():
     assert count == closed_form_exact_count(13, finfo_bits("bfloat16"))
     assert count == int(bfloat16_exact_by_bits(np.arange(8192)).sum())
     assert pp.exact_position_fraction(8192, torch.bfloat16) == pytest.approx(896 / 8192)
-    # the notes' "about 10%": 10.9%
+    # "about 10%": 10.9%
     assert 0.10 < pp.exact_position_fraction(8192, "bf16") < 0.11
 
 
@@ -178,7 +182,9 @@ def test_bad_inputs_raise_readable_errors():
     with pytest.raises(ValueError, match="at most"):
         pp.collision_summary(pp.MAX_ANALYSED_LENGTH + 1, "bf16")
     with pytest.raises(ValueError, match="order"):
-        pp.order_title("nonsense", "bf16")
+        pp.check_order("nonsense")
+    with pytest.raises(ValueError, match="order"):
+        pp.rope_cos_sin(torch.ones(2), torch.arange(3), "nonsense", "bf16")
 
 
 # --- RoPE ---------------------------------------------------------------------------------------
@@ -265,23 +271,111 @@ def test_max_envelope_keeps_every_peak_and_breaks_at_overflow():
     assert np.isnan(y[-1]) and not np.isnan(y[0])
 
 
-def test_export_figures_draw_the_computed_values():
-    from figures.precision import DEFAULTS, export_figures
+# --- the lesson: figures and the numbers the page states -------------------------------------------
 
-    figures = export_figures(length=4096, zoom_start=65_500, zoom_dtype="float16", low_dtype="float16")
-    assert set(figures) == {"exact_fraction", "binade_spacing", "collision_window", "angle_error",
-                            "angle_error_map", "logit_error"}
+
+def test_every_figure_draws_the_computed_values():
+    settings = LESSON.settings.from_mapping({"scale": 1.0, "zoom_start": 65_500, "zoom_dtype": "float16",
+                                             "low_dtype": "float16"})
+    figures = LESSON.all_figures(settings)
+    assert list(figures) == ["exact-fraction", "binade-spacing", "collision-window", "angle-error", "angle-error-map",
+                             "logit-error"]
     for figure in figures.values():
         assert figure.layout.title.text
-    fraction = figures["exact_fraction"]
+    fraction = figures["exact-fraction"]
     bf16 = next(t for t in fraction.data if t.name.startswith("bfloat16"))
     at_8192 = np.asarray(bf16.y)[np.asarray(bf16.x) == 8192]
     assert at_8192 == pytest.approx(100 * 896 / 8192)
-    window = figures["collision_window"]
+    assert bf16.line.color == SERIES_STYLES["bfloat16"].colour and bf16.line.dash == SERIES_STYLES["bfloat16"].dash
+    for trace in fraction.data + figures["binade-spacing"].data:
+        if isinstance(trace.meta, dict) and "dtype" in trace.meta:
+            style = SERIES_STYLES[trace.meta["dtype"]]
+            assert (trace.line.color or trace.marker.color) == style.colour
+    window = figures["collision-window"]
     overflow = next(t for t in window.data if t.name.startswith("overflow"))
     assert list(overflow.x) == list(range(65_520, 65_532))
-    assert len(figures["angle_error"].data) == len(pp.ORDERS)
-    assert "float16" in figures["angle_error_map"].layout.title.text
-    with pytest.raises(ValueError, match="Unknown"):
-        export_figures(nonsense=1)
-    assert DEFAULTS["length"] == 8192
+    assert len(figures["angle-error"].data) == len(pp.ORDERS)
+    assert "float16" in figures["angle-error-map"].layout.title.text
+    with pytest.raises(ValueError, match="valid keys"):
+        LESSON.settings.from_mapping({"nonsense": 1})
+    assert LESSON.settings().scale * LESSON.settings().train_length == 8192
+
+
+def value_traces(figure) -> list:
+    return [t for t in figure.data if isinstance(t.meta, dict) and "stored" in t.meta]
+
+
+@pytest.mark.parametrize("start, width, dtype", [(248, 32, "bfloat16"), (300, 256, "bfloat16"),
+                                                 (65_400, 256, "float16"), (16_777_200, 64, "float32"),
+                                                 (600, 64, "bfloat16")])
+def test_collision_chart_gives_every_stored_value_its_own_colour(start, width, dtype):
+    settings = LESSON.settings.from_mapping({"zoom_start": start, "zoom_width": width, "zoom_dtype": dtype})
+    figure = LESSON.figure("collision-window", settings)
+    positions = np.arange(start, start + width)
+    with np.errstate(over="ignore"):
+        stored = torch.from_numpy(positions).to(TORCH_DTYPES[dtype]).double().numpy()
+    values, counts = np.unique(stored[np.isfinite(stored)], return_counts=True)
+    shared = values[counts > 1]
+    traces = value_traces(figure)
+    # one trace per stored value that several positions share, in order, each at its value's height
+    assert [t.meta["stored"] for t in traces] == shared.tolist()
+    for trace, value in zip(traces, shared, strict=True):
+        assert set(np.asarray(trace.y).tolist()) == {value}
+        assert np.array_equal(np.asarray(trace.x), positions[stored == value])
+        assert f"{value:,.0f}" in trace.name and f"stored {value:,.0f}" in trace.hovertemplate
+        assert trace.line.color == trace.marker.color
+    colours = [t.line.color for t in traces]
+    # neighbouring values never share a colour; colours cycle through the palette, so any run of
+    # len(VALUE_COLOURS) consecutive values are all different
+    cycle = len(VALUE_COLOURS)
+    for low in range(len(colours)):
+        run = colours[low:low + cycle]
+        assert len(set(run)) == len(run)
+    assert set(colours) <= set(VALUE_COLOURS)
+    # the legend names each value when it fits, else one entry explains the colours
+    if len(traces) <= 12:
+        assert all(t.showlegend is not False for t in traces)
+    else:
+        assert all(t.showlegend is False for t in traces)
+        assert any(t.name.startswith(f"{len(traces)} stored values shared") for t in figure.data)
+
+
+def test_the_default_window_shows_six_values_in_six_colours():
+    traces = value_traces(LESSON.figure("collision-window"))
+    assert [t.name for t in traces] == ["256 ← positions 256–257", "260 ← positions 259–261",
+                                        "264 ← positions 263–265", "268 ← positions 267–269",
+                                        "272 ← positions 271–273", "276 ← positions 275–277"]
+    assert len({t.line.color for t in traces}) == 6
+
+
+def test_numbers_the_page_states():
+    marks = lesson.landmarks()
+    assert marks.first_inexact == 257 and marks.next_exact == 258 and marks.first_gap == 2
+    assert marks.step_two_until == 512 and marks.next_gap == 4
+    assert marks.tie_sizes == (1, 3) and marks.tie_sizes_next == (3, 5)  # gap ∓ 1, ties to even
+    assert (marks.length, marks.exact, marks.largest) == (8192, 896, 33)
+    assert round(100 * marks.fraction, 1) == 10.9
+    assert marks.long_length == 1 << 20 and marks.largest_long == 4097
+    assert marks.float32_half_gap_near_million == 2.0 ** (19 - 23) / 2 == 0.03125
+    facts = lesson.dtype_facts()
+    assert facts.bits == {"bfloat16": 8, "float16": 11, "float32": 24, "float64": 53}
+    assert facts.float16_largest == 65_504 and facts.float16_overflow == 65_520
+    assert facts.first_inexact["float32"] == 2**24 + 1
+    assert lesson.FLOAT16_EDGE_VIEW["zoom_start"] == 65_490 and lesson.FLOAT32_EDGE_VIEW["zoom_start"] == 16_777_200
+    r = LESSON.result()
+    assert r.length == 8192 and r.power_of_two_check == (13, 8, 896, 896, 896 / 8192)
+    assert r.window_groups == (6, 3, 0)
+    assert r.cos_sin_bound == 2.0**-8 and not r.sampled
+    assert r.positions_per_row == 8192 // 200 == 40
+    assert r.analysed.method == "direct" and r.order_titles["all_low"].startswith("everything in bfloat16")
+    assert LESSON.result(LESSON.settings.from_mapping({"scale": 1.5})).power_of_two_check is None
+
+
+def test_one_method_is_analysed_and_a_model_is_its_own():
+    with pytest.raises(ValueError, match="at most 1"):
+        LESSON.settings.from_mapping({"methods": ("direct", "pi")})
+    pi = LESSON.result(LESSON.settings.from_mapping({"methods": ("pi",)}))
+    assert pi.analysed.method == "pi"
+    model = LESSON.result(LESSON.settings.from_mapping({"source": "preset", "preset": "Llama-3.1-8B",
+                                                        "methods": ("pi",)}))
+    assert model.analysed.method == "model" and model.length == 131_072
