@@ -457,6 +457,7 @@ class Lesson:
     compute: Callable[[Any], Any]
     figures: Mapping[str, FigureSpec]
     summary: str = ""  # N_()-marked: one sentence on what the lesson shows
+    key_figure: str = ""  # the figure that stands for the lesson (Home's thumbnail); the first one by default
     max_results: int = 16
     max_figures: int = 48
 
@@ -486,6 +487,10 @@ class Lesson:
 
         figure = spec.build(self.result(settings, spec.groups), style)
         return slide_style(figure, title=style.titles) if style.slide else figure
+
+    @property
+    def key_figure_name(self) -> str:
+        return self.key_figure or next(iter(self.figures))
 
     def figure_spec(self, name: str) -> FigureSpec:
         if name not in self.figures:

@@ -173,6 +173,27 @@ def gallery(out: Path, lessons: Mapping[str, Lesson] | None = None, *, scale: fl
     return records
 
 
+# ---- Home's thumbnails ---------------------------------------------------------------------------
+
+THUMBNAIL_SIZE = (640, 400)  # layout px: read at card width on a phone and a desktop alike
+
+
+def thumbnails(out: Path, lessons: Mapping[str, Lesson] | None = None, *, log=print) -> list[Path]:
+    """Each lesson's key figure at its defaults as a small PNG (``<lesson>.png``), for Home's cards."""
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for lesson in (lessons or all_lessons()).values():
+        figure = go.Figure(lesson.figure(lesson.key_figure_name))
+        width, height = THUMBNAIL_SIZE
+        figure.update_layout(width=width, height=height, title=None, showlegend=False,
+                             margin=dict(l=40, r=10, t=20, b=40))
+        path = out / f"{lesson.name}.png"
+        path.write_bytes(render(figure, "png", scale=1))
+        written.append(path)
+        log(path)
+    return written
+
+
 # ---- CLI -----------------------------------------------------------------------------------------
 
 def parse_value(text: str) -> Any:
@@ -229,6 +250,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--list-settings", action="store_true", help="list each lesson's settings and exit")
     parser.add_argument("--gallery", type=Path, metavar="DIR",
                         help="draw every figure at its defaults, screen and slide, as PNG with an index.html")
+    parser.add_argument("--thumbnails", type=Path, metavar="DIR",
+                        help="draw each lesson's key figure as a small PNG for the Home page (assets/thumbnails)")
     return parser
 
 
@@ -258,6 +281,12 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.list_settings:
         _list_settings(lesson for lesson, _ in chosen)
+        return 0
+    if args.thumbnails is not None:
+        if not browser_available():
+            print(INSTALL_HINT, file=sys.stderr)
+            return 2
+        thumbnails(args.thumbnails, {lesson.name: lesson for lesson, _ in chosen})
         return 0
     if args.gallery is not None:
         if not browser_available():

@@ -1,18 +1,41 @@
+"""Home: the front door - what the app is, a route for a 50-minute class, and every page with its questions."""
+
 import streamlit as st
 
+from i18n import _
+from ui.front_door import CLASS_PLAN, QUESTIONS, thumbnail
 from ui.pages import available_pages
 
-st.title("Positional encodings, explored")
-st.markdown(
-    "Transformers see a set of tokens; **positional encodings** tell them the order. This app lets you "
-    "move the knobs of RoPE and its context-extension methods, check the maths with sympy, and train a "
-    "tiny model to see which encodings survive sequences longer than they were trained on. Every figure "
-    "can be exported for slides, and every view has a shareable link."
-)
+st.title(_("Positional encodings, explored"))
+st.markdown(_(
+    "Transformers see a set of tokens; **positional encodings** tell them the order. Move the knobs of RoPE and "
+    "its context-extension methods, check the maths with sympy, and train a tiny model to see which encodings "
+    "survive sequences longer than they were trained on. Every figure exports for slides, and every view has a "
+    "link that restores it."
+))
 
-for page in available_pages():
-    if page.path == "pages/home.py":
-        continue
-    with st.container(border=True):
-        st.page_link(page.path, label=page.title, icon=page.icon)
-        st.caption(f"{page.section} · {page.summary}")
+pages = {page.path: page for page in available_pages()}
+with st.expander(_("A 50-minute class"), expanded=True, icon=":material/school:"):
+    minutes = 0
+    rows = []
+    for stop in CLASS_PLAN:
+        if stop.path not in pages:
+            continue
+        page = pages[stop.path]
+        rows.append(f"| {minutes}–{minutes + stop.minutes} | [{_(page.title)}](/{page.url_path}) | {_(stop.activity)} |")
+        minutes += stop.minutes
+    st.markdown(f"| {_('minutes')} | {_('page')} | {_('in class')} |\n|---|---|---|\n" + "\n".join(rows))
+
+st.header(_("Every page"))
+cards = [page for page in available_pages() if page.path != "pages/home.py"]
+columns = st.columns(3)
+for number, page in enumerate(cards):
+    with columns[number % 3].container(border=True):
+        image = thumbnail(page.lesson) if page.lesson else None
+        if image is not None:
+            st.image(str(image), width="stretch")
+        st.page_link(page.path, label=_(page.title), icon=page.icon)
+        st.caption(f"{_(page.section)} · {_(page.summary)}")
+        questions = QUESTIONS.get(page.path)
+        if questions:
+            st.markdown("\n".join(f"- {_(question)}" for question in questions))

@@ -1,0 +1,64 @@
+"""What Home offers a teacher walking in: a 50-minute route through the app, and per page the three
+questions it answers. Thumbnails are each lesson's key figure (``python -m figures.export --thumbnails``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import NamedTuple
+
+from i18n import N_
+
+THUMBNAILS = Path(__file__).resolve().parent.parent / "assets" / "thumbnails"
+
+
+class Stop(NamedTuple):
+    path: str  # a page of ui.pages
+    minutes: int
+    activity: str  # N_()-marked
+
+
+# A class of 50 minutes: enough on each page to ask one question and move one control.
+CLASS_PLAN: tuple[Stop, ...] = (
+    Stop("pages/frequencies.py", 12, N_("Show the angle heatmaps at the defaults; ask which pairs break past L; "
+                                        "add PI and NTK-aware and compare the ratio chart.")),
+    Stop("pages/decay.py", 6, N_("Move the base: why does a larger base stretch the decay?")),
+    Stop("pages/beta_base.py", 8, N_("Read a position as digits; interpolate vs change the base on the dials.")),
+    Stop("pages/precision.py", 6, N_("Why do bfloat16 positions collide above 256? Count the exact ones at 8192.")),
+    Stop("pages/maths.py", 6, N_("Open one derivation and its refuted variant: what does sympy check?")),
+    Stop("pages/training.py", 10, N_("Load the stored runs: which method extrapolates best at 8×, and why does "
+                                     "ALiBi barely move?")),
+    Stop("pages/glossary.py", 2, N_("Leave the Glossary and References open for homework.")),
+)
+
+QUESTIONS: dict[str, tuple[str, str, str]] = {
+    "pages/frequencies.py": (N_("Which rotary pairs see angles they never saw in training?"),
+                             N_("What does each context-extension method do to θᵢ, pair by pair?"),
+                             N_("Why does NTK-aware keep the fast pairs and interpolate the slow one?")),
+    "pages/decay.py": (N_("Does attention fade with distance under RoPE, and how fast?"),
+                       N_("What does a larger base or a context-extension method do to the decay?"),
+                       N_("Is the decay a property of every score, or only of an average?")),
+    "pages/beta_base.py": (N_("In what sense is RoPE a number written in base β?"),
+                           N_("Why does direct extrapolation fail where interpolation and base change do not?"),
+                           N_("How much must the base grow to count s times further?")),
+    "pages/precision.py": (N_("Which positions can bfloat16 and float16 store exactly?"),
+                           N_("What happens to RoPE's angles when positions collide?"),
+                           N_("Which order of operations keeps the logits right?")),
+    "pages/family.py": (N_("How do sinusoidal, learned, ALiBi and T5 encodings place a token?"),
+                        N_("What do ReRoPE, Dual Chunk Attention and log-n scaling change at long range?"),
+                        N_("Which of them extrapolate, and why?")),
+    "pages/maths.py": (N_("Why does RoPE's score depend only on m − n?"),
+                       N_("Where do NTK-aware's base and YaRN's temperature come from?"),
+                       N_("Which popular statements are wrong, and how does sympy show it?")),
+    "pages/training.py": (N_("Which encodings survive sequences 8× longer than training?"),
+                          N_("How do PI, NTK-aware and YaRN compare without fine-tuning?"),
+                          N_("How much does a short fine-tune recover?")),
+    "pages/glossary.py": (N_("What does each symbol mean?"), N_("What is its formula?"), N_("Which pages use it?")),
+    "pages/sources.py": (N_("Which paper introduced each method?"), N_("Which blog posts and code does the app "
+                                                                       "follow?"), N_("Where can I read more?")),
+}
+
+
+def thumbnail(lesson: str) -> Path | None:
+    path = THUMBNAILS / f"{lesson}.png"
+    return path if path.exists() else None
