@@ -46,7 +46,7 @@ def heatmap_grid(title: str, panels: Sequence[Panel], *, columns: int, low: floa
     """Square heatmaps side by side on one colour axis, rows from the top; the y axis runs downwards like a matrix."""
     rows = max(1, math.ceil(len(panels) / columns))
     top, bottom = 90, 70
-    gap = 110  # px between grid rows: the x tick labels above, the two-line panel title below
+    gap = 130  # px between grid rows: the x tick labels above, the two-line panel title below
     height = top + bottom + panel_height * rows + gap * (rows - 1)
     x_domains = _domains(columns, 0.07)
     y_domains = _domains(rows, gap / max(1, height - top - bottom) if rows > 1 else 0.0)[::-1]
@@ -63,10 +63,10 @@ def heatmap_grid(title: str, panels: Sequence[Panel], *, columns: int, low: floa
                                         title=dict(text=x_title) if last_in_column else None)
         layout[f"yaxis{suffix}"] = dict(domain=y_domains[r], anchor=f"x{suffix}", autorange="reversed",
                                         title=dict(text=y_title) if c == 0 else None)
-        label = f"<b>{panel.title}</b>" + (f"<br><span style='font-size:12px'>{panel.note}</span>" if panel.note else "")
+        label = f"<b>{panel.title}</b>" + (f"<br>{panel.note}" if panel.note else "")
         layout["annotations"].append(dict(text=label, x=sum(x_domains[c]) / 2, y=y_domains[r][1], xref="paper",
                                           yref="paper", xanchor="center", yanchor="bottom", showarrow=False,
-                                          font=dict(size=13)))
+                                          font=dict(size=12)))
     layout.update(coloraxis=dict(colorscale=colourscale, cmin=low, cmax=high,
                                  colorbar=dict(title=dict(text=colour_title, side="right"), thickness=14)),
                   height=height, margin=dict(t=top, b=bottom))
@@ -106,14 +106,15 @@ def kept_terms_figure(schemes: Sequence[str], terms: Sequence[str], kinds: Seque
     for index, colour in enumerate(kind_colours):
         scale += [(index / count, colour), ((index + 1) / count, colour)]
     z = np.asarray(kinds, dtype=np.float64)
-    heatmap = go.Heatmap(z=z, x=list(terms), y=list(schemes), zmin=-0.5, zmax=count - 0.5, colorscale=scale,
+    columns = [term.replace("–", "–<br>") for term in terms]  # two lines: four headers fit a slide
+    heatmap = go.Heatmap(z=z, x=columns, y=list(schemes), zmin=-0.5, zmax=count - 0.5, colorscale=scale,
                          xgap=3, ygap=3, text=[list(row) for row in texts], texttemplate="%{text}",
                          textfont=dict(size=12), hovertemplate="%{y} · %{x}<br>%{text}<extra></extra>",
                          colorbar=dict(tickvals=list(range(count)), ticktext=list(kind_titles), thickness=14, len=1.0))
     figure = new_figure(_(KEPT_TITLE))
     figure.add_trace(heatmap)
-    figure.update_layout(height=140 + 62 * len(schemes), margin=dict(l=130, t=70, b=40),
-                         xaxis=dict(side="top", showline=False, ticks="", showgrid=False),
+    figure.update_layout(height=160 + 62 * len(schemes), margin=dict(l=130, t=110, b=40),
+                         xaxis=dict(side="top", showline=False, ticks="", showgrid=False, tickangle=0),
                          yaxis=dict(autorange="reversed", showline=False, ticks="", showgrid=False))
     return figure
 

@@ -53,7 +53,7 @@ def test_lineage_figures_carry_the_computed_matrices():
     terms = result(lineage).terms
     assert len(figure.data) == 5
     torch.testing.assert_close(torch.as_tensor(figure.data[4].z), terms.total, rtol=0, atol=1e-12)
-    assert figure.layout.annotations[0].text.endswith("constant</span>")  # one token repeated
+    assert figure.layout.annotations[0].text.endswith("<br>constant")  # one token repeated
     kept = lineage.LESSON.figure("kept-terms", settings)
     assert list(kept.data[0].y) == [lineage.scheme_title(s) for s in lineage.SCHEMES]
     index = lineage.LESSON.figure("distance-index", settings)
