@@ -34,7 +34,7 @@ def test_lineage_defaults():
     assert "offset beyond $k = 4$ reads the same row (9 rows in all)" in text
     assert "On ±300: Shaw reads 9 rows, T5 31, DeBERTa as in the paper 16, and DeBERTa-v2's log buckets 415 of its 512" \
            in text
-    assert "BERT's 512 positions become 262,144" in text
+    assert "BERT's 512 positions become 262,144" in text and "(66% of this token's is not)" in text
     assert "the 3 positions nearest each edge do (6 of 64 here)" in text
     assert not at.warning
     positions = figure_titled(at, "What position information")
@@ -113,6 +113,7 @@ def test_caveats_defaults():
     assert "encoding 4,096 tokens costs 1.071× RoPE and each generated token 1.107×" in text
     assert "at 131,072 tokens 1.421× and 1.632×" in text
     assert "relative positions up to 28,912" in text
+    assert "off by 1.33 of their own RMS (closed form 1.29)" in text
     kv = figure_titled(at, "Dynamic NTK with cached rotated keys")
     expected = np.asarray(kv["data"][0]["y"], dtype=float)
     assert expected[0] == 0 and expected[-1] > 1.2

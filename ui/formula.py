@@ -18,7 +18,7 @@ def show_checked(slug: str, *, with_variants: bool = True) -> None:
     formula = checked(slug)
     st.latex(formula.claim)
     if formula.holds:
-        st.caption(_("✓ Checked by sympy when the app started: {check}").format(check=_plain(formula.check)))
+        st.caption(_("✓ Verified by sympy on this server: {check}").format(check=_plain(formula.check)))
     else:
         st.error(_("The sympy check of “{title}” failed.").format(title=formula.title), icon="⚠️")
     if with_variants:
