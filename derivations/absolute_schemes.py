@@ -61,7 +61,7 @@ FLOATER = Derivation(
     check="Solve the linear system with sympy's dsolve, substitute the sinusoid back, and compare pe_core's "
           "matrix-exponential solution with exact sin and cos.",
     check_function=_floater,
-    source="Liu et al. 2020 (FLOATER), §3; Su 2021 (survey of position encodings).",
+    source="Liu et al. 2020 (FLOATER); Su 2021 (survey of position encodings).",
 )
 
 
@@ -95,7 +95,7 @@ MULTIPLICATIVE = Derivation(
     ),
     check="Expand one pair with symbolic x₀, x₁, i, j, ω and subtract the split; set x₁ = x₀ and shift both positions.",
     check_function=_multiplicative,
-    source="Su 2021 (survey of position encodings), §1.1.",
+    source="Su 2021 (survey of position encodings).",
 )
 
 
@@ -178,7 +178,7 @@ COMPLEX_ORDER = Derivation(
     ),
     check="Expand the shift, the modulus and the inner product for one dimension with symbolic r, ω, φ.",
     check_function=_complex_order,
-    source="Wang et al. 2020 (complex-order embeddings), §3.",
+    source="Wang et al. 2020 (complex-order embeddings).",
 )
 
 DERIVATIONS = (FLOATER, MULTIPLICATIVE, HIERARCHICAL, COMPLEX_ORDER)

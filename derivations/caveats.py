@@ -74,7 +74,7 @@ PI_MAP = Derivation(
     ),
     check="Substitute m = sL; rewrite the angle; run pe_core.caveats.pi_positions at L′ = 32,768, s = 8.",
     check_function=_pi_map,
-    source="Chen et al. 2023 (Position Interpolation), eq. 4; Peng et al. 2023 (YaRN), §2.2.",
+    source="Chen et al. 2023 (Position Interpolation); Peng et al. 2023 (YaRN), §2.",
 )
 
 PI_TIMES_S = Derivation(

@@ -159,7 +159,7 @@ FOUR_TERMS = Derivation(
     check="Expand both sides with free 2 × 2 matrices and row vectors; compare pe_core.relative.four_terms with the "
           "exact score of an integer example.",
     check_function=_four_terms,
-    source="Dai et al. 2019 (Transformer-XL), §3.3; Ke et al. 2021 (TUPE), §2.",
+    source="Dai et al. 2019 (Transformer-XL), §3.3; Ke et al. 2021 (TUPE).",
 )
 
 PROJECTED_SINUSOID = Derivation(
@@ -221,7 +221,7 @@ LOGIT_SCALE = Derivation(
     ),
     check="Sum the diagonal over a symbolic d, take Gaussian moments at d = 3, and simplify 3d/(√(3d))² and 2d/(√(2d))².",
     check_function=_logit_scale,
-    source="He et al. 2021 (DeBERTa), eq. 4; Ke et al. 2021 (TUPE), eq. 8.",
+    source="He et al. 2021 (DeBERTa), §3.1; Ke et al. 2021 (TUPE).",
 )
 
 DEBERTA_SYMMETRY = Derivation(
@@ -235,7 +235,7 @@ DEBERTA_SYMMETRY = Derivation(
         Step("Content-to-position: the query's content looks up the key's position relative to it, δ(i, j).",
              r"Q^c_i\,K^{r\top}_{\delta(i,j)}"),
         Step("Position-to-content: the key's content looks up the query's position relative to the key, so the "
-             "index is δ(j, i) (He et al. 2021, below eq. 4).", r"K^c_j\,Q^{r\top}_{\delta(j,i)}"),
+             "index is δ(j, i) (He et al. 2021, §3.1).", r"K^c_j\,Q^{r\top}_{\delta(j,i)}"),
         Step("Exchanging the roles of query and key (Q^c ↔ K^c, Q^r ↔ K^r) then maps the score of (i, j) to the score "
              "of (j, i): the two cross terms swap into each other.",
              r"\tilde A\big|_{Q\leftrightarrow K}(j, i) = K^c_jQ^{c\top}_i + K^c_jQ^{r\top}_{\delta(j,i)} + "
@@ -243,7 +243,7 @@ DEBERTA_SYMMETRY = Derivation(
     ),
     check="Build Ã for 3 positions and span 2 with free symbols, exchange the projections, transpose and subtract.",
     check_function=_deberta_symmetry,
-    source="He et al. 2021 (DeBERTa), eq. 3–4.",
+    source="He et al. 2021 (DeBERTa), §3.1.",
 )
 
 DEBERTA_SAME_DELTA = Derivation(

@@ -122,7 +122,7 @@ def stand_in_table(count: int, dim: int, *, seed: int = 0, base: float = 10_000.
 
 def complex_order_embedding(amplitude: torch.Tensor, frequency: torch.Tensor, phase: torch.Tensor,
                             positions: torch.Tensor) -> torch.Tensor:
-    """Wang et al. 2020, eq. 3: f(w, t) = r_w ⊙ e^{i(ω_w t + φ_w)} for one word at every position, complex [n, d]."""
+    """Wang et al. 2020: f(w, t) = r_w ⊙ e^{i(ω_w t + φ_w)} for one word at every position, complex [n, d]."""
     amplitude, frequency, phase = (torch.as_tensor(v, dtype=torch.float64).reshape(-1)
                                    for v in (amplitude, frequency, phase))
     if not (amplitude.shape == frequency.shape == phase.shape):

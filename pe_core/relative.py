@@ -96,7 +96,7 @@ def offsets(length: int) -> torch.Tensor:
 
 
 def shaw_index(relative: torch.Tensor, max_distance: int) -> torch.Tensor:
-    """Shaw et al. 2018, eq. 5: the row clip(j − i, k) + k of the (2k + 1)-row tables w^K, w^V."""
+    """Shaw et al. 2018, §3: the row clip(j − i, k) + k of the (2k + 1)-row tables w^K, w^V."""
     check_length("max_distance (the clipping distance k)", max_distance)
     return torch.as_tensor(relative, dtype=torch.long).clamp(-max_distance, max_distance) + max_distance
 
@@ -122,7 +122,7 @@ def deberta_log_bucket(relative: torch.Tensor, bucket_size: int, max_position: i
 
 
 def deberta_index(relative: torch.Tensor, span: int, bucket_size: int = 0, max_position: int = 0) -> torch.Tensor:
-    """He et al. 2021, eq. 3: δ = 0 if r ≤ −k, 2k − 1 if r ≥ k, r + k otherwise, for r = i − j and span k.
+    """He et al. 2021, §3.1: δ = 0 if r ≤ −k, 2k − 1 if r ≥ k, r + k otherwise, for r = i − j and span k.
 
     With ``bucket_size`` > 0 (DeBERTa-v2/v3), r is first put in ``deberta_log_bucket`` and the span is the
     bucket count, as in the reference code (``att_span = position_buckets``).
@@ -161,7 +161,7 @@ class ShawOutput(NamedTuple):
 
 def shaw_attention(x: torch.Tensor, w_q: torch.Tensor, w_k: torch.Tensor, w_v: torch.Tensor, rel_k: torch.Tensor,
                    rel_v: torch.Tensor) -> ShawOutput:
-    """Shaw et al. 2018, eqs. 3–5: relative vectors a^K_ij = w^K_{clip(j−i,k)} in the keys and a^V_ij in the values.
+    """Shaw et al. 2018, §3: relative vectors a^K_ij = w^K_{clip(j−i,k)} in the keys and a^V_ij in the values.
 
     ``rel_k`` and ``rel_v`` are the (2k + 1)-row tables; k follows from their length. No [n, n, d]
     tensor is built: the key term is Q·w^Kᵀ gathered by offset, the value term scatters α by offset.
@@ -293,7 +293,7 @@ def t5_scheme(params: SchemeParameters, max_distance: int = 128) -> SchemeScore:
 
 
 def deberta_terms(params: SchemeParameters, bucket_size: int = 0, max_position: int = 0) -> FourTerms:
-    """He et al. 2021, eq. 4: content–content, Q^c_i·K^r_{δ(i,j)}, K^c_j·Q^r_{δ(j,i)}; position–position is zero."""
+    """He et al. 2021, §3.1: content–content, Q^c_i·K^r_{δ(i,j)}, K^c_j·Q^r_{δ(j,i)}; position–position is zero."""
     x = params.x
     n = x.shape[0]
     span = params.deberta_rel.shape[0] // 2
