@@ -13,12 +13,16 @@ from __future__ import annotations
 from types import ModuleType
 
 from derivations import (
+    absolute_schemes,
     alibi,
     beta_base,
+    caveats,
     context_extension,
     decay,
+    relative_lineage,
     rope_2d,
     rope_blocks,
+    rope_code,
     rope_from_relative,
     sinusoidal,
     yarn,
@@ -27,6 +31,7 @@ from derivations.base import Derivation, Parameter, Step, Verification
 
 _TOPIC_MODULES: tuple[ModuleType, ...] = (
     rope_2d, rope_blocks, rope_from_relative, sinusoidal, context_extension, yarn, decay, beta_base, alibi,
+    relative_lineage, absolute_schemes, rope_code, caveats,
 )
 
 TOPICS: tuple[str, ...] = tuple(module.TOPIC for module in _TOPIC_MODULES)

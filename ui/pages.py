@@ -34,15 +34,25 @@ PAGES = (
     PageInfo("pages/frequencies.py", "θ heatmaps & scaling methods", ":material/grid_on:", "RoPE and its extensions",
              "How direct extrapolation, PI, NTK-aware, dynamic NTK, NTK-by-parts, YaRN, Llama-3, LongRoPE "
              "and a base change reshape RoPE's rotation angles, dimension by dimension.", lesson="frequencies"),
+    PageInfo("pages/rope_code.py", "RoPE in code: complex numbers and rotate_half", ":material/code:",
+             "RoPE and its extensions",
+             "LLaMA's precompute_freqs_cis and apply_rotary_emb next to transformers' rotate_half, number for "
+             "number, and why the two pairings need permuted weights.", lesson="rope_code"),
     PageInfo("pages/decay.py", "Long-range decay", ":material/trending_down:", "RoPE and its extensions",
              "RoFormer's decay bound, sinusoidal dot products and real q·k against distance."),
     PageInfo("pages/beta_base.py", "RoPE as a β-base number", ":material/pin:", "RoPE and its extensions",
              "Positions as digits in base β: extrapolate, interpolate, or change the base.", lesson="beta_base"),
+    PageInfo("pages/caveats.py", "Caveats of context extension", ":material/warning:", "RoPE and its extensions",
+             "Dynamic NTK's KV cache measured, how large NTK-aware's s must be, PI's g(m) = m/s, and ReRoPE's "
+             "inference cost computed.", lesson="caveats"),
     PageInfo("pages/precision.py", "Low-precision positions", ":material/blur_on:", "RoPE and its extensions",
              "Why bfloat16 positions collide above 256 and what that does to RoPE's angles.", lesson="precision"),
     PageInfo("pages/family.py", "The wider family", ":material/family_history:", "Other encodings",
              "Sinusoidal, learned, ALiBi, T5 buckets, ReRoPE, Dual Chunk Attention and log-n scaling.",
              lesson="family"),
+    PageInfo("pages/lineage.py", "From absolute to relative position", ":material/account_tree:", "Other encodings",
+             "The four terms of an attention score and what Shaw, Transformer-XL, T5, DeBERTa and TUPE keep of "
+             "them; FLOATER, multiplicative, hierarchical, complex-order and CNN positions.", lesson="lineage"),
     PageInfo("pages/maths.py", "Derivations (sympy-checked)", ":material/functions:", "Maths",
              "Every formula the app uses, derived step by step and verified by sympy.", slug="derivations",
              lesson="derivations"),

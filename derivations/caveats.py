@@ -1,0 +1,300 @@
+"""Caveats of context extension: PI's position map, how large NTK's s must be, dynamic NTK with a
+KV cache, and what ReRoPE costs at inference."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import sympy as sp
+
+from derivations.base import Derivation, Step, all_of, identity, numbers_match, truth
+from derivations.rope_2d import rotation
+
+TOPIC = "Caveats of context extension"
+
+m = sp.Symbol("m", nonnegative=True)
+length, scale, ratio = sp.symbols("L s rho", positive=True)  # ρ = L′/L, the real extension
+theta, base, head_dim = sp.symbols("theta b d", positive=True)
+pair = sp.Symbol("i", positive=True)
+alpha_angle, beta_angle, gamma_angle = sp.symbols("alpha beta gamma", real=True)
+width, tokens = sp.symbols("D n", positive=True)
+
+# the setting every number below is checked at (the YaRN paper's LLaMA set-up)
+CHECK_DIM, CHECK_BASE, CHECK_LENGTH, CHECK_RATIO = 128, 10_000, 4096, 8
+
+
+def gaussian_expectation(polynomial: sp.Expr, variables: Sequence[sp.Symbol]) -> sp.Expr:
+    """E[polynomial] for independent standard normal ``variables``: E[zⁿ] = (n − 1)!! for even n, 0 for odd."""
+    poly = sp.Poly(sp.expand(polynomial), *variables)
+    total = sp.S.Zero
+    for exponents, coefficient in poly.terms():
+        moment = sp.S.One
+        for power in exponents:
+            moment *= 0 if power % 2 else sp.factorial2(power - 1)
+        total += coefficient * moment
+    return sp.expand(total)
+
+
+# --- PI ------------------------------------------------------------------------------------------------
+
+
+def _pi_map():
+    g = m / scale
+    ends = identity(g.subs(m, scale * length), length, "g(L′) = g(sL) = L;", simplifier=sp.simplify)
+    angle = identity(g * theta, m * (theta / scale), "g(m)·θ = m·(θ/s);", simplifier=sp.simplify)
+    from pe_core.caveats import pi_positions
+
+    interpolated, _ = pi_positions([0, CHECK_RATIO * CHECK_LENGTH - 1, CHECK_RATIO * CHECK_LENGTH], float(CHECK_RATIO))
+    code = numbers_match(interpolated.tolist()[1:], [sp.Rational(CHECK_RATIO * CHECK_LENGTH - 1, CHECK_RATIO),
+                                                     sp.Integer(CHECK_LENGTH)],
+                         f"and pe_core.caveats.pi_positions maps L′ = {CHECK_RATIO * CHECK_LENGTH:,} to "
+                         f"L = {CHECK_LENGTH:,} (s = {CHECK_RATIO}).")
+    return all_of([ends, angle, code])
+
+
+def _pi_times_s():
+    longest = scale * (scale * length)
+    return identity(longest, length, "sympy evaluates g(L′) with g(m) = s·m and subtracts L.", simplifier=sp.factor,
+                    witness={scale: CHECK_RATIO, length: CHECK_LENGTH})
+
+
+PI_MAP = Derivation(
+    slug="caveat_pi_map",
+    title="Position Interpolation feeds g(m) = m/s: the positions 0 … L′ land inside 0 … L",
+    topic=TOPIC,
+    claim=r"s = \frac{L'}{L},\qquad g(m) = \frac{m}{s},\qquad g(L') = L,\qquad g(m)\,\theta_d = m\,\frac{\theta_d}{s}",
+    steps=(
+        Step("The YaRN paper writes every method as RoPE at a remapped position g(m) with remapped frequencies "
+             "h(θ_d); PI keeps the frequencies and compresses the positions.",
+             r"f'(x_m, m, \theta_d) = f\big(x_m, g(m), h(\theta_d)\big),\quad h(\theta_d) = \theta_d"),
+        Step("Compressing by s = L′/L sends the longest new position to the longest trained one.",
+             r"g(L') = \frac{sL}{s} = L"),
+        Step("Since the angle is a product, dividing the position by s is the same as dividing every frequency "
+             "by s.", r"g(m)\,\theta_d = m\,\frac{\theta_d}{s}"),
+    ),
+    check="Substitute m = sL; rewrite the angle; run pe_core.caveats.pi_positions at L′ = 32,768, s = 8.",
+    check_function=_pi_map,
+    source="Chen et al. 2023 (Position Interpolation); Peng et al. 2023 (YaRN), §2.",
+)
+
+PI_TIMES_S = Derivation(
+    slug="caveat_pi_times_s",
+    title="PI as g(m) = s·m",
+    topic=TOPIC,
+    claim=r"g(m) = s\cdot m,\qquad s = \frac{L'}{L}",
+    steps=(),
+    check="Evaluate g(L′) and compare with L.",
+    check_function=_pi_times_s,
+    source="a common slip when restating the YaRN paper's notation",
+    refutes="caveat_pi_map",
+    said="for PI, $g(m) = s\\cdot m$ with $s = L'/L$.",
+    shows="with $s > 1$ that stretches positions instead of compressing them: $g(L') = s^2L$, e.g. $262{,}144$ for "
+          "$L = 4{,}096$, $s = 8$, far beyond training. PI divides: $g(m) = m/s$ (the residual is $L(s^2 - 1)$).",
+)
+
+
+# --- NTK-aware: s above the real ratio -----------------------------------------------------------------------
+
+
+def ntk_ratio_at(pair_index: sp.Expr, set_scale: sp.Expr = scale) -> sp.Expr:
+    """L′θ′ᵢ/(Lθᵢ) = ρ·s^(−2i/(d−2)) under NTK-aware scaling with s, run at L′ = ρL."""
+    return ratio * set_scale ** (-2 * pair_index / (head_dim - 2))
+
+
+def _check_numbers():
+    """i₀ and the required s at the check setting, from sympy's exact wavelengths."""
+    inv_freq = [sp.Integer(CHECK_BASE) ** sp.Rational(-2 * p, CHECK_DIM) for p in range(CHECK_DIM // 2)]
+    first = next(p for p, t in enumerate(inv_freq) if sp.N(CHECK_LENGTH * t - 2 * sp.pi, 30) < 0)
+    required = sp.Integer(CHECK_RATIO) ** sp.Rational(CHECK_DIM - 2, 2 * first)
+    return first, required
+
+
+def _ntk_required():
+    set_scale = ratio ** ((head_dim - 2) / (2 * pair))
+    boundary = identity(ntk_ratio_at(pair, set_scale), 1, "with s = ρ^((d−2)/(2i)) pair i ends exactly at its trained "
+                        "angle;", simplifier=lambda e: sp.simplify(sp.powsimp(sp.powdenest(e, force=True), force=True)))
+    exponent = (head_dim - 2) / (2 * pair)
+    above_two = sp.Symbol("epsilon", positive=True)  # d = 2 + ε: NTK's exponent needs d > 2
+    slope = sp.simplify(sp.diff(exponent, pair).subs(head_dim, 2 + above_two))
+    decreasing = truth(slope.is_negative, slope,
+                       "the exponent (d − 2)/(2i) falls as i grows, so the first pair that never turns, i₀, binds;")
+    above = truth(sp.simplify(exponent.subs(pair, (head_dim - 2) / 2)) == 1, exponent,
+                  "and the exponent is 1 only at the last pair i = (d − 2)/2, so s > ρ whenever i₀ is below it;")
+    first, required = _check_numbers()
+    from pe_core.caveats import first_partial_pair, ntk_required_scale
+
+    code = numbers_match([first_partial_pair(CHECK_DIM, float(CHECK_BASE), CHECK_LENGTH),
+                          float(ntk_required_scale(CHECK_DIM, float(CHECK_BASE), CHECK_LENGTH, float(CHECK_RATIO)))],
+                         [sp.Integer(first), required],
+                         f"pe_core finds i₀ = {first} and s = {float(required):.4g} for d = {CHECK_DIM}, "
+                         f"b = {CHECK_BASE:,}, L = {CHECK_LENGTH:,}, L′/L = {CHECK_RATIO}, as sympy does.")
+    return all_of([boundary, decreasing, above, code])
+
+
+def _ntk_real_ratio():
+    first, _ = _check_numbers()
+    value = ntk_ratio_at(sp.Integer(first), sp.Integer(CHECK_RATIO)).subs({ratio: CHECK_RATIO, head_dim: CHECK_DIM})
+    excess = sp.nsimplify(value) - 1
+    shown = (f"at d = {CHECK_DIM}, b = {CHECK_BASE:,}, L = {CHECK_LENGTH:,}, s = L′/L = {CHECK_RATIO}: pair "
+             f"i₀ = {first} reaches {float(value):.4g}× its largest trained angle")
+    return truth(excess <= 0, excess, "sympy evaluates L′θ′ᵢ/(Lθᵢ) − 1 for the first pair that never turns in "
+                 "training, with s set to the real ratio.", shown)
+
+
+NTK_REQUIRED = Derivation(
+    slug="caveat_ntk_required_scale",
+    title="NTK-aware scaling needs s = ρ^((d−2)/(2i₀)) > L′/L to keep every pair within its trained angles",
+    topic=TOPIC,
+    claim=r"\frac{L'\theta'_i}{L\theta_i} = \rho\, s^{-2i/(d-2)} \le 1 \iff s \ge \rho^{(d-2)/(2i)},\qquad "
+          r"s_{\text{needed}} = \rho^{(d-2)/(2i_0)},\quad i_0 = \min\{\,i : L\theta_i < 2\pi\,\},\quad \rho = L'/L",
+    steps=(
+        Step("NTK-aware scaling with factor s multiplies θᵢ by s^(−2i/(d−2)); running at L′ = ρL the largest angle "
+             "of pair i, relative to training, is", r"\frac{L'\theta'_i}{L\theta_i} = \rho\,s^{-2i/(d-2)}"),
+        Step("Pairs that completed a full turn in training (Lθᵢ ≥ 2π) have seen every angle. For the others the "
+             "ratio must stay ≤ 1, which needs s ≥ ρ^((d−2)/(2i)); the exponent falls with i, so the first such "
+             "pair i₀ is the one that binds.", r"s \ge \rho^{(d-2)/(2i_0)}"),
+        Step("The exponent equals 1 only at the last pair: setting s to the real ratio ρ is enough for the lowest "
+             "frequency alone, and the pairs between i₀ and d/2 − 1 overshoot. For LLaMA's d = 128, b = 10⁴, "
+             "L = 4,096 and ρ = 8: i₀ = 46 and s ≈ 17.25. The YaRN paper observes the same in practice: s must be "
+             "set higher than the expected extension."),
+    ),
+    check="Substitute s = ρ^((d−2)/(2i)); take the sign of the exponent's derivative; find i₀ and s with exact "
+          "wavelengths and compare pe_core.",
+    check_function=_ntk_required,
+    source="Peng et al. 2023 (YaRN), §3.1; bloc97 2023.",
+)
+
+NTK_REAL_RATIO = Derivation(
+    slug="caveat_ntk_real_ratio",
+    title="NTK-aware with s = L′/L keeps every pair within its trained angles",
+    topic=TOPIC,
+    claim=r"s = \frac{L'}{L}\ \Rightarrow\ L'\theta'_i \le L\theta_i\ \text{ for every pair with } L\theta_i < 2\pi",
+    steps=(),
+    check="Evaluate the ratio of the first pair that never turns in training at s = L′/L.",
+    check_function=_ntk_real_ratio,
+    source="the natural reading of NTK-aware's factor s = L′/L",
+    refutes="caveat_ntk_required_scale",
+    said="setting NTK-aware's factor to the real extension $s = L'/L$ keeps every pair within the angles it saw in "
+         "training (it does for PI).",
+    shows="only the lowest-frequency pair lands exactly on its trained range; with $d = 128$, $b = 10^4$, "
+          "$L = 4{,}096$, $s = 8$ the first pair that never turns in training, $i_0 = 46$, reaches about $1.75\\times$ "
+          "its largest trained angle (the residual is that excess), and 17 pairs go beyond. Keeping all of them "
+          "inside needs $s \\approx 17.25$.",
+)
+
+
+# --- dynamic NTK and the KV cache ---------------------------------------------------------------------------
+
+
+def _cache_error():
+    difference = rotation(alpha_angle) - rotation(beta_angle)
+    frobenius = identity(sum(entry**2 for entry in difference), 4 - 4 * sp.cos(alpha_angle - beta_angle),
+                         "‖R(α) − R(β)‖²_F = 4 − 4cos(α − β);")
+    qs, ks = sp.symbols("q_0:2", real=True), sp.symbols("k_0:2", real=True)
+    block = rotation(-gamma_angle) * difference
+    error = (sp.Matrix([qs]) * block * sp.Matrix(ks))[0]
+    expectation = identity(gaussian_expectation(sp.expand(error**2), qs + ks), 4 - 4 * sp.cos(alpha_angle - beta_angle),
+                           "for standard normal q, k the Gaussian moments of (qᵀR(−γ)[R(α) − R(β)]k)² give the same, "
+                           "whatever the query's angle γ;")
+    from pe_core.caveats import cache_angle_error, expected_relative_error
+
+    dim, b, train, prompt, key, current = 8, 10_000, 64, 64, 40, 160
+    computed = expected_relative_error(cache_angle_error(float(b), dim, train, prompt, [key], current), dim)
+    written_base = sp.Integer(b) * sp.Rational(prompt, train) ** sp.Rational(dim, dim - 2)
+    current_base = sp.Integer(b) * sp.Rational(current, train) ** sp.Rational(dim, dim - 2)
+    angles = [key * (written_base ** sp.Rational(-2 * p, dim) - current_base ** sp.Rational(-2 * p, dim))
+              for p in range(dim // 2)]
+    exact = sp.sqrt(sum(4 * (1 - sp.cos(angle)) for angle in angles) / dim)
+    code = numbers_match(computed.tolist(), [exact], f"and pe_core's closed form matches sympy for d = {dim}, "
+                         f"L = {train}, key {key} read at length {current}.")
+    return all_of([frobenius, expectation, code])
+
+
+CACHE_ERROR = Derivation(
+    slug="caveat_dynamic_cache_error",
+    title="Dynamic NTK with cached rotated keys: pair i of key j is off by j·(θᵢ(written) − θᵢ(now))",
+    topic=TOPIC,
+    claim=r"\begin{gathered}s_{\text{cached}} - s_{\text{fresh}} = \sum_i q_i^{\top}R(-t\theta'_i)\big[R(j\theta^w_i) - "
+          r"R(j\theta'_i)\big]k_i,\\ \mathbb{E}\big[(s_{\text{cached}} - s_{\text{fresh}})^2\big] = "
+          r"\sum_i 4\big(1 - \cos\Delta_i\big),\quad \Delta_i = j\,(\theta^w_i - \theta'_i),\quad "
+          r"\mathbb{E}[s^2] = d\end{gathered}",
+    steps=(
+        Step("Dynamic NTK recomputes the base from the current length ℓ. A cache of rotated keys keeps key j as it "
+             "was rotated when written, with θʷ (the base of that moment); the query at t uses the current θ′.",
+             r"s_{\text{cached}} = \sum_i \big(R(t\theta'_i)q_i\big)^{\top}R(j\theta^w_i)k_i,\qquad "
+             r"s_{\text{fresh}} = \sum_i \big(R(t\theta'_i)q_i\big)^{\top}R(j\theta'_i)k_i"),
+        Step("Pair by pair the difference is qᵀR(−tθ′)[R(jθʷ) − R(jθ′)]k. For independent standard normal q and k, "
+             "E[(qᵀMk)²] = ‖M‖²_F, and the rotation in front does not change it.",
+             r"\big\lVert R(\alpha) - R(\beta)\big\rVert_F^2 = 4 - 4\cos(\alpha - \beta)"),
+        Step("So the expected squared error is Σ 4(1 − cos Δᵢ) against E[s²] = d. It vanishes for keys written at "
+             "the current base and for j = 0; for the fast pairs even a small change of base, times a large j, gives "
+             "an angle error of radians. The fix (YaRN paper §3.3): cache keys before RoPE and rotate them at read "
+             "time."),
+    ),
+    check="Expand ‖R(α) − R(β)‖²_F; take Gaussian moments of the squared error for one pair; compare pe_core's "
+          "closed form with sympy at one key.",
+    check_function=_cache_error,
+    source="Peng et al. 2023 (YaRN), §3.3; emozilla 2023.",
+)
+
+
+# --- ReRoPE's cost --------------------------------------------------------------------------------------------
+
+
+def prefill_ratio() -> sp.Expr:
+    """(24D + 6n + 9)/(24D + 4n + 6): ReRoPE's prefill FLOPs per layer over RoPE's (see pe_core.caveats)."""
+    return (24 * width * tokens * width + 6 * tokens**2 * width + 9 * tokens * width) / (
+        24 * tokens * width**2 + 4 * tokens**2 * width + 6 * tokens * width)
+
+
+def decode_ratio() -> sp.Expr:
+    return (24 * width**2 + 7 * tokens * width) / (24 * width**2 + 4 * tokens * width + 6 * width)
+
+
+def _rerope_cost():
+    simplified = identity(prefill_ratio(), (24 * width + 6 * tokens + 9) / (24 * width + 4 * tokens + 6),
+                          "the prefill ratio reduces to (24D + 6n + 9)/(24D + 4n + 6);", simplifier=sp.simplify)
+    limits = truth(sp.limit(prefill_ratio(), tokens, sp.oo) == sp.Rational(3, 2)
+                   and sp.limit(decode_ratio(), tokens, sp.oo) == sp.Rational(7, 4),
+                   sp.S.Zero, "as n → ∞ the ratios tend to 3/2 (prefill) and 7/4 (decode);")
+    rising = truth(sp.factor(sp.numer(sp.together(sp.diff(prefill_ratio(), tokens)))).is_positive
+                   and sp.factor(sp.numer(sp.together(sp.diff(decode_ratio(), tokens)))).is_positive,
+                   sp.S.Zero, "both rise with n (their derivatives have positive numerators);")
+    from pe_core.caveats import rerope_cost
+
+    cost = rerope_cost(4096, [32768])
+    point = {width: 4096, tokens: 32768}
+    code = numbers_match([float(cost.prefill_ratio["rerope"][0]), float(cost.decode_ratio["rerope"][0])],
+                         [prefill_ratio().subs(point), decode_ratio().subs(point)],
+                         "and pe_core.caveats.rerope_cost gives the same ratios at D = 4,096, n = 32,768.")
+    return all_of([simplified, limits, rising, code])
+
+
+REROPE_COST = Derivation(
+    slug="caveat_rerope_cost",
+    title="ReRoPE costs up to 1.5× RoPE's FLOPs to encode a prompt and 1.75× per generated token",
+    topic=TOPIC,
+    claim=r"\frac{F_{\text{ReRoPE}}}{F_{\text{RoPE}}}\Big|_{\text{prefill}} = \frac{24D + 6n + 9}{24D + 4n + 6}"
+          r"\ \xrightarrow{n\to\infty}\ \frac32,\qquad \frac{F_{\text{ReRoPE}}}{F_{\text{RoPE}}}\Big|_{\text{decode}} = "
+          r"\frac{24D + 7n}{24D + 4n + 6}\ \xrightarrow{n\to\infty}\ \frac74",
+    steps=(
+        Step("Per layer and n tokens of width D, the projections and MLP cost 24nD² either way; RoPE's attention "
+             "costs 2n²D for Q·Kᵀ, 2n²D for A·V and 6nD to rotate q and k (3 FLOPs per element).",
+             r"F_{\text{RoPE}} = 24nD^2 + 4n^2D + 6nD"),
+        Step("ReRoPE's reference code builds two score matrices, one with the trained positions and one with every "
+             "distance set to the window w, and picks per entry: a second Q·Kᵀ and a third rotation.",
+             r"F_{\text{ReRoPE}} = 24nD^2 + 6n^2D + 9nD"),
+        Step("When generating, its cache holds unrotated keys (their rotation depends on the distance to the new "
+             "query), so all n keys are rotated again at every step.",
+             r"F^{\text{step}}_{\text{RoPE}} = 24D^2 + 4nD + 6D,\qquad F^{\text{step}}_{\text{ReRoPE}} = 24D^2 + 7nD"),
+        Step("Leaky ReRoPE has the same structure (one more rotation in prefill). Training with Leaky ReRoPE and "
+             "running plain RoPE (Su 2023c) costs exactly RoPE's at inference."),
+    ),
+    check="Simplify the prefill ratio, take both limits, check the sign of the derivatives, and compare "
+          "pe_core.caveats.rerope_cost.",
+    check_function=_rerope_cost,
+    source="Su 2023 (ReRoPE) and its reference code; Su 2023 (Leaky ReRoPE in reverse).",
+)
+
+DERIVATIONS = (PI_MAP, NTK_REQUIRED, CACHE_ERROR, REROPE_COST)
+WRONG_VARIANTS = (PI_TIMES_S, NTK_REAL_RATIO)

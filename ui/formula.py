@@ -1,0 +1,41 @@
+"""A sympy-checked formula on a lesson page: the claim, the verdict, and the wrong variants next to it."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from i18n import _
+from lessons.checked import checked, variants
+
+
+def _plain(text: str) -> str:
+    """Text for st.markdown where * and _ (rotate_half, k*) must not become emphasis."""
+    return text.replace("\\", "\\\\").replace("*", "\\*").replace("_", "\\_")
+
+
+def show_checked(slug: str, *, with_variants: bool = True) -> None:
+    """The claim of derivation ``slug`` typeset, whether sympy verified it on this run, and its refuted variants."""
+    formula = checked(slug)
+    st.latex(formula.claim)
+    if formula.holds:
+        st.caption(_("✓ Verified by sympy on this server: {check}").format(check=_plain(formula.check)))
+    else:
+        st.error(_("The sympy check of “{title}” failed.").format(title=formula.title), icon="⚠️")
+    if with_variants:
+        for variant in variants(slug):
+            show_refuted(variant.slug)
+
+
+def show_refuted(slug: str) -> None:
+    """A claim as a write-up states it (or a made-up one), with sympy's counterexample."""
+    variant = checked(slug)
+    with st.container(border=True):
+        lead = _("**What if** {said}") if variant.counterfactual else _("**A common slip:** {said}")
+        st.markdown(lead.format(said=variant.said))
+        st.latex(variant.claim)
+        if variant.holds:
+            st.error(_("sympy could not refute this variant; please report it."), icon="⚠️")
+        else:
+            st.markdown(_("**sympy shows** {shows}").format(shows=variant.shows))
+            if variant.counterexample:
+                st.caption(_("Counterexample: {where}.").format(where=variant.counterexample))
