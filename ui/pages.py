@@ -35,7 +35,7 @@ PAGES = (
              "How direct extrapolation, PI, NTK-aware, dynamic NTK, NTK-by-parts, YaRN, Llama-3, LongRoPE "
              "and a base change reshape RoPE's rotation angles, dimension by dimension.", lesson="frequencies"),
     PageInfo("pages/decay.py", "Long-range decay", ":material/trending_down:", "RoPE and its extensions",
-             "RoFormer's decay bound, sinusoidal dot products and real q·k against distance."),
+             "RoFormer's decay bound, sinusoidal dot products and real q·k against distance.", lesson="decay"),
     PageInfo("pages/beta_base.py", "RoPE as a β-base number", ":material/pin:", "RoPE and its extensions",
              "Positions as digits in base β: extrapolate, interpolate, or change the base.", lesson="beta_base"),
     PageInfo("pages/precision.py", "Low-precision positions", ":material/blur_on:", "RoPE and its extensions",
