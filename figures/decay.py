@@ -8,6 +8,7 @@ draws are series; reference lines (levels, L and L′) are muted.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -101,12 +102,34 @@ def _band(x_upper: torch.Tensor, upper: torch.Tensor, x_lower: torch.Tensor, low
                       line=dict(width=0, color=colour), hoverinfo="skip", **style)
 
 
-def _vertical_line(x: float, y_low: float, y_high: float, label: str, colour: str, dash: str = "dot",
-                   side: str = "right") -> go.Scatter:
-    """A labelled vertical line drawn as a trace, so it lands right on log axes too (annotations would not)."""
-    return go.Scatter(x=[x, x], y=[y_low, y_high], mode="lines+text", text=["", label], textposition=f"bottom {side}",
-                      textfont=dict(size=12, color=colour), line=dict(color=colour, dash=dash, width=1.3),
-                      showlegend=False, hoverinfo="skip", name=label)
+class _Mark(NamedTuple):
+    """A labelled vertical line: a length (L, L′) or a wavelength (λₘₐₓ)."""
+
+    x: float
+    label: str
+    colour: str
+    dash: str
+
+
+MARK_STEP = 0.09  # each further mark's label sits this share of the y range lower, so labels never collide
+
+
+def _vertical_lines(marks: Sequence[_Mark], y_low: float, y_high: float, right_edge: float,
+                    log_axis: bool) -> list[go.Scatter]:
+    """Vertical lines drawn as traces, so they land right on log axes too (annotations would not). Labels sit at
+    the top, each lower than the one to its left; a line in the right fifth of the axis has its label on its left."""
+    drawn = []
+    for index, mark in enumerate(sorted(marks, key=lambda m: m.x)):
+        top = y_high - index * MARK_STEP * (y_high - y_low)
+        where = math.log(max(mark.x, 1.0)) / math.log(right_edge) if log_axis else mark.x / right_edge
+        left = where > 0.8
+        text = f"{mark.label}\u2002" if left else f"\u2002{mark.label}"
+        drawn.append(go.Scatter(x=[mark.x, mark.x], y=[y_low, top], mode="lines+text", text=["", text],
+                                textposition="bottom left" if left else "bottom right",
+                                textfont=dict(size=12, color=mark.colour),
+                                line=dict(color=mark.colour, dash=mark.dash, width=1.3), showlegend=False,
+                                hoverinfo="skip", name=mark.label))
+    return drawn
 
 
 def _horizontal_line(y: float, dash: str = "dot") -> dict:
@@ -132,10 +155,11 @@ class _Drawn(NamedTuple):
     colour: str
 
 
-def _bound_traces(lines: Sequence[_Drawn], log_axis: bool) -> list[go.Scatter]:
+def _bound_traces(lines: Sequence[_Drawn], log_axis: bool, lengths: Sequence[_Mark] = ()) -> list[go.Scatter]:
     y_high = max(float(line.bound.curve.high.max()) for line in lines)
     y_low = min(float(line.bound.curve.low.min()) for line in lines)
     drawn: list[go.Scatter] = []
+    marks = list(lengths)
     for name, bound, look, colour in lines:
         curve = bound.curve
         if bool((curve.high > curve.low).any()):
@@ -150,11 +174,11 @@ def _bound_traces(lines: Sequence[_Drawn], log_axis: bool) -> list[go.Scatter]:
                 marker=dict(symbol="circle-open", size=13, color=colour, line=dict(width=2.5)),
                 hovertemplate=name + "<br>" + _("first at the random-phase level: r = %{x:,.0f}") + "<extra></extra>",
             ))
-        if bound.longest_wavelength <= bound.max_distance:  # labelled lower than L and L′ so they do not collide
-            drawn.append(_vertical_line(bound.longest_wavelength, y_low, y_low + 0.86 * (y_high - y_low),
-                                        _("λₘₐₓ = {value} ").format(value=number_text(bound.longest_wavelength)),
-                                        colour, side="left"))
-    return drawn
+        if bound.longest_wavelength <= bound.max_distance:
+            marks.append(_Mark(bound.longest_wavelength,
+                               _("λₘₐₓ = {value}").format(value=number_text(bound.longest_wavelength)), colour, "dot"))
+    right_edge = max(line.bound.max_distance for line in lines)
+    return drawn + _vertical_lines(marks, y_low, y_high, right_edge, log_axis)
 
 
 def _level_marks(lines: Sequence[_Drawn]) -> tuple[list[dict], list[dict]]:
@@ -163,25 +187,25 @@ def _level_marks(lines: Sequence[_Drawn]) -> tuple[list[dict], list[dict]]:
     shapes = [_horizontal_line(level) for level in levels]
     annotations = [dict(xref="paper", x=0.005, xanchor="left", yref="y", y=level,
                         yanchor="top" if index == 0 else "bottom", showarrow=False, font=dict(size=12, color=MUTED),
+                        bgcolor="rgba(255, 255, 255, 0.8)",
                         text=_("random-phase level {level:.2f}").format(level=level))
                    for index, level in enumerate(levels)]
     return shapes, annotations
 
 
-def _bound_figure(lines: Sequence[_Drawn], *, log_axis: bool, title: str,
-                  extra_traces: Sequence[go.Scatter] = ()) -> go.Figure:
+def _bound_figure(lines: Sequence[_Drawn], *, log_axis: bool, title: str, lengths: Sequence[_Mark] = ()) -> go.Figure:
     shapes, annotations = _level_marks(lines)
     figure = new_figure(
         title,
         xaxis=_distance_axis(log_axis),
         yaxis_title=_("bound (1/N) Σⱼ |Sⱼ(r)|"),
         legend=LEGEND_BELOW, margin=dict(b=BOTTOM_MARGIN),
-        height=540,
+        height=520,
         shapes=shapes,
         annotations=annotations,
     )
     if lines:
-        figure.add_traces([*_bound_traces(lines, log_axis), *extra_traces])
+        figure.add_traces(_bound_traces(lines, log_axis, lengths))
     return figure
 
 
@@ -205,18 +229,12 @@ def methods_bound_figure(lines: Sequence[MethodBound], *, train_length: int, tar
     details = _("d = {d}, base {base}, L = {L}, s = {s}").format(
         d=head_dim, base=f"{base:,.0f}", L=f"{train_length:,}", s=f"{target_length / train_length:g}")
     drawn = [_Drawn(_(line.title), line.bound, keyed(line.method), colour_of(line.method)) for line in lines]
-    marks = []
-    if lines:
-        y_high = max(float(line.bound.curve.high.max()) for line in lines)
-        y_low = min(float(line.bound.curve.low.min()) for line in lines)
-        lengths = {train_length: _("L = {L}").format(L=f"{train_length:,}"),
-                   target_length: _("L′ = {target}").format(target=f"{target_length:,}")}
-        if target_length == train_length:
-            lengths = {train_length: _("L = L′ = {L}").format(L=f"{train_length:,}")}
-        marks = [_vertical_line(length, y_low, y_high - index * 0.07 * (y_high - y_low), label, MUTED, dash="dash")
-                 for index, (length, label) in enumerate(lengths.items())]
+    lengths = [_Mark(train_length, _("L = {L}").format(L=f"{train_length:,}"), MUTED, "dash"),
+               _Mark(target_length, _("L′ = {target}").format(target=f"{target_length:,}"), MUTED, "dash")]
+    if target_length == train_length:
+        lengths = [_Mark(train_length, _("L = L′ = {L}").format(L=f"{train_length:,}"), MUTED, "dash")]
     return _bound_figure(drawn, log_axis=log_axis, title=f"{_(METHODS_TITLE)}<br><sup>{details}</sup>",
-                         extra_traces=marks)
+                         lengths=lengths)
 
 
 # --- sinusoidal encodings -----------------------------------------------------------------------
@@ -226,7 +244,7 @@ def sinusoidal_dot_figure(curve: Curve, *, d_model: int, base: float, crossing: 
     """Σ cos(k ωᵢ) against k ∈ [−K, K]: d/2 at 0, symmetric, oscillating; where it first dips below zero."""
     details = _("d = {d}, base {base}").format(d=d_model, base=f"{base:,.0f}")
     annotations = [dict(x=0, y=d_model / 2, text=_("k = 0: d/2 = {half}").format(half=d_model // 2), showarrow=True,
-                        ax=60, ay=10)]
+                        ax=30, ay=12, xanchor="left")]
     shown = len(curve.x) > 0 and crossing is not None and crossing.offset <= float(curve.x[-1])
     if shown:
         annotations.append(dict(x=crossing.offset, y=crossing.value, showarrow=True, ax=0, ay=40,
@@ -243,7 +261,8 @@ def sinusoidal_dot_figure(curve: Curve, *, d_model: int, base: float, crossing: 
         shapes=[_horizontal_line(0.0, dash="solid")],
         annotations=annotations,
     )
-    figure.add_trace(_line(curve, "PE(t)·PE(t+k)", **keyed("sinusoidal", "encoding")))
+    # One dense, oscillating curve alone on its chart: drawn solid (a dash-dot breaks it up), in the key's colour.
+    figure.add_trace(_line(curve, "PE(t)·PE(t+k)", **keyed("sinusoidal", "encoding", line=dict(dash="solid"))))
     return figure
 
 
