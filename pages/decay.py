@@ -77,7 +77,7 @@ st.latex(r"\text{random-phase level: }\ \lim_{R\to\infty}\frac{1}{R}\int_0^R B(r
          r"\frac{1}{N}\sum_{j=1}^{N}\mathbb{E}\Big|\sum_{i<j} e^{\mathrm{i}\phi_i}\Big|,\quad \phi_i \text{ uniform}")
 flipped = derivations.get("decay_abel_sign")
 if not verification("decay_abel_sign").holds:
-    st.caption(_("A note on the sign: restated as {said} the identity is off by a sign, as sympy shows when this page "
+    st.caption(_("A note on the sign: the identity is sometimes restated as {said} sympy refutes that when this page "
                  "loads: {shows}").format(said=_(flipped.said), shows=_(flipped.shows)))
 st.caption(_(
     "The random-phase level uses Kluyver's formula E|Sⱼ| = ∫₀^∞ (1 − J₀(t)ʲ)/t² dt ({kluyver}). Remember that B is an "

@@ -96,6 +96,8 @@ def test_defaults_draw_every_figure(defaults):
     assert "**32.5**" in text and "**6.55**" in text  # RoFormer's Figure 2, computed on load
     assert text.count("Verified by sympy") == 2
     assert not re.search(r"seed \d{3}|\bthe notes\b|source documents", text, re.IGNORECASE)
+    assert "sympy refutes that when this page loads" in text  # the flipped sign of summation by parts
+    assert "It is sometimes said that as $k$ grows" in text  # and the claimed monotone decay
     for source in ("arxiv.org/abs/2104.09864", "dwc.knaw.nl", "arxiv.org/abs/1706.03762", "kexue.fm/archives/8231"):
         assert source in text  # RoFormer, Kluyver, Vaswani et al., Su: cited where their claims are made
 
