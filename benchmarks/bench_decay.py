@@ -1,4 +1,4 @@
-"""Long-range decay timings: RoFormer's bound (against a plain Python loop), random q·k, and the page's work."""
+"""Long-range decay core timings against naive loops (the lesson and page are timed by bench_lessons / bench_pages)."""
 
 from __future__ import annotations
 
@@ -8,20 +8,9 @@ import torch
 
 import pe_core.decay as decay
 from benchmarks import Case
-from figures.decay import DEFAULTS, export_figures
-from pe_core import METHODS, default_inv_freq
+from pe_core import default_inv_freq
 
-HEAVIEST = {
-    "head_dims": (256,),
-    "bases": (100.0, 10_000.0, 500_000.0, 1_000_000.0, 10_000_000.0),
-    "max_distance": 1 << 20,
-    "head_dim": 256,
-    "methods": METHODS,
-    "d_model": 256,
-    "max_offset": 4096,
-    "positions": 256,
-    "draws": 1024,
-}
+GROUP = "core: decay"
 
 
 def bound_loop(inv_freq: list[float], distances) -> list[float]:
@@ -62,22 +51,29 @@ def _projected():
     return decay.projected_sinusoidal_statistics(offsets, 256, 10_000.0, 4096, 1024, seed=0)
 
 
+def first_negative_loop(d_model: int, base: float) -> int:
+    """The first k with Σ_i cos(k·ω_i) < 0, one offset and one pair at a time."""
+    omega = [base ** (-2 * i / d_model) for i in range(d_model // 2)]
+    k = 0
+    while sum(math.cos(k * w) for w in omega) >= 0:
+        k += 1
+    return k
+
+
 def _curve_1m_log():
     return decay.decay_bound_curve(default_inv_freq(10_000.0, 128), 1 << 20, log_axis=True)
 
 
 CASES = [
-    Case("decay", "rope_decay_bound: d=128, 10^4 distances", _bound(128, 10_000), _bound_loop(128, 10_000), repeats=10),
-    Case("decay", "rope_decay_bound: d=128, 10^6 distances", _bound(128, 1_000_000), _bound_loop(128, 1_000_000),
+    Case(GROUP, "rope_decay_bound: d=128, 10^4 distances", _bound(128, 10_000), _bound_loop(128, 10_000), repeats=10),
+    Case(GROUP, "rope_decay_bound: d=128, 10^6 distances", _bound(128, 1_000_000), _bound_loop(128, 1_000_000),
          repeats=3),
-    Case("decay", "rope_decay_bound: d=256, 2^20 distances", _bound(256, 1 << 20), repeats=3),
-    Case("decay", "decay_bound_curve (bound + binning): d=128, 2^20", _curve_1m_log, repeats=3),
-    Case("decay", "random_phase_level(64) (Kluyver integral)", _level, repeats=5),
-    Case("decay", "rope_score_statistics: d=128, 1024 draws, 4097 r", _rope_scores, repeats=3),
-    Case("decay", "projected sinusoidal: d=256, 1024 draws, ±4096", _projected, repeats=3),
-    Case("page: decay", "compute + build all 7 figures, defaults (cold)", lambda: export_figures(), repeats=3),
-    Case("page: decay", "compute + build all 7 figures, heaviest (cold)", lambda: export_figures(**HEAVIEST),
-         repeats=1),
+    Case(GROUP, "rope_decay_bound: d=256, 2^20 distances", _bound(256, 1 << 20), repeats=3),
+    Case(GROUP, "decay_bound_curve (bound + binning): d=128, 2^20", _curve_1m_log, repeats=3),
+    Case(GROUP, "random_phase_level(64) (Kluyver integral)", _level, repeats=5),
+    Case(GROUP, "first_negative_dot_product: d=128, base 10^4 (k = 1707)",
+         lambda: decay.first_negative_dot_product(128, 10_000.0), lambda: first_negative_loop(128, 10_000.0),
+         repeats=10),
+    Case(GROUP, "rope_score_statistics: d=128, 1024 draws, 4097 r", _rope_scores, repeats=3),
+    Case(GROUP, "projected sinusoidal: d=256, 1024 draws, ±4096", _projected, repeats=3),
 ]
-
-assert set(HEAVIEST) <= set(DEFAULTS)

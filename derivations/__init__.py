@@ -43,15 +43,12 @@ DERIVATIONS: tuple[Derivation, ...] = tuple(d for module in _TOPIC_MODULES for d
 WRONG_VARIANTS: tuple[Derivation, ...] = tuple(d for module in _TOPIC_MODULES for d in module.WRONG_VARIANTS)
 
 _BY_SLUG: dict[str, Derivation] = {d.slug: d for d in DERIVATIONS + WRONG_VARIANTS}
-# Former names of two wrong variants, still used by the decay page until it moves to its lesson; remove then.
-_FORMER_SLUGS = {"decay_seed_abel_sign": "decay_abel_sign",
-                 "sinusoidal_seed_monotone_decay": "sinusoidal_monotone_decay"}
 
 
 def get(slug: str) -> Derivation:
     """The derivation (or wrong variant) with this slug; other pages use it to show a verified formula."""
     try:
-        return _BY_SLUG[_FORMER_SLUGS.get(slug, slug)]
+        return _BY_SLUG[slug]
     except KeyError:
         raise KeyError(f"no derivation named {slug!r}; known: {', '.join(sorted(_BY_SLUG))}") from None
 

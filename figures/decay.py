@@ -1,87 +1,86 @@
-"""Figures for "Long-range decay": RoFormer's bound, sinusoidal dot products, real q·k against distance."""
+"""Figures for "Long-range decay": RoFormer's bound, sinusoidal dot products, real q·k against distance.
+
+Every function takes values already computed (``pe_core.decay`` curves, tensors, numbers) and
+returns a figure in the project's visual language; ``lessons.decay`` decides what to draw. A
+method's bound keeps its colour, dash and marker from the theme; bases, head sizes and random
+draws are series; reference lines (levels, L and L′) are muted.
+"""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import NamedTuple
 
 import plotly.graph_objects as go
 import torch
 
-from figures.theme import PALETTE, method_colour, new_figure
-from pe_core.decay import (
-    BoundCurve,
-    Curve,
-    ScoreStatistics,
-    all_ones_rope_score,
-    decay_bound_curve,
-    decimated,
-    expected_rope_score,
-    projected_sinusoidal_statistics,
-    projection_head_dim,
-    projection_matrix,
-    rope_score_statistics,
-    sinusoidal_dot_products,
-    sinusoidal_similarity,
-)
-from pe_core.methods import method_setup
-from pe_core.rope import RopeSpec, rope_frequencies
+from figures.theme import DASHES, LEGEND_BELOW, MUTED, colour_of, keyed, new_figure, series_colour, translucent
+from i18n import N_, _, ngettext
+from pe_core.decay import BoundCurve, Curve
 
-BOUND_TITLE = "RoFormer's decay bound against relative distance"
-METHODS_TITLE = "The decay bound under context-extension methods"
-SINUSOIDAL_TITLE = "Sinusoidal encodings: PE(t)·PE(t+k) against offset k"
-SIMILARITY_TITLE = "Similarity of positions PE(i)·PE(j)"
-PROJECTED_SIMILARITY_TITLE = "Through random W_q, W_k"
-ROPE_SCORES_TITLE = "RoPE q·k against distance: fixed and random vectors"
-PROJECTED_SCORES_TITLE = "Sinusoidal PEs through random W_q, W_k: no clean decay"
+BOUND_TITLE = N_("RoFormer's decay bound against relative distance")
+METHODS_TITLE = N_("The decay bound under context-extension methods")
+SINUSOIDAL_TITLE = N_("Sinusoidal encodings: PE(t)·PE(t+k) against offset k")
+SIMILARITY_TITLE = N_("Similarity of positions PE(i)·PE(j)")
+PROJECTED_SIMILARITY_TITLE = N_("Through random W<sub>q</sub>, W<sub>k</sub>")
+ROPE_SCORES_TITLE = N_("RoPE q·k against distance: fixed and random vectors")
+PROJECTED_SCORES_TITLE = N_("Sinusoidal PEs through random W<sub>q</sub>, W<sub>k</sub>: no clean decay")
 
-DEFAULTS = {
-    "head_dims": (128,),
-    "bases": (10_000.0, 500_000.0, 1_000_000.0),
-    "max_distance": 65_536,
-    "log_axis": True,
-    "head_dim": 128,
-    "base": 10_000.0,
-    "train_length": 4096,
-    "scale": 4.0,
-    "methods": ("direct", "pi", "ntk", "yarn"),
-    "d_model": 128,
-    "sinusoidal_base": 10_000.0,
-    "max_offset": 1024,
-    "positions": 128,
-    "correlation": 0.5,
-    "draws": 256,
-    "seed": 0,
-}
-
-LEGEND_ON_TOP = dict(orientation="h", x=0, xanchor="left", y=1.01, yanchor="bottom")
-LEGEND_BELOW = dict(orientation="h", x=0, xanchor="left", y=-0.17, yanchor="top")
-DASHES = ("solid", "dash", "dot", "dashdot")
-BAND_COLOUR = "rgba(0, 114, 178, 0.18)"
-REFERENCE_COLOUR = "#555"
-DRAW_COLOURS = ("#999999", "#CC79A7", "#E69F00", "#56B4E9")
+BAND_ALPHA = 0.16  # a bound's min–max band, in the line's own colour
+SPREAD_ALPHA = 0.18  # mean ± 1 s.d. over random draws
+MEAN_COLOUR = series_colour(0)
+DRAW_COLOURS = (series_colour(8), series_colour(3), series_colour(4), series_colour(5))
+BOTTOM_MARGIN = 130  # room for the legend below the plot
 
 
-class BoundTrace(NamedTuple):
-    label: str
+class BaseBound(NamedTuple):
+    """RoFormer's bound for plain RoPE with one head size and base."""
+
+    head_dim: int
+    base: float
     bound: BoundCurve
-    colour: str
-    dash: str = "solid"
 
 
-def _number(value: float) -> str:
+class MethodBound(NamedTuple):
+    """The bound for one method's θ′ (or a model's own RoPE)."""
+
+    method: str  # a theme method key
+    title: str  # N_()-marked, or a model's name
+    bound: BoundCurve
+
+
+class ScoreCurves(NamedTuple):
+    """Scores against distance, decimated for drawing: a fixed reference, the mean and spread of random draws."""
+
+    reference: Curve  # RoPE with q = k = (1, …, 1), or PE(t)·PE(t+k) without projections
+    mean: Curve
+    upper: Curve  # mean + 1 s.d.
+    lower: Curve  # mean − 1 s.d.
+    draws: tuple[Curve, ...]  # the first few draws
+    expected: Curve | None = None  # 2ρ Σ cos(rθᵢ), where there is a closed form
+
+
+class Crossing(NamedTuple):
+    """Where the sinusoidal dot product first dips below zero."""
+
+    offset: int
+    value: float
+
+
+def number_text(value: float) -> str:
     return f"{value:,.0f}" if abs(value) >= 100 else f"{value:,.3g}"
 
 
-def _draws(count: int) -> str:
-    return f"{count:,} draw" + ("" if count == 1 else "s")
+def base_label(head_dim: int, base: float, with_head_dim: bool) -> str:
+    """A line of the bound chart: 'base 10,000', or 'base 10,000, d = 128' when head sizes differ."""
+    if with_head_dim:
+        return _("base {base}, d = {d}").format(base=f"{base:,.0f}", d=head_dim)
+    return _("base {base}").format(base=f"{base:,.0f}")
 
 
-def _distance_axis(log_axis: bool, title: str) -> dict:
-    axis: dict = {"title": title + (" · log scale" if log_axis else "")}
-    if log_axis:
-        axis.update(type="log", exponentformat="power", dtick=1)
-    return axis
+def draws_text(count: int) -> str:
+    return ngettext("{count} draw", "{count} draws", count).format(count=f"{count:,}")
 
 
 def _screen(values: torch.Tensor):
@@ -89,124 +88,181 @@ def _screen(values: torch.Tensor):
     return values.to(torch.float32).numpy()
 
 
-def _line(x: torch.Tensor, y: torch.Tensor, name: str, **style) -> go.Scatter:
-    return go.Scatter(x=_screen(x), y=_screen(y), name=name, mode="lines", **style)
+def _line(curve: Curve, name: str, **style) -> go.Scatter:
+    return go.Scatter(x=_screen(curve.x), y=_screen(curve.y), name=name, **{"mode": "lines", **style})
 
 
-def _band(upper: Curve, lower: Curve, name: str, colour: str = BAND_COLOUR, **style) -> go.Scatter:
-    """One closed polygon: the upper edge left to right, then the lower edge back."""
-    x = torch.cat((upper.x, lower.x.flip(0)))
-    y = torch.cat((upper.y, lower.y.flip(0)))
+def _band(x_upper: torch.Tensor, upper: torch.Tensor, x_lower: torch.Tensor, lower: torch.Tensor, name: str,
+          colour: str, **style) -> go.Scatter:
+    """One filled polygon: the upper edge left to right, then the lower edge back. Its edge has width 0, so
+    only the fill shows (on a slide too)."""
+    x = torch.cat((x_upper, x_lower.flip(0)))
+    y = torch.cat((upper, lower.flip(0)))
     return go.Scatter(x=_screen(x), y=_screen(y), name=name, mode="lines", fill="toself", fillcolor=colour,
-                      line=dict(width=0), hoverinfo="skip", **style)
+                      line=dict(width=0, color=colour), hoverinfo="skip", **style)
 
 
-def _translucent(colour: str, alpha: float) -> str:
-    red, green, blue = (int(colour[i:i + 2], 16) for i in (1, 3, 5))
-    return f"rgba({red}, {green}, {blue}, {alpha})"
+class _Mark(NamedTuple):
+    """A labelled vertical line: a length (L, L′) or a wavelength (λₘₐₓ)."""
+
+    x: float
+    label: str
+    colour: str
+    dash: str
 
 
-def _vertical_line(x: float, y_low: float, y_high: float, label: str, colour: str, dash: str = "dot",
-                   side: str = "right") -> go.Scatter:
-    """A labelled vertical line drawn as a trace, so it lands right on log axes too (annotations would not)."""
-    return go.Scatter(x=[x, x], y=[y_low, y_high], mode="lines+text", text=["", label], textposition=f"bottom {side}",
-                      textfont=dict(size=11, color=colour), line=dict(color=colour, dash=dash, width=1.3),
-                      showlegend=False, hoverinfo="skip", name=label)
+MARK_STEP = 0.09  # each further mark's label sits this share of the y range lower, so labels never collide
 
 
-def _horizontal_line(y: float, colour: str = REFERENCE_COLOUR, dash: str = "dot") -> dict:
-    """A full-width line as a layout shape (plotly's add_hline costs tens of ms per call)."""
-    return dict(type="line", xref="paper", x0=0, x1=1, yref="y", y0=y, y1=y, layer="below",
-                line=dict(color=colour, dash=dash, width=1.2))
-
-
-def _bound_traces(traces: Sequence[BoundTrace], log_axis: bool) -> list[go.Scatter]:
-    y_high = max(float(t.bound.curve.high.max()) for t in traces)
-    y_low = min(float(t.bound.curve.low.min()) for t in traces)
-    drawn: list[go.Scatter] = []
-    for trace in traces:
-        bound, curve = trace.bound, trace.bound.curve
-        if bool((curve.high > curve.low).any()):
-            drawn.append(_band(Curve(curve.x, curve.high), Curve(curve.x, curve.low), f"{trace.label}: min–max",
-                               _translucent(trace.colour, 0.16), legendgroup=trace.label, showlegend=False))
-        drawn.append(_line(curve.x, curve.mean, trace.label, legendgroup=trace.label,
-                           line=dict(color=trace.colour, dash=trace.dash)))
-        if bound.first_at_level is not None and (bound.first_at_level > 0 or not log_axis):
-            drawn.append(go.Scatter(
-                x=[bound.first_at_level], y=[bound.level], mode="markers", legendgroup=trace.label,
-                showlegend=False, name=f"{trace.label}: reaches the level",
-                marker=dict(symbol="circle-open", size=13, color=trace.colour, line=dict(width=2.5)),
-                hovertemplate=f"{trace.label}<br>first at the random-phase level: r = %{{x:,.0f}}<extra></extra>",
-            ))
-        if bound.longest_wavelength <= bound.max_distance:  # label lower than L and L' so they do not collide
-            drawn.append(_vertical_line(bound.longest_wavelength, y_low, y_low + 0.86 * (y_high - y_low),
-                                        f"λ_max = {_number(bound.longest_wavelength)} ", trace.colour, side="left"))
+def _vertical_lines(marks: Sequence[_Mark], y_low: float, y_high: float, right_edge: float,
+                    log_axis: bool) -> list[go.Scatter]:
+    """Vertical lines drawn as traces, so they land right on log axes too (annotations would not). Labels sit at
+    the top, each lower than the one to its left; a line in the right fifth of the axis has its label on its left."""
+    drawn = []
+    for index, mark in enumerate(sorted(marks, key=lambda m: m.x)):
+        top = y_high - index * MARK_STEP * (y_high - y_low)
+        where = math.log(max(mark.x, 1.0)) / math.log(right_edge) if log_axis else mark.x / right_edge
+        left = where > 0.8
+        text = f"{mark.label}\u2002" if left else f"\u2002{mark.label}"
+        drawn.append(go.Scatter(x=[mark.x, mark.x], y=[y_low, top], mode="lines+text", text=["", text],
+                                textposition="bottom left" if left else "bottom right",
+                                textfont=dict(size=12, color=mark.colour),
+                                line=dict(color=mark.colour, dash=mark.dash, width=1.3), showlegend=False,
+                                hoverinfo="skip", name=mark.label))
     return drawn
 
 
-def _level_marks(traces: Sequence[BoundTrace]) -> tuple[list[dict], list[dict]]:
+def _horizontal_line(y: float, dash: str = "dot") -> dict:
+    """A full-width reference line as a layout shape (plotly's add_hline costs tens of ms per call)."""
+    return dict(type="line", xref="paper", x0=0, x1=1, yref="y", y0=y, y1=y, layer="below",
+                line=dict(color=MUTED, dash=dash, width=1.2))
+
+
+def _distance_axis(log_axis: bool) -> dict:
+    if log_axis:
+        return dict(title=_("relative distance r = m − n (tokens) · log scale"), type="log", exponentformat="power",
+                    dtick=1)
+    return dict(title=_("relative distance r = m − n (tokens)"))
+
+
+# --- RoFormer's bound ---------------------------------------------------------------------------
+
+
+class _Drawn(NamedTuple):
+    name: str
+    bound: BoundCurve
+    look: dict  # trace keyword arguments for the line (colour, dash, and the key in meta for a method)
+    colour: str
+
+
+def _bound_traces(lines: Sequence[_Drawn], log_axis: bool, lengths: Sequence[_Mark] = ()) -> list[go.Scatter]:
+    y_high = max(float(line.bound.curve.high.max()) for line in lines)
+    y_low = min(float(line.bound.curve.low.min()) for line in lines)
+    drawn: list[go.Scatter] = []
+    marks = list(lengths)
+    for name, bound, look, colour in lines:
+        curve = bound.curve
+        if bool((curve.high > curve.low).any()):
+            drawn.append(_band(curve.x, curve.high, curve.x, curve.low, _("{name}: min–max").format(name=name),
+                               translucent(colour, BAND_ALPHA), legendgroup=name, showlegend=False))
+        drawn.append(go.Scatter(x=_screen(curve.x), y=_screen(curve.mean), name=name, legendgroup=name,
+                                **{"mode": "lines", **look}))
+        if bound.first_at_level is not None and (bound.first_at_level > 0 or not log_axis):
+            drawn.append(go.Scatter(
+                x=[bound.first_at_level], y=[bound.level], mode="markers", legendgroup=name, showlegend=False,
+                name=_("{name}: reaches the level").format(name=name),
+                marker=dict(symbol="circle-open", size=13, color=colour, line=dict(width=2.5)),
+                hovertemplate=name + "<br>" + _("first at the random-phase level: r = %{x:,.0f}") + "<extra></extra>",
+            ))
+        if bound.longest_wavelength <= bound.max_distance:
+            marks.append(_Mark(bound.longest_wavelength,
+                               _("λₘₐₓ = {value}").format(value=number_text(bound.longest_wavelength)), colour, "dot"))
+    right_edge = max(line.bound.max_distance for line in lines)
+    return drawn + _vertical_lines(marks, y_low, y_high, right_edge, log_axis)
+
+
+def _level_marks(lines: Sequence[_Drawn]) -> tuple[list[dict], list[dict]]:
     """The random-phase level of each head size: a dotted line and its label (paper x, so log axes are fine)."""
-    levels = sorted({round(t.bound.level, 9) for t in traces})
+    levels = sorted({round(line.bound.level, 9) for line in lines})
     shapes = [_horizontal_line(level) for level in levels]
     annotations = [dict(xref="paper", x=0.005, xanchor="left", yref="y", y=level,
-                        yanchor="top" if index == 0 else "bottom", showarrow=False, font=dict(size=11),
-                        text=f"random-phase level {level:.2f}") for index, level in enumerate(levels)]
+                        yanchor="top" if index == 0 else "bottom", showarrow=False, font=dict(size=12, color=MUTED),
+                        bgcolor="rgba(255, 255, 255, 0.8)",
+                        text=_("random-phase level {level:.2f}").format(level=level))
+                   for index, level in enumerate(levels)]
     return shapes, annotations
 
 
-def decay_bound_figure(traces: Sequence[BoundTrace], *, log_axis: bool = True, title: str = BOUND_TITLE,
-                       extra_traces: Sequence[go.Scatter] = ()) -> go.Figure:
-    """The bound (1/N)Σ|S_j| against r, one line per set-up, with the random-phase level and where it is reached."""
-    shapes, annotations = _level_marks(traces)
+def _bound_figure(lines: Sequence[_Drawn], *, log_axis: bool, title: str, lengths: Sequence[_Mark] = ()) -> go.Figure:
+    shapes, annotations = _level_marks(lines)
     figure = new_figure(
         title,
-        xaxis=_distance_axis(log_axis, "relative distance r = m − n (tokens)"),
-        yaxis_title="bound (1/N) Σⱼ |Sⱼ(r)|",
-        legend=LEGEND_ON_TOP, margin=dict(t=110),
-        height=480,
+        xaxis=_distance_axis(log_axis),
+        yaxis_title=_("bound (1/N) Σⱼ |Sⱼ(r)|"),
+        legend=LEGEND_BELOW, margin=dict(b=BOTTOM_MARGIN),
+        height=520,
         shapes=shapes,
         annotations=annotations,
     )
-    if traces:
-        figure.add_traces([*_bound_traces(traces, log_axis), *extra_traces])
+    if lines:
+        figure.add_traces(_bound_traces(lines, log_axis, lengths))
     return figure
 
 
-def methods_bound_figure(traces: Sequence[BoundTrace], *, train_length: int, target_length: int, head_dim: int,
-                         base: float, log_axis: bool = True, title: str = METHODS_TITLE) -> go.Figure:
-    """The bound for each method's θ', with the training length L and the target L' marked."""
-    details = f"<br><sup>d = {head_dim}, base {base:,.0f}, L = {train_length:,}, s = {target_length / train_length:g}</sup>"
-    marks = []
-    if traces:
-        y_high = max(float(t.bound.curve.high.max()) for t in traces)
-        y_low = min(float(t.bound.curve.low.min()) for t in traces)
-        lengths = {train_length: f"L = {train_length:,}", target_length: f"L' = {target_length:,}"}
-        if target_length == train_length:
-            lengths = {train_length: f"L = L' = {train_length:,}"}
-        marks = [_vertical_line(length, y_low, y_high - index * 0.07 * (y_high - y_low), label, "#222", dash="dash")
-                 for index, (length, label) in enumerate(lengths.items())]
-    return decay_bound_figure(traces, log_axis=log_axis, title=title + details, extra_traces=marks)
+def decay_bound_figure(lines: Sequence[BaseBound], *, log_axis: bool = True) -> go.Figure:
+    """The bound (1/N)Σ|Sⱼ| against r for plain RoPE: one colour per base, one dash per head size, with the
+    random-phase level and where each curve first reaches it."""
+    bases = list(dict.fromkeys(line.base for line in lines))
+    head_dims = list(dict.fromkeys(line.head_dim for line in lines))
+    drawn = []
+    for line in lines:
+        colour = series_colour(bases.index(line.base))
+        dash = DASHES[head_dims.index(line.head_dim) % len(DASHES)]
+        drawn.append(_Drawn(base_label(line.head_dim, line.base, len(head_dims) > 1), line.bound,
+                            {"line": {"color": colour, "dash": dash}}, colour))
+    return _bound_figure(drawn, log_axis=log_axis, title=_(BOUND_TITLE))
 
 
-def sinusoidal_dot_figure(offsets: torch.Tensor, values: torch.Tensor, *, d_model: int, base: float,
-                          title: str = SINUSOIDAL_TITLE) -> go.Figure:
-    """Σ cos(k ω_i) against k ∈ [−K, K]: maximal (d/2) at 0, symmetric, oscillating towards 0."""
-    curve = decimated(offsets, values, bins=900)
-    annotations = [dict(x=0, y=d_model / 2, text=f"k = 0: d/2 = {d_model // 2}", showarrow=True, ax=60, ay=10)]
-    negative = int(values.argmin())
-    if values[negative] < 0:
-        annotations.append(dict(x=float(offsets[negative]), y=float(values[negative]), showarrow=True, ax=0, ay=35,
-                                text=f"negative: {float(values[negative]):.1f} at k = {float(offsets[negative]):,.0f}"))
+def methods_bound_figure(lines: Sequence[MethodBound], *, train_length: int, target_length: int, head_dim: int,
+                         base: float, log_axis: bool = True) -> go.Figure:
+    """The bound for each method's θ′, in the method's own look, with the training length L and the target L′."""
+    details = _("d = {d}, base {base}, L = {L}, s = {s}").format(
+        d=head_dim, base=f"{base:,.0f}", L=f"{train_length:,}", s=f"{target_length / train_length:g}")
+    drawn = [_Drawn(_(line.title), line.bound, keyed(line.method), colour_of(line.method)) for line in lines]
+    lengths = [_Mark(train_length, _("L = {L}").format(L=f"{train_length:,}"), MUTED, "dash"),
+               _Mark(target_length, _("L′ = {target}").format(target=f"{target_length:,}"), MUTED, "dash")]
+    if target_length == train_length:
+        lengths = [_Mark(train_length, _("L = L′ = {L}").format(L=f"{train_length:,}"), MUTED, "dash")]
+    return _bound_figure(drawn, log_axis=log_axis, title=f"{_(METHODS_TITLE)}<br><sup>{details}</sup>",
+                         lengths=lengths)
+
+
+# --- sinusoidal encodings -----------------------------------------------------------------------
+
+
+def sinusoidal_dot_figure(curve: Curve, *, d_model: int, base: float, crossing: Crossing | None) -> go.Figure:
+    """Σ cos(k ωᵢ) against k ∈ [−K, K]: d/2 at 0, symmetric, oscillating; where it first dips below zero."""
+    details = _("d = {d}, base {base}").format(d=d_model, base=f"{base:,.0f}")
+    annotations = [dict(x=0, y=d_model / 2, text=_("k = 0: d/2 = {half}").format(half=d_model // 2), showarrow=True,
+                        ax=30, ay=12, xanchor="left")]
+    shown = len(curve.x) > 0 and crossing is not None and crossing.offset <= float(curve.x[-1])
+    if shown:
+        annotations.append(dict(x=crossing.offset, y=crossing.value, showarrow=True, ax=0, ay=40,
+                                text=_("first below zero: k = {k}").format(k=f"{crossing.offset:,}")))
+    elif crossing is not None:
+        details = _("d = {d}, base {base} · first below zero at k = {k}, beyond this range").format(
+            d=d_model, base=f"{base:,.0f}", k=f"{crossing.offset:,}")
     figure = new_figure(
-        f"{title}<br><sup>d = {d_model}, base {base:,.0f}</sup>",
-        xaxis_title="offset k (tokens)",
+        f"{_(SINUSOIDAL_TITLE)}<br><sup>{details}</sup>",
+        xaxis_title=_("offset k (tokens)"),
         yaxis_title="PE(t)·PE(t+k) = Σᵢ cos(k ωᵢ)",
         showlegend=False,
         height=420,
         shapes=[_horizontal_line(0.0, dash="solid")],
         annotations=annotations,
     )
-    figure.add_trace(_line(curve.x, curve.y, "PE(t)·PE(t+k)", line=dict(color=PALETTE[0])))
+    # One dense, oscillating curve alone on its chart: drawn solid (a dash-dot breaks it up), in the key's colour.
+    figure.add_trace(_line(curve, "PE(t)·PE(t+k)", **keyed("sinusoidal", "encoding", line=dict(dash="solid"))))
     return figure
 
 
@@ -215,156 +271,64 @@ def similarity_figure(matrix: torch.Tensor, *, title: str, colour_title: str) ->
     size = matrix.shape[0]
     limit = float(matrix.abs().max())
     figure = new_figure(title, height=520, width=620,
-                        xaxis=dict(title="key position j", range=[-0.5, size - 0.5], constrain="domain"),
-                        yaxis=dict(title="query position i", autorange="reversed", scaleanchor="x", constrain="domain"))
+                        xaxis=dict(title=_("key position j"), range=[-0.5, size - 0.5], constrain="domain"),
+                        yaxis=dict(title=_("query position i"), autorange="reversed", scaleanchor="x",
+                                   constrain="domain"))
     figure.add_trace(go.Heatmap(z=_screen(matrix), x0=0, dx=1, y0=0, dy=1, colorscale="RdBu", zmin=-limit,
                                 zmax=limit, colorbar=dict(title=dict(text=colour_title, side="right"))))
     return figure
 
 
-def rope_scores_figure(distances: torch.Tensor, ones: torch.Tensor, expected: torch.Tensor, statistics: ScoreStatistics,
-                       *, correlation: float, draws: int, head_dim: int, base: float,
-                       title: str = ROPE_SCORES_TITLE) -> go.Figure:
+# --- real q·k scores ----------------------------------------------------------------------------
+
+
+def _spread(curves: ScoreCurves, name: str) -> go.Scatter:
+    upper, lower = curves.upper, curves.lower
+    return _band(upper.x, upper.y, lower.x, lower.y, name, translucent(MEAN_COLOUR, SPREAD_ALPHA))
+
+
+def rope_scores_figure(curves: ScoreCurves, *, correlation: float, draws: int, head_dim: int,
+                       base: float) -> go.Figure:
     """(a) q = k = 1, (b) random q, k with correlation ρ: mean ± one standard deviation over draws, and one draw."""
+    details = _("d = {d}, base {base}").format(d=head_dim, base=f"{base:,.0f}")
     figure = new_figure(
-        f"{title}<br><sup>d = {head_dim}, base {base:,.0f}</sup>",
-        xaxis_title="relative distance r = m − n (tokens)",
-        yaxis_title="score (R_m q)·(R_n k)",
-        legend=LEGEND_BELOW, margin=dict(b=130),
+        f"{_(ROPE_SCORES_TITLE)}<br><sup>{details}</sup>",
+        xaxis_title=_("relative distance r = m − n (tokens)"),
+        yaxis_title=_("score (R<sub>m</sub>q)·(R<sub>n</sub>k)"),
+        legend=LEGEND_BELOW, margin=dict(b=BOTTOM_MARGIN),
         height=540,
         shapes=[_horizontal_line(0.0, dash="solid")],
     )
-    upper = decimated(distances, statistics.mean + statistics.std, bins=600)
-    lower = decimated(distances, statistics.mean - statistics.std, bins=600)
-    drawn = [_band(upper, lower, f"(b) mean ± 1 s.d. over {_draws(draws)}")]
-    if statistics.draws.shape[0]:
-        one = decimated(distances, statistics.draws[0], bins=600)
-        drawn.append(_line(one.x, one.y, "(b) a single draw", line=dict(color=DRAW_COLOURS[0], width=1)))
-    ones_curve = decimated(distances, ones, bins=600)
-    drawn.append(_line(ones_curve.x, ones_curve.y, "(a) q = k = (1, …, 1)", line=dict(color=PALETTE[1])))
-    mean = decimated(distances, statistics.mean, bins=600)
-    drawn.append(_line(mean.x, mean.y, f"(b) mean over draws, ρ = {correlation:g}", line=dict(color=PALETTE[0])))
-    theory = decimated(distances, expected, bins=600)
-    drawn.append(_line(theory.x, theory.y, f"expected 2ρ Σ cos(rθᵢ), ρ = {correlation:g}",
-                       line=dict(color="#222", dash="dash", width=1.5)))
+    drawn = [_spread(curves, _("(b) mean ± 1 s.d. over {draws}").format(draws=draws_text(draws)))]
+    if curves.draws:
+        drawn.append(_line(curves.draws[0], _("(b) a single draw"), line=dict(color=DRAW_COLOURS[0], width=1)))
+    drawn.append(_line(curves.reference, _("(a) q = k = (1, …, 1)"), **keyed("rope", "encoding")))
+    drawn.append(_line(curves.mean, _("(b) mean over draws, ρ = {rho}").format(rho=f"{correlation:g}"),
+                       line=dict(color=MEAN_COLOUR)))
+    if curves.expected is not None:
+        drawn.append(_line(curves.expected, _("expected 2ρ Σ cos(rθᵢ), ρ = {rho}").format(rho=f"{correlation:g}"),
+                           line=dict(color=MUTED, dash="dash", width=1.5)))
     figure.add_traces(drawn)
     return figure
 
 
-def projected_scores_figure(offsets: torch.Tensor, plain: torch.Tensor, statistics: ScoreStatistics, *, draws: int,
-                            d_model: int, base: float, title: str = PROJECTED_SCORES_TITLE) -> go.Figure:
+def projected_scores_figure(curves: ScoreCurves, *, draws: int, d_model: int, base: float,
+                            head_width: int) -> go.Figure:
     """(c) (W_q PE(t))·(W_k PE(t+k)): a few draws, the mean and spread over all draws, and PE·PE for reference."""
+    details = _("d = {d}, base {base}, head width {width}").format(d=d_model, base=f"{base:,.0f}", width=head_width)
     figure = new_figure(
-        f"{title}<br><sup>d = {d_model}, base {base:,.0f}, head width {projection_head_dim(d_model)}</sup>",
-        xaxis_title="offset k of the key from the query (tokens)",
-        yaxis_title="score (W_q PE(t))·(W_k PE(t+k))",
-        legend=LEGEND_BELOW, margin=dict(b=130),
+        f"{_(PROJECTED_SCORES_TITLE)}<br><sup>{details}</sup>",
+        xaxis_title=_("offset k of the key from the query (tokens)"),
+        yaxis_title=_("score (W<sub>q</sub>PE(t))·(W<sub>k</sub>PE(t+k))"),
+        legend=LEGEND_BELOW, margin=dict(b=BOTTOM_MARGIN),
         height=540,
     )
-    upper = decimated(offsets, statistics.mean + statistics.std, bins=600)
-    lower = decimated(offsets, statistics.mean - statistics.std, bins=600)
-    drawn = [_band(upper, lower, f"mean ± 1 s.d. over {_draws(draws)}")]
-    for index in range(statistics.draws.shape[0]):
-        curve = decimated(offsets, statistics.draws[index], bins=600)
-        drawn.append(_line(curve.x, curve.y, f"draw {index + 1}",
+    drawn = [_spread(curves, _("mean ± 1 s.d. over {draws}").format(draws=draws_text(draws)))]
+    for index, curve in enumerate(curves.draws):
+        drawn.append(_line(curve, _("draw {number}").format(number=index + 1),
                            line=dict(color=DRAW_COLOURS[(index + 1) % len(DRAW_COLOURS)], width=1.2)))
-    mean = decimated(offsets, statistics.mean, bins=600)
-    drawn.append(_line(mean.x, mean.y, "mean over draws", line=dict(color=PALETTE[0], width=2.5)))
-    reference = decimated(offsets, plain, bins=600)
-    drawn.append(_line(reference.x, reference.y, "no projection: PE(t)·PE(t+k)",
-                       line=dict(color="#222", dash="dash", width=1.5)))
+    drawn.append(_line(curves.mean, _("mean over draws"), line=dict(color=MEAN_COLOUR, width=2.5)))
+    drawn.append(_line(curves.reference, _("no projection: PE(t)·PE(t+k)"),
+                       **keyed("sinusoidal", "encoding", width=1.5)))
     figure.add_traces(drawn)
     return figure
-
-
-# --- computing what the figures show (shared by the page's cached calls and the export CLI) ------
-
-
-def bound_traces_for_bases(head_dims: Sequence[int], bases: Sequence[float], max_distance: int, log_axis: bool,
-                           bound=None) -> list[BoundTrace]:
-    """One trace per (head dim, base): colour by base, dash by head dim. ``bound`` may be a cached version."""
-    bound = bound or spec_bound
-    traces = []
-    for dim_index, head_dim in enumerate(head_dims):
-        for base_index, base in enumerate(bases):
-            spec = RopeSpec(head_dim=int(head_dim), base=float(base))
-            label = f"base {base:,.0f}" + (f", d = {head_dim}" if len(head_dims) > 1 else "")
-            traces.append(BoundTrace(label, bound(spec, None, max_distance, log_axis), method_colour(base_index),
-                                     DASHES[dim_index % len(DASHES)]))
-    return traces
-
-
-def bound_traces_for_setups(setups, max_distance: int, log_axis: bool, bound=None) -> list[BoundTrace]:
-    bound = bound or spec_bound
-    return [BoundTrace(setup.title, bound(setup.spec, setup.seq_len, max_distance, log_axis), method_colour(index))
-            for index, setup in enumerate(setups)]
-
-
-def spec_bound(spec: RopeSpec, seq_len: int | None, max_distance: int, log_axis: bool) -> BoundCurve:
-    """The bound curve for a spec."""
-    return decay_bound_curve(rope_frequencies(spec, seq_len).inv_freq, max_distance, log_axis)
-
-
-def frequencies_of(spec: RopeSpec, seq_len: int | None) -> tuple[float, ...]:
-    """θ as plain floats (exact): a cache key under which specs with equal frequencies share one curve."""
-    return tuple(rope_frequencies(spec, seq_len).inv_freq.tolist())
-
-
-def bound_of_frequencies(frequencies: tuple[float, ...], max_distance: int, log_axis: bool) -> BoundCurve:
-    return decay_bound_curve(torch.tensor(frequencies, dtype=torch.float64), max_distance, log_axis)
-
-
-def rope_scores_data(head_dim: int, base: float, max_offset: int, draws: int, correlation: float, seed: int):
-    inv_freq = rope_frequencies(RopeSpec(head_dim=head_dim, base=base)).inv_freq
-    distances = torch.arange(max_offset + 1, dtype=torch.float64)
-    return (distances, all_ones_rope_score(inv_freq, distances), expected_rope_score(inv_freq, distances, correlation),
-            rope_score_statistics(inv_freq, distances, draws, correlation, seed))
-
-
-def projected_scores_data(d_model: int, base: float, max_offset: int, draws: int, seed: int):
-    offsets = torch.arange(-max_offset, max_offset + 1, dtype=torch.float64)
-    statistics = projected_sinusoidal_statistics(offsets, d_model, base, max_offset, draws, seed)
-    return offsets, sinusoidal_dot_products(offsets, d_model, base), statistics
-
-
-def sinusoidal_data(d_model: int, base: float, max_offset: int) -> tuple[torch.Tensor, torch.Tensor]:
-    offsets = torch.arange(-max_offset, max_offset + 1, dtype=torch.float64)
-    return offsets, sinusoidal_dot_products(offsets, d_model, base)
-
-
-def similarity_data(positions: int, d_model: int, base: float, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
-    return (sinusoidal_similarity(positions, d_model, base),
-            sinusoidal_similarity(positions, d_model, base, projection_matrix(d_model, seed)))
-
-
-def export_figures(**overrides) -> dict[str, go.Figure]:
-    """Every figure of the page at its defaults (override any key of ``DEFAULTS``)."""
-    unknown = set(overrides) - set(DEFAULTS)
-    if unknown:
-        raise ValueError(f"unknown parameter(s) {', '.join(sorted(unknown))}; choose from {', '.join(DEFAULTS)}.")
-    p = {**DEFAULTS, **overrides}
-    target = min(int(round(p["train_length"] * p["scale"])), 1 << 20)
-    setups = [method_setup(m, p["head_dim"], p["base"], p["train_length"], target) for m in p["methods"]]
-    offsets, dots = sinusoidal_data(p["d_model"], p["sinusoidal_base"], p["max_offset"])
-    plain, projected = similarity_data(p["positions"], p["d_model"], p["sinusoidal_base"], p["seed"])
-    distances, ones, expected, statistics = rope_scores_data(p["head_dim"], p["base"], p["max_offset"], p["draws"],
-                                                             p["correlation"], p["seed"])
-    projected_offsets, reference, projected_statistics = projected_scores_data(
-        p["d_model"], p["sinusoidal_base"], p["max_offset"], p["draws"], p["seed"])
-    return {
-        "bound": decay_bound_figure(bound_traces_for_bases(p["head_dims"], p["bases"], p["max_distance"],
-                                                           p["log_axis"], spec_bound), log_axis=p["log_axis"]),
-        "bound-methods": methods_bound_figure(
-            bound_traces_for_setups(setups, p["max_distance"], p["log_axis"], spec_bound),
-            train_length=p["train_length"], target_length=target, head_dim=p["head_dim"], base=p["base"],
-            log_axis=p["log_axis"]),
-        "sinusoidal-dot": sinusoidal_dot_figure(offsets, dots, d_model=p["d_model"], base=p["sinusoidal_base"]),
-        "similarity": similarity_figure(plain, title=SIMILARITY_TITLE, colour_title="PE(i)·PE(j)"),
-        "similarity-projected": similarity_figure(projected, title=PROJECTED_SIMILARITY_TITLE,
-                                                  colour_title="score"),
-        "rope-scores": rope_scores_figure(distances, ones, expected, statistics, correlation=p["correlation"],
-                                          draws=p["draws"], head_dim=p["head_dim"], base=p["base"]),
-        "projected-scores": projected_scores_figure(projected_offsets, reference, projected_statistics,
-                                                    draws=p["draws"], d_model=p["d_model"],
-                                                    base=p["sinusoidal_base"]),
-    }

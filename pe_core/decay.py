@@ -219,6 +219,26 @@ def sinusoidal_dot_products(offsets, d_model: int, base: float = 10000.0) -> tor
                      or [torch.empty(0, dtype=torch.float64)])
 
 
+def first_negative_dot_product(d_model: int, base: float = 10000.0, limit: int = 1 << 20) -> int | None:
+    """The first offset k ≥ 0 with PE(t)·PE(t+k) = Σ_i cos(k·ω_i) < 0, or None if there is none up to ``limit``.
+
+    The slow pairs keep the sum positive for a long way, so where it first dips below zero depends
+    strongly on d and the base (d = 128, base 10^4: k = 1707). The offsets are searched in chunks
+    that double in size, so an early crossing costs little and a late one at most ``limit`` sums.
+    """
+    check_length("limit", limit)
+    sinusoidal_frequencies(d_model, base)  # validates d_model and base before any work
+    start, size = 0, 4096
+    while start <= limit:
+        stop = min(start + size, limit + 1)
+        values = sinusoidal_dot_products(torch.arange(start, stop, dtype=torch.float64), d_model, base)
+        below = torch.nonzero(values < 0)
+        if below.numel():
+            return start + int(below[0, 0])
+        start, size = stop, 2 * size
+    return None
+
+
 def sinusoidal_similarity(num_positions: int, d_model: int, base: float = 10000.0,
                           projection: torch.Tensor | None = None) -> torch.Tensor:
     """[N, N] matrix PE(i)·PE(j) for positions 0 .. N−1, or PE(i)ᵀ·M·PE(j) with M = W_qᵀ W_k."""

@@ -1,4 +1,5 @@
-"""pe_core.decay and figures.decay: RoFormer's bound, sinusoidal dot products, random q·k, decimation.
+"""pe_core.decay and lessons.decay: RoFormer's bound, sinusoidal dot products, random q·k, decimation, and the
+numbers, settings and look of the lesson.
 
 Reference values are computed here independently (numpy, explicit rotation matrices, math.cos
 loops), never copied from the code under test.
@@ -6,6 +7,7 @@ loops), never copied from the code under test.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -13,7 +15,10 @@ import pytest
 import torch
 
 import pe_core.decay as decay
-from figures import decay as figures_decay
+from figures.theme import DASHES, ENCODING_STYLES, METHOD_STYLES, MUTED, series_colour, translucent
+from lessons import SLIDE
+from lessons import decay as lesson
+from lessons import export as export_cli
 from pe_core import RopeSpec, default_inv_freq, method_setup, rope_frequencies
 
 
@@ -303,36 +308,126 @@ def test_projected_sinusoidal_scores_equal_explicit_projections_and_do_not_decay
     assert many.mean.abs().max() < 0.25 * many.std.min()
 
 
-# --- figures ------------------------------------------------------------------------------------
+def cosine_sums(d_model: int, base: float, offsets) -> np.ndarray:
+    return np.cos(np.outer(np.asarray(offsets, dtype=np.float64), theta(d_model, base))).sum(axis=1)
 
 
-def test_export_figures_builds_every_figure_from_pe_core():
-    figures = figures_decay.export_figures(max_distance=4096, draws=16, max_offset=256, positions=32)
-    assert set(figures) == {"bound", "bound-methods", "sinusoidal-dot", "similarity", "similarity-projected",
-                            "rope-scores", "projected-scores"}
-    for figure in figures.values():
-        assert figure.layout.title.text and figure.layout.template.layout.font.family
-    bound = figures["bound"]
-    line = next(t for t in bound.data if t.name == "base 10,000")
-    assert line.x[0] == 1 and line.y[0] == pytest.approx(bound_numpy(theta(), [1])[0], rel=1e-6)
-    methods = figures["bound-methods"]
-    assert {"L = 4,096", "L' = 16,384"} <= {t.name for t in methods.data}
-    heat = figures["similarity"].data[0]
-    assert heat.z.shape == (32, 32) and heat.z[5, 5] == pytest.approx(64)
-    with pytest.raises(ValueError, match="unknown"):
-        figures_decay.export_figures(nonsense=1)
+@pytest.mark.parametrize(("d_model", "base", "expected"), [(128, 10000.0, 1707), (64, 10000.0, 725), (16, 100.0, 16)])
+def test_first_negative_dot_product_is_the_first_offset_below_zero(d_model, base, expected):
+    values = cosine_sums(d_model, base, range(4000))
+    first = int(np.flatnonzero(values < 0)[0])
+    assert first == expected  # computed here from the definition, so the page's number is pinned twice
+    assert decay.first_negative_dot_product(d_model, base) == first
+    assert decay.first_negative_dot_product(d_model, base, limit=first - 1) is None
+    assert decay.first_negative_dot_product(d_model, base, limit=first) == first
 
 
-def test_bound_figure_marks_level_wavelength_and_first_reach():
-    bound = decay.decay_bound_curve(default_inv_freq(10000.0, 16), 30_000, log_axis=False)
-    trace = figures_decay.BoundTrace("base 10,000", bound, "#0072B2")
-    figure = figures_decay.decay_bound_figure([trace], log_axis=False)
-    names = [t.name for t in figure.data]
-    assert "base 10,000" in names and "base 10,000: min–max" in names
-    marker = next(t for t in figure.data if t.name.endswith("reaches the level"))
-    assert marker.x[0] == bound.first_at_level and marker.y[0] == pytest.approx(bound.level)
-    wavelength = 2 * math.pi * 10000.0 ** (14 / 16)
-    assert any(t.name.startswith("λ_max") and t.x[0] == pytest.approx(wavelength) for t in figure.data)
-    assert figure.layout.shapes[0].y0 == pytest.approx(decay.random_phase_level(8))
-    assert figure.layout.xaxis.type != "log"
-    assert figures_decay.decay_bound_figure([trace], log_axis=True).layout.xaxis.type == "log"
+def test_first_negative_dot_product_crosses_chunk_boundaries():
+    """d = 128, base 10^6 first dips below zero at k = 27,115: past the first chunks of the doubling search."""
+    values = cosine_sums(128, 1e6, range(30_000))
+    assert decay.first_negative_dot_product(128, 1e6) == int(np.flatnonzero(values < 0)[0]) == 27_115
+    with pytest.raises(ValueError, match="even"):
+        decay.first_negative_dot_product(7)
+
+
+# --- the lesson: the numbers the page states, the settings, the look ------------------------------
+
+SMALL = {"max_distance": 4096, "draws": 16, "max_offset": 256, "positions": 32}
+
+
+def small(**changes) -> lesson.Settings:
+    return dataclasses.replace(lesson.Settings.from_mapping(SMALL), **changes)
+
+
+def test_roformer_landmarks_are_measured():
+    """RoFormer's Fig. 2 (d = 128, base 10^4): exactly 32.5 at r = 0, 6.55 at r = 250; the level and the rebounds."""
+    marks = lesson.roformer_landmarks()
+    exact = np.concatenate([bound_numpy(theta(128, 10_000.0), np.arange(start, min(start + 8192, 65_537)))
+                            for start in range(0, 65_537, 8192)])
+    assert marks.at_zero == 32.5
+    assert f"{marks.at_distance:.2f}" == "6.55"
+    assert marks.at_distance == pytest.approx(exact[250], rel=1e-12)
+    level = decay.random_phase_level(64)
+    first = int(np.flatnonzero(exact <= level)[0])
+    assert marks.first_at_level == first == 557 and marks.level == level
+    assert marks.rebound == pytest.approx(exact[first:].max() / level, rel=1e-12)
+    assert f"{marks.rebound:.1f}" == "3.0"  # "bounces back up to 3.0× that level"
+
+
+def test_sinusoidal_numbers_the_page_states():
+    result = lesson.LESSON.result(lesson.Settings())
+    values = cosine_sums(128, 10_000.0, range(1026))
+    rise = int(np.flatnonzero(values[1:] > values[:-1])[0])
+    assert result.first_rise == (rise, pytest.approx(values[rise]), pytest.approx(values[rise + 1]))
+    assert rise == 11
+    crossing = result.first_negative
+    assert crossing.offset == 1707 and crossing.value == pytest.approx(cosine_sums(128, 10_000.0, [1707])[0])
+    assert not result.negative_in_range  # 1,707 is beyond the chart's ±1,024
+    low = lesson.LESSON.result(small(d_model=16, sinusoidal_base=100.0, max_offset=64))
+    assert low.first_negative.offset == int(np.flatnonzero(cosine_sums(16, 100.0, range(100)) < 0)[0]) == 16
+    assert low.negative_in_range
+    assert result.head_width == 64 and low.head_width == 16
+
+
+def test_departures_from_direct_extrapolation_and_yarns_factor():
+    result = lesson.LESSON.result(lesson.Settings())
+    distances = np.arange(200)
+    direct = bound_numpy(theta(128, 10_000.0), distances)
+    found = {}
+    for setup in result.setup.setups[1:]:
+        values = bound_numpy(setup.frequencies().inv_freq.numpy(), distances)
+        found[setup.title] = int(np.flatnonzero(np.abs(values - direct) > 0.01 * direct)[0])
+    assert {d.title: d.distance for d in result.departures} == found == {
+        "Position Interpolation": 1, "NTK-aware": 3, "YaRN": 42}
+    assert result.yarn_score_factor == pytest.approx((0.1 * math.log(4) + 1) ** 2, rel=1e-12)
+
+
+def test_the_bound_chart_has_its_own_head_dims_and_the_sidebar_head_dim_is_not_ignored():
+    """``--set head_dim=64`` used to change nothing: it now sets the methods and q·k charts; the bound chart's
+    head sizes are a control of their own (``--set bound_head_dims=64``)."""
+    controls = lesson.Settings.controls()
+    assert controls["bound_head_dims"].key == "dims" and controls["head_dim"].key == "d"
+    assert "this chart" in controls["bound_head_dims"].label and controls["bound_head_dims"].group == lesson.BOUND
+    figures = export_cli.collect({"decay": {"bound", "bound-methods", "rope-scores"}}, {"head_dim": 64, **SMALL})
+    plain = export_cli.collect({"decay": {"bound", "bound-methods", "rope-scores"}}, SMALL)
+    assert figures[("decay", "bound")].to_json() == plain[("decay", "bound")].to_json()
+    assert "d = 64" in figures[("decay", "bound-methods")].layout.title.text
+    assert "d = 64" in figures[("decay", "rope-scores")].layout.title.text
+    own = export_cli.collect({"decay": {"bound"}}, {"bound_head_dims": 64, **SMALL})[("decay", "bound")]
+    line = next(t for t in own.data if t.name == "base 10,000")
+    assert line.x[0] == 1 and line.y[0] == pytest.approx(bound_numpy(theta(64, 10_000.0), [1])[0], rel=1e-6)
+
+
+def test_bound_figures_take_their_look_from_the_theme():
+    settings = small(bound_head_dims=(64, 128), bound_bases=(10_000.0, 1_000_000.0))
+    figure = lesson.LESSON.figure("bound", settings)
+    lines = {t.name: t for t in figure.data if t.legendgroup == t.name and t.mode == "lines" and t.fill is None}
+    for (name, colour, dash) in (("base 10,000, d = 64", series_colour(0), DASHES[0]),
+                                 ("base 1,000,000, d = 64", series_colour(1), DASHES[0]),
+                                 ("base 10,000, d = 128", series_colour(0), DASHES[1])):
+        assert (lines[name].line.color, lines[name].line.dash) == (colour, dash)
+    methods = lesson.LESSON.figure("bound-methods", settings)
+    keyed_lines = [t for t in methods.data if isinstance(t.meta, dict) and "method" in t.meta]
+    assert [t.meta["method"] for t in keyed_lines] == ["direct", "pi", "ntk", "yarn"]
+    for trace in keyed_lines:
+        style = METHOD_STYLES[trace.meta["method"]]
+        assert (trace.line.color, trace.line.dash) == (style.colour, style.dash)
+        band = next(t for t in methods.data if t.name == f"{trace.name}: min–max")
+        assert band.fillcolor == translucent(style.colour, 0.16)
+    assert {t.line.color for t in methods.data if t.name.startswith("L")} == {MUTED}
+    for built in (figure, methods, lesson.LESSON.figure("bound", settings, SLIDE),
+                  lesson.LESSON.figure("bound-methods", settings, SLIDE)):
+        bands = [t for t in built.data if t.fill == "toself"]
+        assert bands and all(t.line.width == 0 for t in bands)  # no edge line, on the slide either
+    sinusoidal = lesson.LESSON.figure("sinusoidal-dot", settings)
+    assert sinusoidal.data[0].meta == {"encoding": "sinusoidal"}
+    assert sinusoidal.data[0].line.color == ENCODING_STYLES["sinusoidal"].colour
+
+
+def test_figure_names_typeset_their_maths():
+    settings = small(max_distance=1 << 16)  # λₘₐₓ of d = 128, base 10^4 (54,410) is within range
+    bound = lesson.LESSON.figure("bound", settings)
+    assert any(t.name.startswith("λₘₐₓ = 54,41") for t in bound.data)
+    names = {t.name for t in lesson.LESSON.figure("bound-methods", settings).data}
+    assert {"L = 4,096", "L′ = 16,384"} <= names
+    assert "W<sub>q</sub>" in lesson.LESSON.figure("similarity-projected", settings).layout.title.text

@@ -185,10 +185,6 @@ def test_no_source_is_an_unpublished_document():
             assert "](https://" in derivation.source or "transformers'" in derivation.source, derivation.slug
 
 
-def test_former_slugs_still_resolve():
-    assert derivations.get("decay_seed_abel_sign") is derivations.get("decay_abel_sign")
-
-
 def test_lesson_figures_show_the_checked_end_points():
     from lessons import derivations as lesson
 

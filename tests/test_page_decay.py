@@ -1,11 +1,13 @@
 """AppTest of the "Long-range decay" page: defaults, slider extremes, bad links, widgets, reproducible draws.
 
-Expected values are computed here from the definitions (numpy), not taken from pe_core.
+Expected values are computed here from the definitions (numpy), not taken from pe_core; every number the
+page's prose states is checked against them.
 """
 
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -14,8 +16,8 @@ from tests.conftest import chart_figures, figure_titled, run_page
 
 PAGE = "pages/decay.py"
 TITLES = ("RoFormer's decay bound", "The decay bound under context-extension methods", "Sinusoidal encodings",
-          "Similarity of positions", "Through random W_q", "RoPE q·k against distance",
-          "Sinusoidal PEs through random W_q, W_k")
+          "Similarity of positions", "Through random W<sub>q</sub>", "RoPE q·k against distance",
+          "Sinusoidal PEs through random W<sub>q</sub>, W<sub>k</sub>")
 MAX_SEED = 2**31 - 1
 
 LOW = {"dims": ["8"], "bases": ["100"], "rmax": "256", "axis": "linear", "dm": "16", "sb": "100", "kmax": "64",
@@ -58,7 +60,11 @@ def single_point_bins(x: np.ndarray) -> np.ndarray:
 
 
 def page_text(at) -> str:
-    return " ".join(m.value for m in at.markdown) + " ".join(c.value for c in at.caption)
+    return " ".join(m.value for m in at.markdown) + " " + " ".join(c.value for c in at.caption)
+
+
+def first_index(condition: np.ndarray) -> int:
+    return int(np.flatnonzero(condition)[0])
 
 
 def check_bound_line(figure: dict, name: str, head_dim: int, base: float) -> np.ndarray:
@@ -89,7 +95,43 @@ def test_defaults_draw_every_figure(defaults):
     text = page_text(at)
     assert "**32.5**" in text and "**6.55**" in text  # RoFormer's Figure 2, computed on load
     assert text.count("Verified by sympy") == 2
+    assert not re.search(r"seed \d{3}|\bthe notes\b|source documents", text, re.IGNORECASE)
+    assert "sympy refutes that when this page loads" in text  # the flipped sign of summation by parts
+    assert "It is sometimes said that as $k$ grows" in text  # and the claimed monotone decay
+    for source in ("arxiv.org/abs/2104.09864", "dwc.knaw.nl", "arxiv.org/abs/1706.03762", "kexue.fm/archives/8231"):
+        assert source in text  # RoFormer, Kluyver, Vaswani et al., Su: cited where their claims are made
 
+
+def test_every_number_in_the_prose_is_computed(defaults):
+    """The numbers the page states at its defaults, each computed here from the definitions."""
+    text = page_text(defaults)
+    exact = np.concatenate([bound(128, 10_000.0, np.arange(start, min(start + 8192, 65_537)))
+                            for start in range(0, 65_537, 8192)])
+    phases = np.random.default_rng(0).uniform(0, 2 * np.pi, (20_000, 64))
+    level = float(np.abs(np.cumsum(np.exp(1j * phases), axis=1)).mean())  # the random-phase level, Monte Carlo
+    shown_first = int(re.search(r"reaches it \(r = (\d+) for d = 128", text).group(1))
+    assert exact[shown_first] <= 1.01 * level and np.all(exact[:shown_first] > 0.99 * level)  # first at the level
+    rebound = float(re.search(r"back up to \*\*([\d.]+)×\*\* that level", text).group(1))
+    assert rebound == pytest.approx(exact[shown_first:].max() / level, rel=0.02)
+    assert f"**{exact[0]:g}**" in text and f"**{exact[250]:.2f}**" in text and "2²⁰" in text
+
+    assert "L = 4,096 and runs at L′ = 16,384 (s = 4)" in text
+    assert f"= {(0.1 * math.log(4) + 1) ** 2:.3f} at s = 4" in text  # YaRN's score factor
+
+    values = cosine_sum(128, 10_000.0, range(3000))
+    rise = first_index(values[1:] > values[:-1])
+    assert f"rises from {values[rise]:.3f} at k = {rise} to {values[rise + 1]:.3f} at k = {rise + 1}" in text
+    negative = first_index(values < 0)
+    assert negative == 1707
+    assert f"first drops below zero at k = {negative:,}, beyond this chart's ±1,024" in text
+    assert "d/2 = 64 at k = 0" in text and "t = 1,024" in text
+
+    distances = np.arange(100)
+    direct = bound(128, 10_000.0, distances)
+    pi = first_index(np.abs(bound(128, 10_000.0, distances / 4) - direct) > 0.01 * direct)
+    assert f"Position Interpolation r = {pi};" in text and pi == 1
+    assert re.search(r"NTK-aware r = \d+; YaRN r = \d+\.", text)
+    assert "64 × 128 (one head), entries N(0, 1/128)" in text
 
 def test_default_bound_figure(defaults):
     figure = figure_titled(defaults, "RoFormer's decay bound")
@@ -104,8 +146,12 @@ def test_default_bound_figure(defaults):
         assert values[-1] <= level < values[:-1].min()  # the first distance at the level, checked from scratch
         reach[base] = where
     assert reach[10_000.0] < reach[500_000.0] < reach[1_000_000.0]  # a larger base stretches the curve
-    wavelength = next(t for t in figure["data"] if str(t.get("name", "")).startswith("λ_max"))
+    wavelength = next(t for t in figure["data"] if str(t.get("name", "")).startswith("λₘₐₓ"))
     assert wavelength["x"][0] == pytest.approx(2 * math.pi * 10_000 ** (126 / 128))
+    colours = [trace(figure, f"base {base:,.0f}")["line"]["color"] for base in (10_000.0, 500_000.0, 1_000_000.0)]
+    assert colours == ["#0072B2", "#D55E00", "#009E73"]  # the theme's series colours, in order
+    bands = [t for t in figure["data"] if t.get("fill") == "toself"]
+    assert len(bands) == 3 and all(t["line"]["width"] == 0 for t in bands)
 
 
 def test_default_methods_figure(defaults):
@@ -118,7 +164,7 @@ def test_default_methods_figure(defaults):
     pi = dict(zip(pi_x, pi_y, strict=True))
     for r in range(1, 10):  # PI divides θ by s = 4: B_PI(4r) = B(r)
         assert pi[4.0 * r] == pytest.approx(direct[float(r)], rel=1e-6)
-    for name in ("NTK-aware", "YaRN", "L = 4,096", "L' = 16,384"):
+    for name in ("NTK-aware", "YaRN", "L = 4,096", "L′ = 16,384"):
         trace(figure, name)
     yarn_x, yarn_y = xy(figure, "YaRN")
     yarn = dict(zip(yarn_x, yarn_y, strict=True))
@@ -139,7 +185,8 @@ def test_default_sinusoidal_figures(defaults):
     matrix = np.asarray(figure_titled(defaults, "Similarity of positions")["data"][0]["z"], dtype=np.float64)
     offsets = np.subtract.outer(np.arange(128), np.arange(128))
     np.testing.assert_allclose(matrix, cosine_sum(128, 10_000.0, offsets.ravel()).reshape(128, 128), atol=1e-4)
-    projected = np.asarray(figure_titled(defaults, "Through random W_q")["data"][0]["z"])
+    assert "first below zero at k = 1,707, beyond this range" in figure["layout"]["title"]["text"]
+    projected = np.asarray(figure_titled(defaults, "Through random W<sub>q</sub>")["data"][0]["z"])
     assert projected.shape == (128, 128) and np.abs(projected - projected.T).max() > 1
 
 
@@ -155,7 +202,7 @@ def test_default_score_figures(defaults):
     band = trace(figure, "(b) mean ± 1 s.d. over 256 draws")
     assert band["fill"] == "toself"
 
-    projected = figure_titled(defaults, "Sinusoidal PEs through random W_q, W_k")
+    projected = figure_titled(defaults, "Sinusoidal PEs through random W<sub>q</sub>, W<sub>k</sub>")
     ref_x, reference = xy(projected, "no projection: PE(t)·PE(t+k)")
     np.testing.assert_allclose(reference, cosine_sum(128, 10_000.0, ref_x), rtol=1e-5, atol=1e-4)
     _, projected_mean = xy(projected, "mean over draws")
@@ -174,16 +221,21 @@ def test_low_extremes():
     np.testing.assert_allclose(y, bound(8, 100.0, x), rtol=1e-6)
     assert y[0] == 2.5
     assert not any(str(t.get("name", "")).endswith("min–max") for t in figure["data"])
-    wavelength = next(t for t in figure["data"] if str(t.get("name", "")).startswith("λ_max"))
+    wavelength = next(t for t in figure["data"] if str(t.get("name", "")).startswith("λₘₐₓ"))
     assert wavelength["x"][0] == pytest.approx(2 * math.pi * 100 ** (6 / 8))
 
     methods = figure_titled(at, "The decay bound under context-extension methods")
-    assert "L = L' = 8" in [t.get("name") for t in methods["data"]]  # s = 1: one line
+    assert "L = L′ = 8" in [t.get("name") for t in methods["data"]]  # s = 1: one line
 
     sinusoidal = figure_titled(at, "Sinusoidal encodings")
     sx, sy = xy(sinusoidal, "PE(t)·PE(t+k)")
     np.testing.assert_array_equal(sx, np.arange(-64, 65))
     np.testing.assert_allclose(sy, cosine_sum(16, 100.0, sx), atol=1e-5)
+    negative = first_index(cosine_sum(16, 100.0, range(100)) < 0)
+    assert negative == 16
+    assert f"first drops below zero at k = {negative} ({cosine_sum(16, 100.0, [negative])[0]:.2f}), within this " \
+           "chart's ±64" in page_text(at)
+    assert any(a.get("text") == f"first below zero: k = {negative}" for a in sinusoidal["layout"]["annotations"])
     assert np.asarray(figure_titled(at, "Similarity of positions")["data"][0]["z"]).shape == (32, 32)
 
     scores = figure_titled(at, "RoPE q·k against distance")
@@ -209,7 +261,7 @@ def test_longest_range():
     _, high = xy(figure, "base 10,000,000: min–max")
     assert high.max() <= 2.5 + 1e-5
     methods = figure_titled(at, "The decay bound under context-extension methods")
-    assert {"L = 131,072", "L' = 1,048,576"} <= {t.get("name") for t in methods["data"]}  # L' capped at 2^20
+    assert {"L = 131,072", "L′ = 1,048,576"} <= {t.get("name") for t in methods["data"]}  # L′ capped at 2^20
     direct_x, direct_y = xy(methods, "Direct extrapolation")
     np.testing.assert_array_equal(direct_x, x)  # same θ as the first chart: one shared computation
 
@@ -235,7 +287,7 @@ def test_largest_sizes():
     np.testing.assert_allclose(ones, 2 * cosine_sum(256, 1e7, ones_x), rtol=1e-5, atol=1e-3)
     assert ones_x[-1] == 4096 and len(ones_x) <= 1202
     trace(scores, "(b) mean ± 1 s.d. over 1,024 draws")
-    projected = figure_titled(at, "Sinusoidal PEs through random W_q, W_k")
+    projected = figure_titled(at, "Sinusoidal PEs through random W<sub>q</sub>, W<sub>k</sub>")
     assert [t["name"] for t in projected["data"] if t["name"].startswith("draw")] == ["draw 1", "draw 2", "draw 3"]
 
 
@@ -295,7 +347,7 @@ def test_seed_makes_draws_reproducible():
     other = run_page(PAGE, {**query, "seed": "6"}, timeout=300)
 
     def projected(at) -> np.ndarray:
-        return np.asarray(figure_titled(at, "Through random W_q")["data"][0]["z"])
+        return np.asarray(figure_titled(at, "Through random W<sub>q</sub>")["data"][0]["z"])
 
     def one_draw(at) -> np.ndarray:
         return xy(figure_titled(at, "RoPE q·k against distance"), "(b) a single draw")[1]

@@ -39,7 +39,7 @@ PAGES = (
              "LLaMA's precompute_freqs_cis and apply_rotary_emb next to transformers' rotate_half, number for "
              "number, and why the two pairings need permuted weights.", lesson="rope_code"),
     PageInfo("pages/decay.py", "Long-range decay", ":material/trending_down:", "RoPE and its extensions",
-             "RoFormer's decay bound, sinusoidal dot products and real q·k against distance."),
+             "RoFormer's decay bound, sinusoidal dot products and real q·k against distance.", lesson="decay"),
     PageInfo("pages/beta_base.py", "RoPE as a β-base number", ":material/pin:", "RoPE and its extensions",
              "Positions as digits in base β: extrapolate, interpolate, or change the base.", lesson="beta_base"),
     PageInfo("pages/caveats.py", "Caveats of context extension", ":material/warning:", "RoPE and its extensions",
