@@ -6,6 +6,7 @@ from __future__ import annotations
 import sympy as sp
 
 from derivations.base import Derivation, Step, all_of, identity, numbers_match
+from references import cite
 
 TOPIC = "Other absolute position encodings"
 
@@ -61,7 +62,7 @@ FLOATER = Derivation(
     check="Solve the linear system with sympy's dsolve, substitute the sinusoid back, and compare pe_core's "
           "matrix-exponential solution with exact sin and cos.",
     check_function=_floater,
-    source="Liu et al. 2020 (FLOATER); Su 2021 (survey of position encodings).",
+    source=cite("floater") + "; " + cite("su_position_survey"),
 )
 
 
@@ -95,7 +96,7 @@ MULTIPLICATIVE = Derivation(
     ),
     check="Expand one pair with symbolic x₀, x₁, i, j, ω and subtract the split; set x₁ = x₀ and shift both positions.",
     check_function=_multiplicative,
-    source="Su 2021 (survey of position encodings).",
+    source=cite("su_position_survey"),
 )
 
 
@@ -144,7 +145,7 @@ HIERARCHICAL = Derivation(
     check="Build q from symbolic p₀, p₁, p₂ and α; compare the first n with p, the swapped digits, and pe_core at "
           "α = 0.4.",
     check_function=_hierarchical,
-    source="Su 2020 (hierarchical decomposition of position embeddings).",
+    source=cite("su_hierarchical"),
 )
 
 def _complex_order():
@@ -178,7 +179,7 @@ COMPLEX_ORDER = Derivation(
     ),
     check="Expand the shift, the modulus and the inner product for one dimension with symbolic r, ω, φ.",
     check_function=_complex_order,
-    source="Wang et al. 2020 (complex-order embeddings).",
+    source=cite("complex_order"),
 )
 
 DERIVATIONS = (FLOATER, MULTIPLICATIVE, HIERARCHICAL, COMPLEX_ORDER)

@@ -9,6 +9,7 @@ import sympy as sp
 
 from derivations.base import Derivation, Step, all_of, identity, numbers_match, truth
 from derivations.rope_2d import rotation
+from references import cite
 
 TOPIC = "Caveats of context extension"
 
@@ -74,7 +75,7 @@ PI_MAP = Derivation(
     ),
     check="Substitute m = sL; rewrite the angle; run pe_core.caveats.pi_positions at L′ = 32,768, s = 8.",
     check_function=_pi_map,
-    source="Chen et al. 2023 (Position Interpolation); Peng et al. 2023 (YaRN), §2.",
+    source=cite("pi") + "; " + cite("yarn", "§2"),
 )
 
 PI_TIMES_S = Derivation(
@@ -85,7 +86,7 @@ PI_TIMES_S = Derivation(
     steps=(),
     check="Evaluate g(L′) and compare with L.",
     check_function=_pi_times_s,
-    source="a common slip when restating the YaRN paper's notation",
+    source="a common slip when restating the notation of " + cite("yarn", "§2"),
     refutes="caveat_pi_map",
     said="for PI, $g(m) = s\\cdot m$ with $s = L'/L$.",
     shows="with $s > 1$ that stretches positions instead of compressing them: $g(L') = s^2L$, e.g. $262{,}144$ for "
@@ -161,7 +162,7 @@ NTK_REQUIRED = Derivation(
     check="Substitute s = ρ^((d−2)/(2i)); take the sign of the exponent's derivative; find i₀ and s with exact "
           "wavelengths and compare pe_core.",
     check_function=_ntk_required,
-    source="Peng et al. 2023 (YaRN), §3.1; bloc97 2023.",
+    source=cite("yarn", "§3.1") + "; " + cite("ntk_aware"),
 )
 
 NTK_REAL_RATIO = Derivation(
@@ -172,7 +173,7 @@ NTK_REAL_RATIO = Derivation(
     steps=(),
     check="Evaluate the ratio of the first pair that never turns in training at s = L′/L.",
     check_function=_ntk_real_ratio,
-    source="the natural reading of NTK-aware's factor s = L′/L",
+    source="the natural reading of the factor s = L′/L in " + cite("ntk_aware"),
     refutes="caveat_ntk_required_scale",
     said="setting NTK-aware's factor to the real extension $s = L'/L$ keeps every pair within the angles it saw in "
          "training (it does for PI).",
@@ -234,7 +235,7 @@ CACHE_ERROR = Derivation(
     check="Expand ‖R(α) − R(β)‖²_F; take Gaussian moments of the squared error for one pair; compare pe_core's "
           "closed form with sympy at one key.",
     check_function=_cache_error,
-    source="Peng et al. 2023 (YaRN), §3.3; emozilla 2023.",
+    source=cite("yarn", "§3.3") + "; " + cite("dynamic_ntk"),
 )
 
 
@@ -293,7 +294,7 @@ REROPE_COST = Derivation(
     check="Simplify the prefill ratio, take both limits, check the sign of the derivatives, and compare "
           "pe_core.caveats.rerope_cost.",
     check_function=_rerope_cost,
-    source="Su 2023 (ReRoPE) and its reference code; Su 2023 (Leaky ReRoPE in reverse).",
+    source=cite("rerope") + "; " + cite("leaky_rerope_inverse"),
 )
 
 DERIVATIONS = (PI_MAP, NTK_REQUIRED, CACHE_ERROR, REROPE_COST)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import sympy as sp
 
 from derivations.base import Derivation, Step, all_of, identity, numbers_match
+from references import cite
 
 TOPIC = "From absolute to relative position"
 
@@ -159,7 +160,7 @@ FOUR_TERMS = Derivation(
     check="Expand both sides with free 2 × 2 matrices and row vectors; compare pe_core.relative.four_terms with the "
           "exact score of an integer example.",
     check_function=_four_terms,
-    source="Dai et al. 2019 (Transformer-XL), §3.3; Ke et al. 2021 (TUPE).",
+    source=cite("transformer_xl", "§3.3") + "; " + cite("tupe"),
 )
 
 PROJECTED_SINUSOID = Derivation(
@@ -183,7 +184,7 @@ PROJECTED_SINUSOID = Derivation(
     ),
     check="Expand pᵢMpⱼᵀ for a general M and subtract the split; for a scaled rotation shift i and j by c.",
     check_function=_projected_sinusoid,
-    source="Vaswani et al. 2017, §3.5; Dai et al. 2019, §3.3.",
+    source=cite("vaswani", "§3.5") + "; " + cite("transformer_xl", "§3.3"),
 )
 
 SINUSOID_RELATIVE_ANYWAY = Derivation(
@@ -194,7 +195,7 @@ SINUSOID_RELATIVE_ANYWAY = Derivation(
     steps=(),
     check="Shift both positions by c in pᵢMpⱼᵀ for a general 2 × 2 M.",
     check_function=_projected_sinusoid_relative,
-    source="a common reading of Vaswani et al. 2017, §3.5",
+    source="a common reading of " + cite("vaswani", "§3.5"),
     refutes="lineage_projected_sinusoid",
     said="because $PE(i)\\cdot PE(j)$ depends only on $i - j$, a Transformer with sinusoidal encodings attends by "
          "relative position.",
@@ -221,7 +222,7 @@ LOGIT_SCALE = Derivation(
     ),
     check="Sum the diagonal over a symbolic d, take Gaussian moments at d = 3, and simplify 3d/(√(3d))² and 2d/(√(2d))².",
     check_function=_logit_scale,
-    source="He et al. 2021 (DeBERTa), §3.1; Ke et al. 2021 (TUPE).",
+    source=cite("deberta", "§3.1") + "; " + cite("tupe"),
 )
 
 DEBERTA_SYMMETRY = Derivation(
@@ -243,7 +244,7 @@ DEBERTA_SYMMETRY = Derivation(
     ),
     check="Build Ã for 3 positions and span 2 with free symbols, exchange the projections, transpose and subtract.",
     check_function=_deberta_symmetry,
-    source="He et al. 2021 (DeBERTa), §3.1.",
+    source=cite("deberta", "§3.1"),
 )
 
 DEBERTA_SAME_DELTA = Derivation(

@@ -7,6 +7,7 @@ import sympy as sp
 
 from derivations.base import Derivation, Parameter, Step, all_of, identity, numbers_match
 from derivations.rope_blocks import block_rotation, frequencies, half_split_form, m, n, vector
+from references import cite
 
 TOPIC = "RoPE in code: complex numbers and rotate_half"
 
@@ -103,7 +104,7 @@ FORMS_AGREE = Derivation(
           "and subtract.",
     check_function=_forms_agree,
     parameter=HEAD_DIM,
-    source="Meta's LLaMA code (precompute_freqs_cis, apply_rotary_emb); transformers' modeling_llama.py.",
+    source=cite("llama_code") + "; " + cite("transformers_rope"),
 )
 
 PERMUTED_WEIGHTS = Derivation(
@@ -124,7 +125,7 @@ PERMUTED_WEIGHTS = Derivation(
     check="Build both scores for the chosen d with free vectors z = W_q x, w = W_k y and free θᵢ, and subtract.",
     check_function=_permuted_weights,
     parameter=HEAD_DIM,
-    source="transformers' convert_llama_weights_to_hf.py (permute); Meta's LLaMA code.",
+    source=cite("llama_conversion") + "; " + cite("llama_code"),
 )
 
 SAME_WEIGHTS = Derivation(
@@ -159,7 +160,7 @@ EXAMPLE = Derivation(
     ),
     check="Simplify 10000^(−2i/8) exactly and compare pe_core's precompute_freqs_cis with sympy's cos and sin.",
     check_function=_example,
-    source="Meta's LLaMA code (precompute_freqs_cis).",
+    source=cite("llama_code"),
 )
 
 DERIVATIONS = (EXAMPLE, FORMS_AGREE, PERMUTED_WEIGHTS)
