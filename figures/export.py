@@ -156,7 +156,8 @@ def render(figure: go.Figure, fmt: str, *, scale: float = PNG_SCALE) -> bytes:
     if fmt == "json":
         return figure.to_json().encode("utf-8")
     if fmt == "html":
-        return figure.to_html(include_plotlyjs=True, full_html=True, config={"displaylogo": False}).encode("utf-8")
+        return figure.to_html(include_plotlyjs=True, full_html=True, auto_play=False,
+                              config={"displaylogo": False}).encode("utf-8")
     width, height = export_size(figure)
     options = {"format": fmt, "width": width, "height": height, "scale": scale if fmt == "png" else 1}
     return _SERVER.render(figure.to_dict(), options)

@@ -30,6 +30,7 @@ import plotly.graph_objects as go
 
 from i18n import _, current_language
 
+SCRUB_SETTING = "scrub_in_figure"  # the setting that switches on figures' own sliders (FigureSpec.scrub)
 WIDGETS = ("select_slider", "slider", "radio", "selectbox", "multiselect", "toggle", "number", "text")
 OPTION_WIDGETS = ("select_slider", "radio", "selectbox", "multiselect")
 
@@ -376,6 +377,9 @@ class FigureSpec:
     build: Builder
     groups: tuple[str, ...] | None = None  # the setting groups it reads; None: all
     caption: Callable[[Any], str] | str | None = None  # from the result; translated when called
+    # An option setting the figure can carry its own slider over (plotly frames, one per option), drawn when
+    # the lesson's ``scrub_in_figure`` setting is on: the reader scrubs it in the browser, no round trip.
+    scrub: str | None = None
 
     def caption_for(self, result: Any) -> str | None:
         if self.caption is None:
@@ -475,18 +479,51 @@ class Lesson:
         chosen = (settings or self.settings()).applicable().only(groups)
         return self._results.get_or_make(chosen, lambda: self.compute(chosen))
 
-    def figure(self, name: str, settings: LessonSettings | None = None, style: FigureStyle = SCREEN) -> go.Figure:
-        """Figure ``name`` at these settings and style, cached. Shared: do not change it."""
+    def figure(self, name: str, settings: LessonSettings | None = None, style: FigureStyle = SCREEN,
+               *, frames: bool = True) -> go.Figure:
+        """Figure ``name`` at these settings and style, cached. Shared: do not change it.
+
+        ``frames=False`` draws a scrubbable figure (``FigureSpec.scrub``) without its frames: one frame of it.
+        """
         spec = self.figure_spec(name)
         chosen = (settings or self.settings()).applicable().only(spec.groups)
-        key = (name, chosen, style, current_language())
-        return self._figures.get_or_make(key, lambda: self._build(spec, chosen, style))
+        scrubbed = frames and bool(spec.scrub) and bool(getattr(chosen, SCRUB_SETTING, False))
+        key = (name, chosen, style, current_language(), scrubbed)
+        return self._figures.get_or_make(key, lambda: self._build(spec, chosen, style, scrubbed))
 
-    def _build(self, spec: FigureSpec, settings: LessonSettings, style: FigureStyle) -> go.Figure:
+    def _build(self, spec: FigureSpec, settings: LessonSettings, style: FigureStyle,
+               scrubbed: bool = False) -> go.Figure:
         from figures.slides import slide_style
 
+        if scrubbed:
+            return self._build_scrubbed(spec, settings, style)
         figure = spec.build(self.result(settings, spec.groups), style)
         return slide_style(figure, title=style.titles) if style.slide else figure
+
+    def _build_scrubbed(self, spec: FigureSpec, settings: LessonSettings, style: FigureStyle) -> go.Figure:
+        """The figure with one frame per option of ``spec.scrub``: each frame is the figure this lesson draws
+        at that option (so the in-figure slider and the page's control agree)."""
+        from figures.frames import with_frames
+
+        control = self.settings.controls()[spec.scrub]
+        variants = []
+        for option in control.options:
+            varied = dataclasses.replace(settings, **{spec.scrub: option})
+            try:
+                variants.append((control.shown(option), self.figure(spec.name, varied, style, frames=False)))
+            except ValueError:
+                continue  # an option these settings cannot take gets no frame
+        current = self.figure(spec.name, settings, style, frames=False)
+        return with_frames(current, variants, control.shown(getattr(settings, spec.scrub)), _(control.label))
+
+    def scrub_frames(self, name: str, settings: LessonSettings | None = None) -> dict[str, go.Figure]:
+        """The figure the server draws at each option of the figure's scrubbed setting (what its frames show)."""
+        spec = self.figure_spec(name)
+        control = self.settings.controls()[spec.scrub]
+        chosen = settings or self.settings()
+        return {control.shown(option): self.figure(name, dataclasses.replace(chosen, **{spec.scrub: option}),
+                                                   frames=False)
+                for option in control.options}
 
     @property
     def key_figure_name(self) -> str:

@@ -30,6 +30,7 @@ from pe_core.rope import RopeSpec
 MAX_HEATMAP_CELLS = 120_000
 MAX_HEATMAP_ROWS = 200
 MIN_HEATMAP_ROWS = 32
+SCRUB_HEATMAP_ROWS = 64  # each of the in-figure slider's nine frames carries its own rows
 
 POSITION_CHOICES = (10, 16, 32, 64, 128, 256, 0)  # 0: every position 0 .. L′−1, sampled for drawing
 SECOND_SCALES = (0.0, *SCALES)  # 0: no second row
@@ -63,13 +64,18 @@ class Settings(RopeSettings):
                                when={"methods": LENGTH_DEPENDENT_TYPES},
                                help=N_("As generated: row m uses θ for a sequence of length m + 1, as when a model "
                                        "produces tokens one by one. Whole sequence: every row uses θ for length L′."))
+    scrub_in_figure: bool = setting(False, N_("Scrub s inside the heatmaps"), key="scrub", group=HEATMAP,
+                                    help=N_("The heatmaps carry their own slider over s: drag it and every panel "
+                                            "changes at once, in the browser, without waiting for the server."))
     as_frequency: bool = setting(False, N_("Plot frequency θᵢ instead of wavelength λᵢ"), key="freq", group=LINES)
 
 
-def rows_per_panel(num_panels: int, num_pairs: int) -> int:
-    """How many positions each heatmap may show so all panels together stay within MAX_HEATMAP_CELLS."""
+def rows_per_panel(num_panels: int, num_pairs: int, *, scrubbed: bool = False) -> int:
+    """How many positions each heatmap may show so all panels together stay within MAX_HEATMAP_CELLS
+    (fewer when the figure carries a frame per scale)."""
     budget = MAX_HEATMAP_CELLS // max(1, num_panels * num_pairs)
-    return int(min(MAX_HEATMAP_ROWS, max(MIN_HEATMAP_ROWS, budget)))
+    most = SCRUB_HEATMAP_ROWS if scrubbed else MAX_HEATMAP_ROWS
+    return int(min(most, max(MIN_HEATMAP_ROWS, budget)))
 
 
 def second_row_setups(setups: Sequence[MethodSetup], base: float, train_length: int,
@@ -107,7 +113,7 @@ class Result:
             return ()
         return heatmap_panels(shown, base=setup.base, train_length=setup.train_length,
                               positions_shown=s.positions_shown or None, view=s.view,
-                              rows=rows_per_panel(len(shown), shown[0].spec.num_pairs),
+                              rows=rows_per_panel(len(shown), shown[0].spec.num_pairs, scrubbed=s.scrub_in_figure),
                               length_so_far=s.length_mode == "generation")
 
     @functools.cached_property
@@ -181,7 +187,8 @@ def _ramp_caption(result: Result) -> str:
 
 
 FIGURES = figure_registry(
-    FigureSpec("angle-heatmaps", draw.HEATMAP_TITLE, _heatmaps, groups=("rope", HEATMAP), caption=_heatmap_caption),
+    FigureSpec("angle-heatmaps", draw.HEATMAP_TITLE, _heatmaps, groups=("rope", HEATMAP), caption=_heatmap_caption,
+               scrub="scale"),
     FigureSpec("unseen-angles", draw.UNSEEN_TITLE, _unseen, groups=("rope",),
                caption=N_("Hover a cell for L′·θ′ᵢ / (L·θᵢ): above 1 means beyond training.")),
     FigureSpec("wavelengths", draw.WAVELENGTH_TITLE, _wavelengths, groups=("rope", LINES)),

@@ -409,3 +409,42 @@ def test_gallery_draws_every_figure_for_screen_and_slide(demo_lessons, tmp_path)
             assert png_size((tmp_path / file).read_bytes())[0] > 0
     slide = (tmp_path / records[0]["files"]["slide"]).read_bytes()
     assert png_size(slide) == (SLIDE_WIDTH, SLIDE_HEIGHT)
+
+
+@needs_browser
+def test_interactive_html_works_offline_with_its_own_slider(tmp_path):
+    """The HTML export carries plotly.js and the figure's frames: it opens with no network and scrubs."""
+    from playwright.sync_api import sync_playwright
+
+    from benchmarks.harness import CHROMIUM, CHROMIUM_ARGS
+    from lessons import get
+
+    lesson = get("frequencies")
+    settings = lesson.settings.from_mapping({"scrub_in_figure": True})
+    figure = lesson.figure("angle-heatmaps", settings)
+    page_file = tmp_path / "figure.html"
+    page_file.write_bytes(export.render(figure, "html"))
+    requests, errors = [], []
+    rows = "() => document.querySelector('.js-plotly-plot')._fullData.filter(t => t.type === 'heatmap' && " \
+           "t.visible !== false).map(t => t.y[t.y.length - 1])"
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        page = browser.new_context(offline=True).new_page()
+        page.on("request", lambda request: requests.append(request.url))
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.goto(page_file.as_uri())
+        page.wait_for_selector(".js-plotly-plot .slider-container", timeout=30_000)
+        before = page.evaluate(rows)
+        rail = page.locator(".slider-rail-rect").bounding_box()
+        first = page.locator(".slider-label").nth(1).bounding_box()  # the first step's tick label (s = 1); 0 is the value
+        page.mouse.click(first["x"] + first["width"] / 2, rail["y"] + rail["height"] / 2)
+        page.wait_for_function(f"(before) => JSON.stringify(({rows})()) !== JSON.stringify(before)", arg=before,
+                               timeout=30_000)
+        after = page.evaluate(rows)
+        active = page.evaluate("() => document.querySelector('.js-plotly-plot').layout.sliders[0].active")
+        browser.close()
+    assert active == 0 and len(figure.frames) == 9
+    assert before == [16_383] * 3 and after == [4_095] * 3  # L′ − 1 at s = 4, then at s = 1
+    # plotly.js rejects a superseded animation's promise with no reason, reported as "undefined"
+    assert [error for error in errors if error != "undefined"] == []
+    assert all(url.startswith("file:") for url in requests)

@@ -182,3 +182,38 @@ def test_figures_have_titles_and_typeset_maths(lesson_name):
         for text in visible_text(figure):
             for pattern in RAW_MATHS:
                 assert not pattern.search(text), f"{lesson_name}:{name}: raw maths {pattern.pattern!r} in {text!r}"
+
+
+SCRUBBED = [(name, figure) for name, lesson in LESSONS.items() for figure, spec in lesson.figures.items()
+            if spec.scrub and not getattr(lesson, "expensive", False)]
+
+
+@pytest.mark.parametrize(("lesson_name", "figure_name"), SCRUBBED)
+def test_in_figure_slider_frames_are_the_figures_the_server_draws(lesson_name, figure_name):
+    """The in-figure slider and the page's control agree: frame v is exactly the figure drawn at v."""
+    lesson = LESSONS[lesson_name]
+    settings = lesson.settings.from_mapping({"scrub_in_figure": True})
+    scrubbed = lesson.figure(figure_name, settings)
+    drawn = lesson.scrub_frames(figure_name, settings)
+    assert [frame.name for frame in scrubbed.frames] == list(drawn)
+    slider = scrubbed.layout.sliders[0]
+    assert [step.label for step in slider.steps] == list(drawn)
+    control = lesson.settings.controls()[lesson.figure_spec(figure_name).scrub]
+    assert slider.steps[slider.active].label == control.shown(getattr(settings, control_name(lesson, figure_name)))
+    for frame in scrubbed.frames:
+        shown = [trace for trace in frame.data if trace.visible is not False]
+        expected = drawn[frame.name].data
+        assert len(shown) == len(expected)
+        for got, want in zip(shown, expected, strict=True):
+            got_json, want_json = got.to_plotly_json(), want.to_plotly_json()
+            got_json.pop("visible", None)
+            want_json.pop("visible", None)
+            assert json.dumps(got_json, sort_keys=True, default=str) == json.dumps(want_json, sort_keys=True,
+                                                                                    default=str)
+    # the figure as first shown is the frame of the current value
+    current = [t for t in scrubbed.data if t.visible is not False]
+    assert len(current) == len(drawn[slider.steps[slider.active].label].data)
+
+
+def control_name(lesson, figure_name) -> str:
+    return lesson.figure_spec(figure_name).scrub
