@@ -311,7 +311,7 @@ def phase_dials_figure(
         ))
         if outside[r].any():
             traces.append(go.Scatter(
-                x=tip_x[outside[r]], y=tip_y[outside[r]], mode="markers", legendgroup="unseen",
+                x=tip_x[outside[r]], y=tip_y[outside[r]], mode="markers", legendgroup="unseen", uid=f"unseen-{key}",
                 name=_("hand outside the training arc"), showlegend=r == first_row_with_unseen, hoverinfo="skip",
                 marker=dict(symbol="circle-open", size=15, line=dict(width=2.5), color=HIGHLIGHT),
             ))

@@ -30,6 +30,9 @@ def _frame_layout(figure: go.Figure) -> dict:
 
 
 def _trace_key(trace: dict) -> tuple:
+    """Which trace this is across values: its ``uid`` when the builder gave one, else its type, name and axes."""
+    if trace.get("uid"):
+        return ("uid", trace["uid"])
     return trace.get("type", "scatter"), trace.get("name") or "", trace.get("xaxis", "x"), trace.get("yaxis", "y")
 
 
@@ -51,10 +54,18 @@ def aligned_traces(figures: Sequence[go.Figure]) -> list[list[dict]]:
     another figure's, so the animation only shows or hides it.
     """
     per_figure = [_keyed([trace.to_plotly_json() for trace in figure.data]) for figure in figures]
-    slots: dict[tuple, dict] = {}
+    # one order of slots that keeps every figure's own drawing order: a slot new to a figure goes right
+    # after that figure's previous trace
+    order: list[tuple] = []
+    examples: dict[tuple, dict] = {}
     for traces in per_figure:
+        after = -1
         for slot, trace in traces:
-            slots.setdefault(slot, trace)
+            if slot not in examples:
+                examples[slot] = trace
+                order.insert(after + 1, slot)
+            after = order.index(slot)
+    slots = {slot: examples[slot] for slot in order}
     aligned = []
     for traces in per_figure:
         present = dict(traces)

@@ -77,6 +77,9 @@ class Settings(RopeSettings):
                                group=DIGITS, help=N_("Then every digit is an ordinary whole-number digit: 2,000 "
                                                      "numbers in three places need base 13."))
     conversion: bool = setting(True, N_("Add exact β-base conversion (b → b·s)"), key="conv", group=DIALS)
+    scrub_in_figure: bool = setting(False, N_("Scrub s inside the dials"), key="scrub", group=DIALS,
+                                    help=N_("The dials carry their own slider over s: drag it and every hand turns "
+                                            "at once, in the browser."))
     position_multiple: float = setting(4.0, N_("Position n"), key="pos", group=DIALS, options=POSITION_MULTIPLES,
                                        format=_position_label,
                                        help=N_("n = m·L − 1: the last position of m training lengths (m = s is "
@@ -478,7 +481,8 @@ def _digits_caption(result: Result) -> str | None:
 FIGURES = figure_registry(
     FigureSpec("digits-against-n", draw.DIGITS_TITLE, _digits, groups=(DIGITS,), caption=_digits_caption),
     FigureSpec("units-digit-zoom", draw.ZOOM_TITLE, _zoom, groups=(DIGITS,)),
-    FigureSpec("phase-dials", draw.DIALS_TITLE, _dials, groups=("rope", DIALS), caption=_dials_caption),
+    FigureSpec("phase-dials", draw.DIALS_TITLE, _dials, groups=("rope", DIALS), caption=_dials_caption,
+               scrub="scale"),
     FigureSpec("pair-turns", draw.TURNS_TITLE, _turns, groups=("rope", DIALS)),
     FigureSpec("stretch-bound", draw.BOUND_TITLE, _bound, groups=("rope", DIGITS, BOUND), caption=_bound_caption),
 )

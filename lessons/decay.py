@@ -94,6 +94,9 @@ class Settings(RopeSettings):
                                 format=length_text, help=N_("Also for the context-extension chart."))
     distance_axis: str = setting("log", N_("Distance axis"), key="axis", widget="radio", group=BOUND, options=AXES,
                                  format=_axis_title)
+    scrub_in_figure: bool = setting(False, N_("Scrub s inside the methods chart"), key="scrub", group=BOUND,
+                                    help=N_("The context-extension chart carries its own slider over s: drag it and "
+                                            "every method's bound moves at once, in the browser."))
     d_model: int = setting(128, N_("Model dim d"), key="dm", group=SINUSOIDAL, options=MODEL_DIMS)
     sinusoidal_base: float = setting(10_000.0, N_("Base b"), key="sb", group=SINUSOIDAL, options=BASES,
                                      format=base_text)
@@ -409,7 +412,8 @@ def _projected_scores_caption(result: Result) -> str:
 
 FIGURES = figure_registry(
     FigureSpec("bound", draw.BOUND_TITLE, _bound, groups=(BOUND,), caption=_bound_caption),
-    FigureSpec("bound-methods", draw.METHODS_TITLE, _methods, groups=("rope", BOUND), caption=_methods_caption),
+    FigureSpec("bound-methods", draw.METHODS_TITLE, _methods, groups=("rope", BOUND), caption=_methods_caption,
+               scrub="scale"),
     FigureSpec("sinusoidal-dot", draw.SINUSOIDAL_TITLE, _sinusoidal, groups=(SINUSOIDAL,)),
     FigureSpec("similarity", draw.SIMILARITY_TITLE, _similarity, groups=(SINUSOIDAL,)),
     FigureSpec("similarity-projected", draw.PROJECTED_SIMILARITY_TITLE, _projected_similarity,
