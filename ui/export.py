@@ -30,7 +30,7 @@ from figures.export import (
     zip_files,
 )
 from figures.slides import slide_style
-from i18n import _
+from i18n import _, current_language, use_language
 from lessons.base import SCREEN, FigureStyle
 from ui import params
 
@@ -43,6 +43,7 @@ _STYLE_STATE = "_export_style"
 _ZIP_SLOT_STATE = "_export_zip_slot"
 _STEMS_STATE = "_export_stems"
 _ZIP_FORMAT_KEY = "_export_zip_format"
+_LESSONS_STATE = "_export_lessons"
 
 
 def styled(figure: go.Figure, style: FigureStyle) -> go.Figure:
@@ -144,12 +145,30 @@ def remember(key: str, stem: str, figures: list[tuple[str, go.Figure]]) -> None:
 
 # ---- page-level controls (sidebar) -----------------------------------------------------------
 
-def _zip_callable(figures: list[tuple[str, go.Figure]], stems: dict[str, str], fmt: str,
+def remember_lesson(lesson, settings_now: Callable[[], object]) -> None:
+    """Put every figure of ``lesson`` in the page's ZIP, drawn at the settings ``settings_now()`` gives when the
+    ZIP is built (closed tabs' figures included, which the page itself never drew)."""
+    registered: dict = st.session_state.setdefault(_LESSONS_STATE, {})
+    if lesson.name in registered:
+        return
+    stems = {name: figure_stem(f"{lesson.name}_{name}") for name in lesson.figures}
+    registered[lesson.name] = (lesson, settings_now, stems, current_style(), current_language())
+
+
+def _zip_callable(figures: list[tuple[str, go.Figure]], stems: dict[str, str], lessons: dict, fmt: str,
                   comment: str) -> Callable[[], bytes]:
-    # Both containers are this run's own objects, filled while the page runs and read on click,
-    # so the ZIP holds every figure of the page even though the button is drawn before most are.
+    # All three containers are this run's own objects, filled while the page runs and read on click, so
+    # the ZIP holds every figure of the page even though the button is drawn before most are. A lesson's
+    # figures come from its registry; other figures (a live training chart) as they were shown.
     def build() -> bytes:
-        named = [(stems[key], figure) for key, figure in figures if key in stems]
+        named = []
+        for lesson, settings_now, lesson_stems, style, language in lessons.values():
+            with use_language(language):  # the click runs outside the session: draw in its language
+                named.extend((lesson_stems[name], lesson.figure(name, settings_now(), style))
+                             for name in lesson.figures)
+        from_lessons = {f"{lesson.name}_" for lesson, *_ in lessons.values()}
+        named.extend((stems[key], figure) for key, figure in figures
+                     if key in stems and not key.startswith(tuple(from_lessons)))
         return zip_files(render_files(named, fmt), comment=comment)
 
     return build
@@ -163,7 +182,8 @@ def _zip_controls(slot, figures: list[tuple[str, go.Figure]], stems: dict[str, s
         name = file_stem(page_name(), params=view_params(), tail=current_style().name_parts)
         st.download_button(
             "Download all figures on this page (ZIP)", icon=":material/folder_zip:",
-            data=_zip_callable(figures, stems, fmt, share_link()), file_name=f"{name}.zip",
+            data=_zip_callable(figures, stems, st.session_state.setdefault(_LESSONS_STATE, {}), fmt, share_link()),
+            file_name=f"{name}.zip",
             mime="application/zip", key="_export_zip", on_click="ignore",
             disabled=fmt in IMAGE_FORMATS and not available,
             help=_(INSTALL_HINT) if fmt in IMAGE_FORMATS and not available
@@ -175,6 +195,7 @@ def _zip_controls(slot, figures: list[tuple[str, go.Figure]], stems: dict[str, s
 def sidebar_controls() -> None:
     """The shared 'Slides & sharing' box: slide style, share link, and (on pages with figures) the ZIP."""
     st.session_state[_STEMS_STATE] = {}
+    st.session_state[_LESSONS_STATE] = {}
     st.session_state[_STYLE_STATE] = SCREEN
     slide_on = str(st.session_state.get(SLIDE_KEY, st.query_params.get(SLIDE_KEY, ""))).lower() == "true"
     with st.sidebar.expander("Slides & sharing", icon=":material/slideshow:", expanded=slide_on):

@@ -31,6 +31,8 @@ from ui import export, params
 from ui.figure import show_figure
 from ui.language import remember_bound_value
 
+PART_KEY = "part"  # URL parameter naming the open tab of a long page
+
 
 def draw_control(name: str, control: Control, default: Any) -> Any:
     """One URL-bound widget for a setting; returns its value."""
@@ -147,6 +149,36 @@ class LessonPage:
         if caption is None:
             caption = self.lesson.caption(name, settings)
         show_figure(figure, f"{self.lesson.name}_{name}", caption=caption, styled=True)
+        export.remember_lesson(self.lesson, self._settings_for_export)
+
+    def _settings_for_export(self) -> LessonSettings:
+        """The page's settings as its controls finally stood (the ZIP is built after the run, on a click)."""
+        try:
+            return self.settings()
+        except ValueError:
+            return self.lesson.settings()
+
+    def tabs(self, parts: dict[str, str]) -> list:
+        """One tab per part of a long page (slug -> N_()-marked title), as a table of contents.
+
+        Only the open tab's content runs (``tab.open``), so a change redraws only the figures in view; the
+        open tab is in the URL as ``part=<slug>``, so a link opens the same part.
+        """
+        labels = {slug: _(title) for slug, title in parts.items()}
+        slugs = {label: slug for slug, label in labels.items()}
+        key = f"_part_{self.lesson.name}"
+        linked = st.query_params.get(PART_KEY)
+        if key not in st.session_state and linked in labels:
+            st.session_state[key] = labels[linked]
+
+        def remember_part() -> None:
+            chosen = slugs.get(st.session_state.get(key))
+            if chosen == next(iter(labels)):
+                st.query_params.pop(PART_KEY, None)
+            elif chosen is not None:
+                st.query_params[PART_KEY] = chosen
+
+        return list(st.tabs(list(labels.values()), key=key, on_change=remember_part))
 
     def symbols(self) -> None:
         """Link the symbols this lesson uses to the Glossary."""
