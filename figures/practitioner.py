@@ -94,7 +94,7 @@ def check_theta_figure(*, expected, given, ok: Sequence[bool], per_dimension: bo
     return _assemble(title, traces, dict(
         height=480, legend=LEGEND_BELOW, margin=dict(t=90, b=150), annotations=annotations,
         xaxis=dict(title=dict(text=_entry_axis(per_dimension))),
-        yaxis=dict(type="log", title=dict(text=_("θ (radians per token, log)"))),
+        yaxis=dict(type="log", title=dict(text=_("θ (rad/token, log)")), exponentformat="power"),
     ))
 
 
@@ -121,7 +121,7 @@ def check_error_figure(*, errors: Sequence[float | None], tolerances: Sequence[f
     return _assemble(_(CHECK_ERROR_TITLE), traces, dict(
         height=420, legend=LEGEND_BELOW, margin=dict(b=150),
         xaxis=dict(title=dict(text=_entry_axis(per_dimension))),
-        yaxis=dict(type="log", title=dict(text=_("|yours − expected| / expected (log)")), exponentformat="power"),
+        yaxis=dict(type="log", title=dict(text=_("relative error (log)")), exponentformat="power"),
     ))
 
 
@@ -168,7 +168,8 @@ def plan_unseen_figure(methods: Sequence[tuple[str, str, float, float]], *, trai
         name = _(title)
         traces.append(go.Bar(x=categories, y=[100 * pairs, 100 * angles], name=name,
                              marker=dict(color=colour_of(key)), meta={"method": key},
-                             text=[f"{100 * pairs:.1f}%", f"{100 * angles:.2f}%"], textposition="outside",
+                             text=[f"{100 * pairs:.0f}%", f"{100 * angles:.1f}%"], textposition="outside",
+                             textfont=dict(size=11),
                              hovertemplate=name + "<br>%{x}: %{y:.2f}%<extra></extra>"))
     title = _(PLAN_UNSEEN_TITLE) + f" (L = {_length(train_length)} → L′ = {_length(target)})"
     return _assemble(title, traces, dict(
@@ -221,7 +222,7 @@ def plan_bases_figure(*, lengths: Sequence[int], bounds: Sequence[float | None],
                                  marker=dict(color=HIGHLIGHT, symbol="triangle-up", size=9),
                                  hovertemplate="l = %{x:,}<br>b* ≈ %{y:.3g}<extra></extra>"))
     for key, title, xs, ys in methods:
-        name = _(title)
+        name = _("the model's base, {base}").format(base=f"{base:,.0f}") if key == "direct" else _(title)
         traces.append(go.Scatter(x=list(xs), y=list(ys), name=name,
                                  hovertemplate=name + "<br>l = %{x:,}<br>" + _("base %{y:.4g}") + "<extra></extra>",
                                  **keyed(key, markers=True)))
@@ -232,13 +233,27 @@ def plan_bases_figure(*, lengths: Sequence[int], bounds: Sequence[float | None],
                         yanchor="top", font=dict(size=12))
                    for length, text in ((train_length, f"L = {_length(train_length)}"),
                                         (target, f"L′ = {_length(target)}"))]
+    xs_all = [train_length, target, *(k for k, _b in known), *(x for *_k, xs, _y in methods for x in xs)]
+    ys_all = [*(b for _k, b in known), *(y for *_k, ys in methods for y in ys)]
     title = _(PLAN_BASES_TITLE)
     return _assemble(title, traces, dict(
         height=480, legend=LEGEND_BELOW, margin=dict(b=170), shapes=shapes, annotations=annotations,
-        xaxis=dict(type="log", title=dict(text=_("context length l (tokens, log)"))),
-        yaxis=dict(type="log", title=dict(text=_("RoPE base (log); the model's own is {base}").format(
-            base=f"{base:,.0f}")), exponentformat="power"),
+        xaxis=dict(type="log", title=dict(text=_("context length l (tokens, log)")), **_log_ticks(xs_all)),
+        yaxis=dict(type="log", title=dict(text=_("RoPE base (log)")), **_log_ticks(ys_all)),
     ))
+
+
+def _log_ticks(values: Sequence[float]) -> dict:
+    """Ticks at 1, 2 and 5 × 10ᵏ across the values, written out in full (200,000), for short log ranges."""
+    positive = [v for v in values if v and v > 0 and math.isfinite(v)]
+    if not positive:
+        return {}
+    low, high = min(positive), max(positive)
+    ticks = [m * 10.0**k for k in range(math.floor(math.log10(low)) - 1, math.ceil(math.log10(high)) + 1)
+             for m in (1, 2, 5) if low / 1.5 <= m * 10.0**k <= high * 1.5]
+    if len(ticks) > 12:
+        ticks = [t for t in ticks if f"{t:.0e}".startswith("1")]
+    return dict(tickvals=ticks, ticktext=[f"{t:,.0f}" if t < 1e7 else f"{t:.0e}".replace("e+0", "e") for t in ticks])
 
 
 # ---- compare -------------------------------------------------------------------------------------
@@ -249,7 +264,7 @@ def compare_wavelength_figure(first: tuple[str, torch.Tensor, int, int], second:
     """λᵢ per pair for model A (the model style) and B (dotted), each (label, θ, training length, length
     evaluated at), with each one's training length marked."""
     traces, shapes, annotations = [], [], []
-    for number, (name, inv_freq, length, evaluated) in enumerate((first, second)):
+    for number, (name, inv_freq, _train, evaluated) in enumerate((first, second)):
         label = _("{model} at length {length}").format(model=name, length=_length(evaluated))
         wavelength = 2 * math.pi / _array(inv_freq)
         style = keyed("model", markers=True) if number == 0 else dict(mode="lines+markers", line=YOURS,
@@ -257,16 +272,19 @@ def compare_wavelength_figure(first: tuple[str, torch.Tensor, int, int], second:
         traces.append(go.Scatter(x=np.arange(len(wavelength)), y=wavelength, name=label,
                                  hovertemplate=label + "<br>" + _("pair %{x}") + ": λ = %{y:,.4g}<extra></extra>",
                                  **style))
-        dash = "dash" if number == 0 else "dot"
+    lengths = (first[2], second[2])
+    marks = [(lengths[0], f"A, B: L = {_length(lengths[0])}", "dash")] if lengths[0] == lengths[1] else \
+        [(lengths[0], f"A: L = {_length(lengths[0])}", "dash"), (lengths[1], f"B: L = {_length(lengths[1])}", "dot")]
+    for length, text, dash in marks:
         shapes.append(dict(type="line", xref="x domain", x0=0, x1=1, y0=length, y1=length,
                            line=dict(color=MUTED, width=1, dash=dash)))
-        annotations.append(dict(xref="x domain", x=0.01 + 0.5 * number, xanchor="left", y=math.log10(length),
-                                yanchor="bottom", text=f"{'AB'[number]}: L = {_length(length)}", showarrow=False,
+        annotations.append(dict(xref="x domain", x=0.01, xanchor="left", y=math.log10(length),
+                                yanchor="top" if dash == "dot" else "bottom", text=text, showarrow=False,
                                 font=dict(size=12)))
     return _assemble(_(COMPARE_WAVELENGTH_TITLE), traces, dict(
         height=460, legend=LEGEND_BELOW, margin=dict(b=150), shapes=shapes, annotations=annotations,
         xaxis=dict(title=dict(text=_("pair index i"))),
-        yaxis=dict(type="log", title=dict(text=_("wavelength λᵢ = 2π/θᵢ (tokens, log)"))),
+        yaxis=dict(type="log", title=dict(text=_("λᵢ = 2π/θᵢ (tokens, log)")), exponentformat="power"),
     ))
 
 

@@ -106,7 +106,7 @@ class Result:
         """(key, title, lengths, bases) for the methods that run plain RoPE with another base."""
         plan_, length, target = self.plan, self.plan.train_length, self.target
         ends = [length // 2, 2 * target]
-        found = [("direct", N_("model's base (direct)"), ends, [plan_.train_spec.base] * 2)]
+        found = [("direct", plan_.method("direct").title, ends, [plan_.train_spec.base] * 2)]
         for key in ("ntk", "abf"):
             method = plan_.method(key)
             found.append((key, method.title, ends, [method.parameters["base"]] * 2))

@@ -56,7 +56,7 @@ with numbers_column:
     pick_column, button_column = st.columns([3, 1], vertical_alignment="bottom")
     with pick_column:
         example = st.selectbox(_("Or fill in an example implementation of this model"), examples,
-                               format_func=lesson.example_title, key="check_example")
+                               format_func=lesson.example_title)
     with button_column:
         st.button(_("Fill in"), on_click=lesson.fill_example, args=(st.session_state, page.settings(), example),
                   help=_("Replaces your θᵢ and attention factor with a float32 implementation's."))

@@ -5,6 +5,7 @@ import streamlit as st
 from i18n import _
 from lessons import plan as lesson
 from references import cite
+from ui import params
 from ui.lesson import LessonPage
 from ui.uploads import config_text, upload_into
 
@@ -68,7 +69,7 @@ st.markdown(_(
     "Replace the model's RoPE keys (rope_theta, rope_scaling or rope_parameters) with these. transformers 5 reads "
     "`rope_parameters`; older readers (transformers 4, most inference servers) read `rope_theta` and `rope_scaling`."
 ))
-legacy = st.toggle(_("Older readers' keys (rope_theta + rope_scaling)"), key="plan_legacy")
+legacy = params.toggle(_("Older readers' keys (rope_theta + rope_scaling)"), "legacy")
 tabs = st.tabs([_(method.title) for method in plan.methods])
 for tab, method in zip(tabs, plan.methods, strict=True):
     with tab:

@@ -112,14 +112,14 @@ def grid_base(step: int, steps_per_decade: int = GRID_STEPS_PER_DECADE) -> float
 
 @functools.lru_cache(maxsize=256)
 def base_lower_bound(length: int, rotary_dim: int, constant_pairs: int = 0,
-                     steps_per_decade: int = GRID_STEPS_PER_DECADE) -> float | None:
+                     steps_per_decade: int = GRID_STEPS_PER_DECADE, start: float | None = None) -> float | None:
     """Men et al.'s lower bound b*(L) on the RoPE base: the first base of the grid 10^(k/steps_per_decade)
     at which Σᵢ cos(m·b^(−2i/d)) + constant_pairs ≥ 0 for every m = 0 … length − 1.
 
     ``rotary_dim`` is d (the rotated dimensions); ``constant_pairs`` counts the pairs of a head that
     are not rotated (each adds cos 0 = 1). Returns None when the inequality holds for every base
     (as many unrotated pairs as rotated ones), ``math.inf`` when no base up to 10^15 satisfies it.
-    The scan starts at b = max(2, L/4): every bound in the paper's table, in Su's and here is above
+    The scan starts at ``start`` (default max(2, L/4)): every bound in the paper's table, in Su's and here is above
     1.5·L, and the d → ∞ limit of the inequality gives b ≥ L/0.6165 (Su 2024).
     """
     check_length("length", length)
@@ -128,7 +128,7 @@ def base_lower_bound(length: int, rotary_dim: int, constant_pairs: int = 0,
     pairs = rotary_dim // 2
     if constant_pairs >= pairs:
         return None
-    step = math.floor(steps_per_decade * math.log10(max(2.0, length / 4)))
+    step = math.floor(steps_per_decade * math.log10(start if start is not None else max(2.0, length / 4)))
     while grid_base(step, steps_per_decade) <= MAX_BASE:
         base = grid_base(step, steps_per_decade)
         if criterion_holds(base, length, rotary_dim, constant_pairs):

@@ -434,8 +434,8 @@ def _longrope_swapped(spec: RopeSpec, seq_len: int | None) -> tuple[torch.Tensor
 
 def _longrope_candidates(spec, seq_len, layout, given) -> list[Candidate]:
     values, attention = _longrope_swapped(spec, seq_len)
-    detail = (("length", seq_len if seq_len is not None else _("none given")),
-              ("original", spec.original_max_position_embeddings))
+    detail = (("length", f"{seq_len:,}" if seq_len is not None else _("none given")),
+              ("original", f"{spec.original_max_position_embeddings:,}"))
     if _uses_long(spec, seq_len):
         sentence = N_("The θᵢ use LongRoPE's short factors, but at length {length} > original_max_position_embeddings "
                       "= {original} transformers switches to the long ones; the curves part at {where}.")
@@ -758,7 +758,7 @@ def report_json(report: CheckReport) -> dict:
 def report_text(report: CheckReport) -> str:
     """A terminal summary: verdict, diagnosis, and the entries that differ."""
     spec = report.spec
-    lines = [f"RoPE: {spec.rope_type}, base {spec.base:,.6g}, {spec.rotary_dim} of {spec.head_dim} dimensions "
+    lines = [f"RoPE: {spec.rope_type}, base {base_text(spec.base)}, {spec.rotary_dim} of {spec.head_dim} dimensions "
              f"rotated, L = {spec.original_max_position_embeddings:,}"
              + (f", factor {spec.factor:g}" if spec.rope_type != "default" else "")
              + (f", seq_len {report.seq_len:,}" if report.seq_len is not None else "")]
@@ -795,6 +795,7 @@ def report_text(report: CheckReport) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m pe_core.check CONFIG --inv-freq FILE``: exit 0 on a match, 1 on a mismatch, 2 on bad input."""
     from pe_core.config import from_hf_config
+    from pe_core.device import use_server_threads
     from pe_core.inputs import read_config, read_numbers
 
     parser = argparse.ArgumentParser(
@@ -811,6 +812,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--form", choices=FORMS, default="auto", help="how to read the numbers (default: by count)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     args = parser.parse_args(argv)
+    use_server_threads()  # small tensors: one thread is fastest on a small machine
     try:
         from pathlib import Path
 

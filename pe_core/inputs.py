@@ -14,6 +14,7 @@ import io
 import json
 import math
 import re
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -131,6 +132,8 @@ def read_numbers(data: bytes, filename: str) -> tuple[float, ...]:
     if kind == "npy":
         import numpy as np  # only to read the file format; the numbers go on as floats
 
+        if not data.startswith(b"\x93NUMPY"):
+            raise ValueError(f"{name} could not be read as .npy: it does not start with the NumPy header.")
         try:
             array = np.load(io.BytesIO(data), allow_pickle=False)
         except ValueError as err:
@@ -141,7 +144,9 @@ def read_numbers(data: bytes, filename: str) -> tuple[float, ...]:
             raise ValueError(f"{name} holds {array.dtype} values; θᵢ are numbers.")
         return _numbers_from_tensor(torch.as_tensor(array.astype("float64")), name)
     try:
-        value = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
+        with warnings.catch_warnings():  # an unusual pickle protocol warns before it fails: the message below says it
+            warnings.simplefilter("ignore")
+            value = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
     except Exception as err:  # noqa: BLE001 - torch raises many kinds for a corrupt or unsafe file
         raise ValueError(f"{name} could not be read as a torch file (only tensors and dicts of tensors "
                          f"are loaded): {str(err).splitlines()[0][:160]}") from err
@@ -163,7 +168,7 @@ def read_config(source: str) -> dict:
     for preset in load_presets():
         if preset.name == text:
             return dict(preset.config)
-    if not text.startswith("{"):
+    if text[0] not in "{[":
         path = Path(text).expanduser()
         if not path.exists():
             names = ", ".join(p.name for p in load_presets())

@@ -280,6 +280,7 @@ def plan_json(result: Plan) -> dict:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m pe_core.plan CONFIG --target N``: the plan as text (or --json); exit 2 on bad input."""
+    from pe_core.device import use_server_threads
     from pe_core.inputs import read_config
 
     parser = argparse.ArgumentParser(prog="python -m pe_core.plan",
@@ -289,6 +290,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print the plan as JSON")
     parser.add_argument("--out", metavar="FILE", help="also write the JSON plan (with every config block) here")
     args = parser.parse_args(argv)
+    use_server_threads()  # small tensors: one thread is fastest on a small machine
     try:
         result = plan(read_config(args.config), args.target)
     except ValueError as err:
