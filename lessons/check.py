@@ -20,6 +20,7 @@ from lessons.rope_setup import EXAMPLE_CONFIG, OLD_STYLE_LINEAR_CONFIG
 from pe_core import RopeSpec, preset_by_name, rope_frequencies
 from pe_core.check import (
     BUG_CLASSES,
+    LAYOUT_NAMES,
     LAYOUT_TITLES,
     LAYOUTS,
     CheckReport,
@@ -54,10 +55,6 @@ def example_numbers(spec: RopeSpec, bug: str | None = None, seq_len: int | None 
 # interleaved for a checkpoint that pairs dimensions half-split.
 DEFAULT_NUMBERS = example_numbers(preset_by_name(DEFAULT_PRESET).spec, "interleaved_vs_half")[0]
 CORRECT_NUMBERS = example_numbers(preset_by_name(DEFAULT_PRESET).spec)[0]
-
-
-def _seq_len_text(value: int) -> str:
-    return _("none (as at model init)") if value == 0 else f"{value:,}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,10 +114,6 @@ class Result:
         except ValueError as err:
             raise SettingsError(str(err)) from err
 
-    @property
-    def model(self) -> str:
-        return self.settings.preset if self.settings.source == "preset" else _("pasted config")
-
     @functools.cached_property
     def explanations(self) -> tuple[tuple[str, str], ...]:
         """(bug name, its sentence) for every class that reproduces the numbers."""
@@ -137,7 +130,7 @@ class Result:
         report = self.report
         form = (_("one θᵢ per pair") if report.reading.form == "pairs"
                 else _("one value per rotated dimension, {layout} expected").format(
-                    layout=_(LAYOUT_TITLES[report.layout]).split(" (")[0]))
+                    layout=_(LAYOUT_NAMES[report.layout])))
         if report.reading.full_head:
             form = _("{form}, for the whole head").format(form=form)
         text = _("{count} numbers read as {form}; largest relative error {error}.").format(

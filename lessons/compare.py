@@ -33,10 +33,6 @@ _TYPE_FIELDS = {"beta_fast": ("yarn", "ntk_by_parts"), "beta_slow": ("yarn", "nt
                 "low_freq_factor": ("llama3",), "high_freq_factor": ("llama3",)}
 
 
-def _length_text(value: int) -> str:
-    return _("each at its own length") if value == 0 else f"{value:,}"
-
-
 @dataclasses.dataclass(frozen=True)
 class Settings(LessonSettings):
     source_a: str = setting("preset", N_("Model A from"), key="src_a", widget="radio", group=FIRST, options=SOURCES,

@@ -42,7 +42,3 @@ def spec_of(config: dict) -> RopeSpec:
         return from_hf_config(config)
     except ValueError as err:
         raise SettingsError(str(err)) from err
-
-
-def model_label(source: str, preset: str) -> str:
-    return preset if source == "preset" else _("pasted config")

@@ -32,10 +32,6 @@ PARAMETER_TITLES = {
 }
 
 
-def _target_text(value: int) -> str:
-    return _("{scale} × the training length").format(scale=DEFAULT_SCALE) if value == 0 else f"{value:,}"
-
-
 @dataclasses.dataclass(frozen=True)
 class Settings(LessonSettings):
     source: str = setting("preset", N_("Model from"), key="src", widget="radio", group=MODEL, options=SOURCES,
@@ -200,7 +196,8 @@ FIGURES = figure_registry(
     FigureSpec("ratio", draw.PLAN_RATIO_TITLE, _ratio, groups=(MODEL, TARGET)),
     FigureSpec("unseen", draw.PLAN_UNSEEN_TITLE, _unseen, groups=(MODEL, TARGET),
                caption=N_("Pairs: any position whose angle m·θ′ᵢ (mod 2π) lies beyond the arc pretraining swept. "
-                          "Angles: the share of all (position, pair) angles at L′ that lie there.")),
+                          "Angles: the share of all (position, pair) angles at L′ that lie there. ABF is meant to be "
+                          "trained at L′, which makes its angles seen.")),
     FigureSpec("similarity", draw.PLAN_SIMILARITY_TITLE, _similarity, groups=(MODEL, TARGET),
                caption=N_("Computed at every distance m < L′; each point is the lowest value over a bin of "
                           "distances, so no dip below 0 is hidden.")),

@@ -53,6 +53,7 @@ from pe_core.rope import (
 EPS32 = torch.finfo(torch.float32).eps
 TOLERANCE_ULPS = 8
 LAYOUTS = ("half", "interleaved")
+LAYOUT_NAMES = {"half": N_("half-split"), "interleaved": N_("interleaved")}
 LAYOUT_TITLES = {"half": N_("half-split (dimension i with i + d/2, transformers' rotate_half)"),
                  "interleaved": N_("interleaved (dimensions 2i and 2i + 1, Meta's complex form)")}
 FORMS = ("auto", "pairs", "dims")
