@@ -56,12 +56,21 @@ PAGES = (
     PageInfo("pages/maths.py", "Derivations (sympy-checked)", ":material/functions:", "Maths",
              "Every formula the app uses, derived step by step and verified by sympy.", slug="derivations",
              lesson="derivations"),
+    PageInfo("pages/check.py", "Check a RoPE implementation", ":material/fact_check:", "For practitioners",
+             "Paste or upload your θᵢ: a verdict against transformers to float32 precision, and the known bug that "
+             "reproduces them.", lesson="check"),
+    PageInfo("pages/plan.py", "Plan a context extension", ":material/straighten:", "For practitioners",
+             "For a model and a target length: each method's parameters, the base the length needs, what stays "
+             "unseen, and config blocks to download.", lesson="plan"),
+    PageInfo("pages/compare.py", "Compare two RoPE configs", ":material/compare_arrows:", "For practitioners",
+             "Two configs side by side: θ ratio per pair, wavelengths, attention factors, every parameter that "
+             "differs.", lesson="compare"),
+    PageInfo("pages/training.py", "Train a tiny transformer", ":material/model_training:", "Experiment",
+             "Train a small model live at a short length and watch each encoding extrapolate."),
     PageInfo("pages/glossary.py", "Glossary of symbols", ":material/menu_book:", "Reference",
              "Every symbol the app shows: its name, formula and meaning."),
     PageInfo("pages/sources.py", "References", ":material/library_books:", "Reference",
              "The papers, posts and code every claim here cites.", slug="references"),
-    PageInfo("pages/training.py", "Train a tiny transformer", ":material/model_training:", "Experiment",
-             "Train a small model live at a short length and watch each encoding extrapolate."),
 )
 
 

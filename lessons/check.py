@@ -1,0 +1,251 @@
+"""Check a RoPE implementation: a model's expected θᵢ against the user's, a verdict, and the bug that explains them.
+
+The numbers are text in the settings (pasted, or an uploaded file the page turned into text with
+``pe_core.inputs``), so a link, the CLI and the tests all read the same values.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+
+import torch
+
+from figures import practitioner as draw
+from i18n import N_, _
+from lessons.base import FigureSpec, Lesson, LessonSettings, SettingsError, figure_registry, setting
+from lessons.model_source import SOURCES, config_of, preset_names, source_title, spec_of
+from lessons.rope_setup import EXAMPLE_CONFIG, OLD_STYLE_LINEAR_CONFIG
+from pe_core import RopeSpec, preset_by_name, rope_frequencies
+from pe_core.check import (
+    BUG_CLASSES,
+    LAYOUT_NAMES,
+    LAYOUT_TITLES,
+    LAYOUTS,
+    CheckReport,
+    applicable_classes,
+    check,
+    explain,
+    report_json,
+    where_text,
+)
+from pe_core.inputs import numbers_text, parse_numbers
+
+MODEL, NUMBERS = "model", "numbers"
+DEFAULT_PRESET = "Llama-3.1-8B"
+MAX_SEQ_LEN = 1 << 22
+
+
+def _float32(values) -> list[float]:
+    """What a float32 implementation outputs (the values an engineer would paste)."""
+    return torch.as_tensor(values, dtype=torch.float64).to(torch.float32).to(torch.float64).tolist()
+
+
+def example_numbers(spec: RopeSpec, bug: str | None = None, seq_len: int | None = None) -> tuple[str, str]:
+    """(θ text, attention factor text) of a float32 implementation of ``spec``: correct, or with ``bug``."""
+    if bug is None:
+        frequencies = rope_frequencies(spec, seq_len)
+        return numbers_text(_float32(frequencies.inv_freq)), f"{frequencies.attention_factor:.9g}"
+    values, attention = BUG_CLASSES[bug].perturb(spec, seq_len)
+    return numbers_text(_float32(values)), f"{attention:.9g}"
+
+
+# The page opens on an implementation with a bug a per-pair list cannot show: Llama 3.1's θ laid out
+# interleaved for a checkpoint that pairs dimensions half-split.
+DEFAULT_NUMBERS = example_numbers(preset_by_name(DEFAULT_PRESET).spec, "interleaved_vs_half")[0]
+CORRECT_NUMBERS = example_numbers(preset_by_name(DEFAULT_PRESET).spec)[0]
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings(LessonSettings):
+    source: str = setting("preset", N_("Model from"), key="src", widget="radio", group=MODEL, options=SOURCES,
+                          format=source_title)
+    preset: str = setting(DEFAULT_PRESET, N_("Model"), key="preset", widget="selectbox", group=MODEL,
+                          options=preset_names(), when={"source": ("preset",)},
+                          examples=("Llama-2-7B", "Qwen2.5-7B-Instruct (+YaRN x4)"))
+    config: str = setting(EXAMPLE_CONFIG, N_("config.json"), key="config", widget="text", group=MODEL,
+                          when={"source": ("config",)}, examples=(OLD_STYLE_LINEAR_CONFIG,),
+                          help=N_("The model's config.json as transformers writes it (rope_theta, head_dim or "
+                                  "hidden_size / num_attention_heads, max_position_embeddings, rope_scaling)."))
+    numbers: str = setting(DEFAULT_NUMBERS, N_("Your θᵢ"), key="theta", widget="text", group=NUMBERS,
+                           examples=(CORRECT_NUMBERS,),
+                           help=N_("One θᵢ per rotated pair (your inv_freq buffer, in pair order), or one value per "
+                                   "rotated dimension as your code lays them out (the angle table at position 1). "
+                                   "Commas, spaces or new lines; a JSON list; a printed tensor."))
+    attention: str = setting("", N_("Your attention factor (optional)"), key="af", widget="text", group=NUMBERS,
+                             examples=("2.0",), placeholder="1.0",
+                             help=N_("The factor your RoPE multiplies cos and sin by (transformers' "
+                                     "attention_scaling). Leave empty to check the θᵢ only."))
+    seq_len: int = setting(0, N_("Sequence length the θᵢ are for (0: none)"), key="len", widget="number",
+                           group=NUMBERS, min_value=0, max_value=MAX_SEQ_LEN, step=1, examples=(200_000,),
+                           help=N_("Dynamic NTK and LongRoPE change θᵢ with the sequence length; give the length "
+                                   "your implementation ran at (0: none, as at model init)."))
+    layout: str = setting("half", N_("Pairing the checkpoint expects"), key="layout", widget="radio", group=NUMBERS,
+                          options=LAYOUTS, format=lambda v: _(LAYOUT_TITLES[v]), horizontal=False,
+                          help=N_("Only per-dimension values show the pairing. Checkpoints converted for "
+                                  "transformers expect half-split; Meta's original checkpoints and GGUF 'norm' "
+                                  "models expect interleaved."))
+
+
+def parse_attention(text: str) -> float | None:
+    if not text.strip():
+        return None
+    try:
+        value = float(text.strip())
+    except ValueError as err:
+        raise SettingsError(_("The attention factor {text!r} is not a number.").format(text=text.strip()[:40])) from err
+    if not (math.isfinite(value) and value > 0):
+        raise SettingsError(_("The attention factor must be a positive number (got {text}).").format(text=text.strip()))
+    return value
+
+
+class Result:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.config = config_of(settings.source, settings.preset, settings.config)
+        self.spec = spec_of(self.config)
+        try:
+            numbers = parse_numbers(settings.numbers, _("Your θᵢ"))
+            self.report: CheckReport = check(self.spec, numbers, parse_attention(settings.attention),
+                                             settings.seq_len or None, settings.layout)
+        except SettingsError:
+            raise
+        except ValueError as err:
+            raise SettingsError(str(err)) from err
+
+    @functools.cached_property
+    def explanations(self) -> tuple[tuple[str, str], ...]:
+        """(bug name, its sentence) for every class that reproduces the numbers."""
+        return tuple((d.name, explain(self.report, d)) for d in self.report.diagnosis)
+
+    @property
+    def where(self) -> str:
+        return where_text(self.report)
+
+    def json(self) -> dict:
+        return report_json(self.report)
+
+    def summary(self) -> str:
+        report = self.report
+        form = (_("one θᵢ per pair") if report.reading.form == "pairs"
+                else _("one value per rotated dimension, {layout} expected").format(
+                    layout=_(LAYOUT_NAMES[report.layout])))
+        if report.reading.full_head:
+            form = _("{form}, for the whole head").format(form=form)
+        text = _("{count} numbers read as {form}; largest relative error {error}.").format(
+            count=report.given.numel(), form=form, error=_error_text(report.max_rel_err))
+        if report.given_attention is not None:
+            text += " " + _("Attention factor {given:.9g} against {expected:.9g}.").format(
+                given=report.given_attention, expected=report.expected_attention)
+        return text
+
+    def notes(self) -> list[str]:
+        """Cautions about the input: rounded numbers, a list that cannot show the pairing."""
+        notes = []
+        digits = _significant_digits(self.settings.numbers)
+        if digits is not None and digits <= 6:
+            notes.append(_("Your numbers carry at most {digits} significant digits; float32 needs 9 to be checked "
+                           "exactly (paste tolist() output or upload a .npy / .pt file).").format(digits=digits))
+        if self.report.reading.form == "pairs":
+            notes.append(_("One θᵢ per pair cannot show the pairing; give one value per rotated dimension to check "
+                           "it."))
+        return notes
+
+    def table(self) -> list[dict]:
+        per_dimension = self.report.reading.form == "dims"
+        rows = []
+        for row in self.report.rows:
+            entry = {_("dimension") if per_dimension else _("pair"): row.index}
+            if per_dimension:
+                entry[_("pair")] = row.pair
+            entry.update({_("expected θ"): row.expected, _("your θ"): row.given,
+                          _("ratio"): row.ratio, _("relative error"): row.rel_err,
+                          _("tolerance"): row.tolerance, _("ok"): "✓" if row.ok else "✗"})
+            rows.append(entry)
+        return rows
+
+
+def _error_text(value: float) -> str:
+    return "∞" if not math.isfinite(value) else f"{value:.2e}"
+
+
+def _significant_digits(text: str) -> int | None:
+    """The most significant digits any pasted number carries (None if there is nothing to count)."""
+    import re
+
+    mantissas = re.findall(r"(?<![\w.])[-+]?(\d*\.?\d+)(?:[eE][-+]?\d+)?", text)
+    counts = [len(m.replace(".", "").lstrip("0")) for m in mantissas if m.strip(".0")]
+    return max(counts) if counts else None
+
+
+def example_choices(settings: Settings) -> tuple[str | None, ...]:
+    """The page's example menu: a correct implementation, then every bug class that applies to the model."""
+    try:
+        spec = spec_of(config_of(settings.source, settings.preset, settings.config))
+        return (None, *applicable_classes(spec, settings.seq_len or None))
+    except ValueError:
+        return (None,)
+
+
+def example_title(choice: str | None) -> str:
+    return _("a correct implementation") if choice is None else _("with the bug: {title}").format(
+        title=_(BUG_CLASSES[choice].title))
+
+
+def fill_example(state, settings: Settings, choice: str | None) -> None:
+    """Put an example implementation's numbers into the page's number widgets (``state``: the widgets' values)."""
+    try:
+        spec = spec_of(config_of(settings.source, settings.preset, settings.config))
+    except ValueError:
+        return
+    numbers, attention = example_numbers(spec, choice, settings.seq_len or None)
+    controls = Settings.controls()
+    state[controls["numbers"].key] = numbers
+    state[controls["attention"].key] = attention
+
+
+def compute(settings: Settings) -> Result:
+    return Result(settings)
+
+
+def _theta(result: Result, style):
+    report = result.report
+    return draw.check_theta_figure(
+        expected=report.expected_values, given=report.given, ok=[r.ok for r in report.rows],
+        per_dimension=report.reading.form == "dims", first_part=report.first_part,
+        verdict=report.verdict, seq_len=report.seq_len,
+        attention=(report.expected_attention, report.given_attention, report.attention_ok))
+
+
+def _error(result: Result, style):
+    report = result.report
+    return draw.check_error_figure(
+        errors=[r.rel_err for r in report.rows], tolerances=[r.tolerance for r in report.rows],
+        ok=[r.ok for r in report.rows], per_dimension=report.reading.form == "dims")
+
+
+def _theta_caption(result: Result) -> str:
+    report = result.report
+    if report.verdict == "match":
+        return _("Every entry is within float32 tolerance of transformers' value.")
+    return _("The curves part at {where}.").format(where=result.where)
+
+
+FIGURES = figure_registry(
+    FigureSpec("theta", draw.CHECK_THETA_TITLE, _theta, groups=(MODEL, NUMBERS), caption=_theta_caption),
+    FigureSpec("error", draw.CHECK_ERROR_TITLE, _error, groups=(MODEL, NUMBERS),
+               caption=N_("Relative error per entry against the float32 tolerance 8·ε₃₂·(1 + |ln θᵢ|); "
+                          "points above it are where your numbers differ.")),
+)
+
+LESSON = Lesson(
+    name="check",
+    title=N_("Check a RoPE implementation"),
+    settings=Settings,
+    compute=compute,
+    figures=FIGURES,
+    summary=N_("Paste or upload your θᵢ: a verdict against transformers to float32 precision, and which known bug "
+               "(swapped YaRN betas, ignored factor, wrong pairing, low precision, ...) reproduces them exactly."),
+)
+

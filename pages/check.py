@@ -1,0 +1,105 @@
+"""Check a RoPE implementation: your θᵢ against transformers', a verdict, and the bug that explains them."""
+
+import json
+
+import streamlit as st
+
+from i18n import _
+from lessons import check as lesson
+from pe_core.inputs import NUMBER_FILE_TYPES
+from references import cite
+from ui.lesson import LessonPage
+from ui.uploads import config_text, numbers_file_text, upload_into
+
+page = LessonPage(lesson.LESSON)
+
+st.title(_("Check a RoPE implementation"))
+st.markdown(_(
+    "Porting a long-context model means re-implementing its RoPE, and the same bugs keep shipping: swapped YaRN "
+    "betas, an ignored factor, the attention factor missing or applied twice, pairs rotated with the wrong "
+    "partner, frequencies in half precision. Give the model's config and the numbers your code produces; this page "
+    "compares them with transformers' (computed here in float64, and tested against transformers itself) and names "
+    "the known bug that reproduces them exactly."
+))
+with st.expander(_("What to give, precisely"), expanded=False):
+    st.markdown(_(
+        "- **θᵢ, one per rotated pair** (d/2 numbers): your `inv_freq` buffer in pair order, θ₀ first "
+        "(`rotary_emb.inv_freq.tolist()`). This checks the values but not the pairing: the same list serves "
+        "any layout.\n"
+        "- **or one value per rotated dimension** (d numbers): the frequency each dimension of the head turns "
+        "at, in the order your code applies them - the angle table at position 1, e.g. "
+        "`torch.cat((freqs, freqs), -1)[1]` for transformers' half-split layout or "
+        "`freqs.repeat_interleave(2, -1)[1]` for interleaved. Only this form shows whether q and k are rotated "
+        "with the right partners.\n"
+        "- For a model with `partial_rotary_factor` < 1, d is the rotated width; numbers for the whole head are "
+        "read as such (and match only if the unrotated pairs are 0).\n"
+        "- **Attention factor** (optional): what your RoPE multiplies cos and sin by (transformers' "
+        "`attention_scaling`); q·k is scaled by its square.\n"
+        "- **Sequence length** (optional): dynamic NTK and LongRoPE change θᵢ with it; leave 0 for the values "
+        "at model init.\n\n"
+        "Paste full precision (`tolist()`, or a saved .npy / .pt): printed tensors keep 4-5 digits, far coarser "
+        "than float32."
+    ))
+
+model_column, numbers_column = st.columns(2)
+with model_column:
+    st.subheader(_("1 · The model"))
+    page.controls(lesson.MODEL)
+    upload_into(_("… or upload its config.json"), "check_config_file", ["json"], "config", config_text,
+                also={"src": "config"})
+with numbers_column:
+    st.subheader(_("2 · Your numbers"))
+    upload_into(_("Upload your θᵢ"), "check_numbers_file", NUMBER_FILE_TYPES, "theta", numbers_file_text,
+                help=_("A .json list (or {\"inv_freq\": [...]}), .csv or .txt numbers, a .npy array, or a .pt "
+                       "tensor / state dict with an inv_freq entry."))
+    examples = lesson.example_choices(page.settings())
+    pick_column, button_column = st.columns([3, 1], vertical_alignment="bottom")
+    with pick_column:
+        example = st.selectbox(_("Or fill in an example implementation of this model"), examples,
+                               format_func=lesson.example_title)
+    with button_column:
+        st.button(_("Fill in"), on_click=lesson.fill_example, args=(st.session_state, page.settings(), example),
+                  help=_("Replaces your θᵢ and attention factor with a float32 implementation's."))
+    page.controls(lesson.NUMBERS)
+
+# --- verdict --------------------------------------------------------------------------------------
+result = page.result()
+report = result.report
+st.header(_("Verdict"))
+if report.verdict == "match":
+    st.success(_("**Match.** {summary}").format(summary=result.summary()), icon="✅")
+else:
+    st.error(_("**Mismatch.** {summary}").format(summary=result.summary()), icon="❌")
+    if result.explanations:
+        for name, sentence in result.explanations:
+            st.markdown(f"**{_(lesson.BUG_CLASSES[name].title)}** (`{name}`) — {sentence} "
+                        + " ".join(cite(key) for key in lesson.BUG_CLASSES[name].references))
+        if len(result.explanations) > 1:
+            st.caption(_("More than one known bug produces exactly these numbers; each is listed."))
+    else:
+        st.warning(_("No single known bug reproduces these numbers; the curves part at {where}. Two bugs at once, or "
+                     "a different formula, can do this.").format(where=result.where), icon="🔎")
+    for note in result.notes():
+        st.caption(note)
+
+page.figure("theta")
+page.figure("error")
+st.latex(r"\text{match} \iff \frac{|\theta^{\text{yours}}_i - \theta_i|}{\theta_i} \le "
+         r"8\,\varepsilon_{32}\,\bigl(1 + |\ln \theta_i|\bigr)\ \ \forall i,\qquad \varepsilon_{32} = 2^{-23}")
+st.caption(_(
+    "Computing b^(−2i/d) in float32 rounds the exponent, an error the power multiplies by |ln θᵢ|; the rest is a few "
+    "roundings of the power, the division and the method's blend. transformers' own float32 values stay within 0.8 "
+    "of these units on every preset."
+))
+
+with st.expander(_("Every entry"), expanded=False):
+    st.dataframe(result.table(), hide_index=True)
+st.download_button(_("Download the report (JSON)"), json.dumps(result.json(), indent=1, ensure_ascii=False),
+                   file_name="rope-check.json", mime="application/json")
+st.caption(_("The same check from a terminal: `python -m pe_core.check CONFIG --inv-freq FILE [--attention-factor X] "
+             "[--seq-len N] [--json]` (exit 0 on a match, 1 on a mismatch, 2 on bad input)."))
+
+with st.expander(_("The bug classes this page recognises"), expanded=False):
+    for name, bug in lesson.BUG_CLASSES.items():
+        sources = " ".join(cite(key) for key in bug.references)
+        st.markdown(f"- **{_(bug.title)}** (`{name}`): {_(bug.summary)} {sources}")

@@ -1,0 +1,836 @@
+"""Check a RoPE implementation's inverse frequencies against transformers, and name the bug that explains them.
+
+What the user supplies, precisely:
+
+- a model config (``from_hf_config`` reads it as transformers does), optionally the sequence length
+  the implementation was run at (dynamic NTK and LongRoPE depend on it; default: none given, as at
+  model init);
+- their θᵢ, in one of two forms, told apart by the count:
+  *per pair* - ``rotary_dim / 2`` numbers, θ₀ … θ_{d/2−1}, the ``inv_freq`` buffer in pair order; or
+  *per dimension* - ``rotary_dim`` numbers, the frequency each rotated dimension of the head turns at
+  (the angle table at position 1, ``torch.cat((freqs, freqs), -1)[1]`` in transformers' half-split
+  layout, ``freqs.repeat_interleave(2, -1)[1]`` in the interleaved one). Only this form shows the
+  pairing: a per-pair list is the same whichever dimensions a pair rotates;
+  for a model with ``partial_rotary_factor`` < 1, ``head_dim / 2`` or ``head_dim`` numbers are read
+  as θᵢ for the whole head (and match only if the unrotated pairs are 0);
+- optionally their attention factor: the factor their RoPE multiplies cos and sin by (transformers'
+  ``attention_scaling``; q·k is scaled by its square).
+
+The verdict is *match* when every θᵢ is within float32 tolerance of the float64 reference and the
+attention factor (if given) is too. Tolerance per entry: 8·ε₃₂·(1 + |ln θᵢ|) relative, ε₃₂ = 2⁻²³:
+computing b^(−2i/d) in float32 rounds the exponent, an error that the power multiplies by |ln θᵢ|,
+plus a few roundings of the power, the division and the method's blend (transformers' own float32
+results stay within 0.8 of these units on every preset).
+
+On a mismatch every bug class of ``BUG_CLASSES`` that applies to the config is tried: a class
+reproduces the numbers if one of its perturbed implementations matches them within the same
+tolerance (a rounding to bfloat16/float16 is matched to within the rounding of a float32 value).
+The diagnosis lists every class that does; none means no single known bug reproduces them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import sys
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
+
+import torch
+
+from i18n import N_, _
+from pe_core.rope import (
+    RopeSpec,
+    default_inv_freq,
+    ntk_aware_base,
+    rope_frequencies,
+    rotations_within,
+    yarn_correction_dim,
+)
+
+EPS32 = torch.finfo(torch.float32).eps
+TOLERANCE_ULPS = 8
+LAYOUTS = ("half", "interleaved")
+LAYOUT_NAMES = {"half": N_("half-split"), "interleaved": N_("interleaved")}
+LAYOUT_TITLES = {"half": N_("half-split (dimension i with i + d/2, transformers' rotate_half)"),
+                 "interleaved": N_("interleaved (dimensions 2i and 2i + 1, Meta's complex form)")}
+FORMS = ("auto", "pairs", "dims")
+FORM_TITLES = {"auto": N_("tell by the count"), "pairs": N_("one θᵢ per pair"),
+               "dims": N_("one value per rotated dimension")}
+LOW_PRECISION_DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16}
+_CLOSED_FORM_TYPES = ("default", "linear", "ntk", "dynamic")
+
+
+# ---- tolerance and layouts ----------------------------------------------------------------------
+
+
+def float32_tolerance(values: torch.Tensor) -> torch.Tensor:
+    """Relative tolerance per entry for a float32 computation of these θᵢ: 8·ε₃₂·(1 + |ln θᵢ|)."""
+    magnitude = values.to(torch.float64).abs()
+    log = torch.where(magnitude > 0, magnitude.clamp_min(1e-300).log().abs(), torch.zeros_like(magnitude))
+    return TOLERANCE_ULPS * EPS32 * (1 + log)
+
+
+def close(given: torch.Tensor, reference: torch.Tensor) -> torch.Tensor:
+    """Per entry: within float32 tolerance of the reference (two zeros are close)."""
+    return (given - reference).abs() <= float32_tolerance(reference) * reference.abs()
+
+
+def per_dimension(pairs: torch.Tensor, layout: str) -> torch.Tensor:
+    """θ per rotated dimension: half-split [θ₀ … θ_{P−1}, θ₀ … θ_{P−1}] or interleaved [θ₀, θ₀, θ₁, θ₁, …]."""
+    if layout == "half":
+        return torch.cat([pairs, pairs])
+    if layout == "interleaved":
+        return pairs.repeat_interleave(2)
+    raise ValueError(f"layout must be one of {', '.join(LAYOUTS)} (got {layout!r}).")
+
+
+def other_layout(layout: str) -> str:
+    return "interleaved" if layout == "half" else "half"
+
+
+def pair_of_dimension(dimension: int, pairs: int, layout: str) -> int:
+    return dimension % pairs if layout == "half" else dimension // 2
+
+
+# ---- what the numbers are read as ---------------------------------------------------------------
+
+
+class Reading(NamedTuple):
+    form: str  # "pairs" or "dims"
+    full_head: bool  # θ for every pair of the head (partial_rotary_factor ignored) rather than the rotated ones
+
+    def expected(self, spec: RopeSpec, pairs: torch.Tensor, layout: str) -> torch.Tensor:
+        values = pairs if self.form == "pairs" else per_dimension(pairs, layout)
+        if not self.full_head:
+            return values
+        total = spec.head_dim // 2 if self.form == "pairs" else spec.head_dim
+        return torch.cat([values, values.new_zeros(total - values.numel())])
+
+    def count(self, spec: RopeSpec) -> int:
+        rotated = spec.num_pairs if self.form == "pairs" else spec.rotary_dim
+        head = spec.head_dim // 2 if self.form == "pairs" else spec.head_dim
+        return head if self.full_head else rotated
+
+
+def accepted_counts(spec: RopeSpec) -> dict[int, list[Reading]]:
+    """Count of numbers -> the readings that count allows (in the order they are tried)."""
+    readings = [Reading("pairs", False), Reading("dims", False)]
+    if spec.rotary_dim < spec.head_dim:
+        readings += [Reading("pairs", True), Reading("dims", True)]
+    counts: dict[int, list[Reading]] = {}
+    for reading in readings:
+        counts.setdefault(reading.count(spec), []).append(reading)
+    return counts
+
+
+def readings_for(spec: RopeSpec, count: int, form: str = "auto") -> list[Reading]:
+    """How ``count`` numbers can be read for this config; ``ValueError`` naming the counts that work."""
+    if form not in FORMS:
+        raise ValueError(f"form must be one of {', '.join(FORMS)} (got {form!r}).")
+    options = [r for r in accepted_counts(spec).get(count, []) if form == "auto" or r.form == form]
+    if options:
+        return options
+    partial = ""
+    if spec.rotary_dim < spec.head_dim:
+        partial = (f" (or {spec.head_dim // 2} / {spec.head_dim} for the whole head of {spec.head_dim} "
+                   "dimensions)")
+    shape = {"auto": "", "pairs": " one per pair", "dims": " one per dimension"}[form]
+    raise ValueError(
+        f"Got {count} numbers{shape}, but this RoPE rotates {spec.rotary_dim} of {spec.head_dim} dimensions: "
+        f"give {spec.num_pairs} θᵢ (one per pair) or {spec.rotary_dim} (one per rotated dimension){partial}.")
+
+
+# ---- the bug classes ------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Candidate:
+    """One perturbed implementation: what it would output, in the form it outputs it."""
+
+    values: torch.Tensor  # θ per pair (rotated pairs, or the whole head's if full_head), or per dimension
+    attention_factor: float
+    form: str = "pairs"  # "dims": already laid out per dimension
+    full_head: bool = False
+    dtype: torch.dtype | None = None  # the values are a rounding to this dtype of a float64 computation
+    computed_in: torch.dtype | None = None  # the values were computed in this dtype (matched to 1 ulp)
+    sentence: str | None = None  # an N_() explanation for this variant (the class's otherwise)
+    detail: tuple[tuple[str, object], ...] = ()
+
+    def for_reading(self, reading: Reading, spec: RopeSpec, layout: str) -> torch.Tensor | None:
+        """These values as the given numbers would hold them, or None if that reading cannot show them."""
+        if self.form == "dims":
+            return self.values if reading == Reading("dims", False) else None
+        if self.full_head != reading.full_head:
+            return None
+        return self.values if reading.form == "pairs" else per_dimension(self.values, layout)
+
+
+@dataclasses.dataclass(frozen=True)
+class BugClass:
+    """A bug that public threads show again and again: when it can occur, what it outputs, why."""
+
+    name: str
+    title: str  # N_()
+    summary: str  # N_(): what the bug is, for a list of the classes
+    explanation: str  # N_(): one sentence; placeholders from the candidate's detail and {where}
+    applies: Callable[[RopeSpec], bool]
+    perturb: Callable[[RopeSpec, int | None], tuple[torch.Tensor, float]]  # the canonical buggy output
+    candidates: Callable[[RopeSpec, int | None, str, torch.Tensor], list[Candidate]] | None = None
+    references: tuple[str, ...] = ()  # keys of references.REFERENCES: public bug threads
+
+    def variants(self, spec: RopeSpec, seq_len: int | None, layout: str, given: torch.Tensor) -> list[Candidate]:
+        if self.candidates is not None:
+            return self.candidates(spec, seq_len, layout, given)
+        values, attention = self.perturb(spec, seq_len)
+        return [Candidate(values, attention)]
+
+
+def _expected(spec: RopeSpec, seq_len: int | None) -> tuple[torch.Tensor, float]:
+    frequencies = rope_frequencies(spec, seq_len)
+    return frequencies.inv_freq, frequencies.attention_factor
+
+
+def _is_yarn(spec: RopeSpec) -> bool:
+    return spec.rope_type in ("yarn", "ntk_by_parts")
+
+
+def _beta_swapped(spec: RopeSpec, seq_len: int | None) -> tuple[torch.Tensor, float]:
+    """YaRN with the correction range computed from (β_slow, β_fast) instead of (β_fast, β_slow)."""
+    theta, attention = _expected(spec, seq_len)
+    extrapolation = default_inv_freq(spec.base, spec.rotary_dim)
+    if spec.rope_type == "ntk_by_parts":  # the paper's γ(r) with α and β exchanged
+        turns = rotations_within(extrapolation, spec.original_max_position_embeddings)
+        keep = ((turns - spec.beta_fast) / (spec.beta_slow - spec.beta_fast)).clamp(0, 1)
+    else:
+        dim, length = spec.rotary_dim, spec.original_max_position_embeddings
+        low = yarn_correction_dim(spec.beta_slow, dim, spec.base, length)
+        high = yarn_correction_dim(spec.beta_fast, dim, spec.base, length)
+        if spec.truncate:
+            low, high = math.floor(low), math.ceil(high)
+        low, high = max(low, 0), min(high, dim - 1)
+        if low == high:
+            high += 0.001
+        ramp = ((torch.arange(spec.num_pairs, dtype=torch.float64) - low) / (high - low)).clamp(0, 1)
+        keep = 1 - ramp
+    return extrapolation / spec.factor * (1 - keep) + extrapolation * keep, attention
+
+
+def _truncate_flipped(spec: RopeSpec, seq_len: int | None) -> tuple[torch.Tensor, float]:
+    return _expected(spec.replace(truncate=not spec.truncate), seq_len)
+
+
+def _truncate_candidates(spec, seq_len, layout, given) -> list[Candidate]:
+    values, attention = _truncate_flipped(spec, seq_len)
+    return [Candidate(values, attention, detail=(("used", not spec.truncate), ("config", spec.truncate)))]
+
+
+def _unscaled(spec: RopeSpec, seq_len: int | None) -> tuple[torch.Tensor, float]:
+    return default_inv_freq(spec.base, spec.rotary_dim), 1.0
+
+
+def _no_attention_factor(spec: RopeSpec, seq_len: int | None) -> tuple[torch.Tensor, float]:
+    return _expected(spec, seq_len)[0], 1.0
+
+
+def _attention_factor_twice(spec: RopeSpec, seq_len: int | None) -> tuple[torch.Tensor, float]:
+    theta, attention = _expected(spec, seq_len)
+    return theta, attention * attention
+
+
+def _interleaved(spec: RopeSpec, seq_len: int | None) -> tuple[torch.Tensor, float]:
+    """The per-dimension values of an implementation that lays pairs out interleaved for a half-split checkpoint."""
+    theta, attention = _expected(spec, seq_len)
+    return per_dimension(theta, "interleaved"), attention
+
+
+def _layout_candidates(spec, seq_len, layout, given) -> list[Candidate]:
+    theta, attention = _expected(spec, seq_len)
+    wrong = other_layout(layout)
+    return [Candidate(per_dimension(theta, wrong), attention, form="dims",
+                      detail=(("used_layout", wrong), ("expected_layout", layout)))]
+
+
+COMMON_DEFAULT_BASE = 10_000.0  # the base most code hard-codes (RoFormer's, transformers' default_theta)
+OTHER_DEFAULT_BASE = 1_000_000.0  # the default of several newer config classes
+
+
+def _wrong_base(spec: RopeSpec, seq_len: int | None) -> tuple[torch.Tensor, float]:
+    used = COMMON_DEFAULT_BASE if spec.base != COMMON_DEFAULT_BASE else OTHER_DEFAULT_BASE
+    return _expected(spec.replace(base=used), seq_len)
+
+
+def fitted_base(spec: RopeSpec, seq_len: int | None, given: torch.Tensor, steps: int = 8) -> float | None:
+    """The base for which this config's method best explains ``given`` (θ per rotated pair), or None.
+
+    Fixed-point iteration on a least-squares fit of ln θ against the exponent 2i/d: exact in one step
+    for plain, linear and NTK RoPE, a few steps for YaRN and Llama-3, whose bands move with the base.
+    """
+    if given.numel() != spec.num_pairs or bool((given <= 0).any()):
+        return None
+    exponent = torch.arange(spec.num_pairs, dtype=torch.float64) * 2 / spec.rotary_dim
+    centred = exponent - exponent.mean()
+    base = spec.base
+    for _step in range(steps):
+        try:
+            expected = rope_frequencies(spec.replace(base=base), seq_len).inv_freq
+        except ValueError:
+            return None
+        slope = float(((given / expected).log() * centred).sum() / (centred * centred).sum())
+        new_base = base * math.exp(-slope)
+        if not math.isfinite(new_base) or new_base <= 1:
+            return None
+        if abs(new_base / base - 1) < 1e-13:
+            return new_base
+        base = new_base
+    return base
+
+
+def pair_bases(spec: RopeSpec, given: torch.Tensor, most: int = 4) -> list[float]:
+    """Bases that pairs of ``given`` imply if they were kept (θᵢ = b^(−2i/d)) or divided by the factor
+    (θᵢ = b^(−2i/d)/s), most frequent first: YaRN and Llama-3 keep the fast pairs and divide the slow
+    ones, so a wrong base shows up as one value many pairs agree on."""
+    if given.numel() != spec.num_pairs or spec.num_pairs < 2 or bool((given[1:] <= 0).any()):
+        return []
+    index = torch.arange(1, spec.num_pairs, dtype=torch.float64)
+    power = -spec.rotary_dim / (2 * index)
+    implied = torch.cat([given[1:] ** power, (given[1:] * spec.factor) ** power])
+    implied = implied[torch.isfinite(implied) & (implied > 1)]
+    if not len(implied):
+        return []
+    rounded = torch.round(implied.log() * 1e6)  # bases equal to about 1e-6 fall together
+    values, counts = torch.unique(rounded, return_counts=True)
+    order = torch.argsort(counts, descending=True)[:most]
+    return [float(torch.exp(values[i] / 1e6)) for i in order if counts[i] >= 2]
+
+
+def _base_candidates(spec, seq_len, layout, given) -> list[Candidate]:
+    if given.numel() == spec.rotary_dim:  # per dimension: fit on the pairs the expected layout implies
+        given = given[: spec.num_pairs] if layout == "half" else given[::2]
+    tried: list[float] = []
+    found = []
+    for guess in [fitted_base(spec, seq_len, given), *pair_bases(spec, given)]:
+        if guess is None or abs(guess / spec.base - 1) < 1e-6 or any(abs(guess / t - 1) < 1e-9 for t in tried):
+            continue
+        tried.append(guess)
+        used = fitted_base(spec.replace(base=guess), seq_len, given, steps=2) or guess  # polish the rounding
+        try:
+            values, attention = _expected(spec.replace(base=used), seq_len)
+        except ValueError:
+            continue
+        found.append(Candidate(values, attention, detail=(("used_base", used), ("base", spec.base))))
+    return found
+
+
+def _full_head(spec: RopeSpec, seq_len: int | None) -> tuple[torch.Tensor, float]:
+    return _expected(spec.replace(partial_rotary_factor=1.0), seq_len)
+
+
+def _full_head_applies(spec: RopeSpec) -> bool:
+    if spec.partial_rotary_factor >= 1:
+        return False
+    try:
+        spec.replace(partial_rotary_factor=1.0)
+    except ValueError:  # LongRoPE's factor lists are per rotated pair: the bug cannot even run
+        return False
+    return True
+
+
+def _full_head_candidates(spec, seq_len, layout, given) -> list[Candidate]:
+    values, attention = _full_head(spec, seq_len)
+    return [Candidate(values, attention, full_head=True,
+                      detail=(("head_pairs", spec.head_dim // 2), ("head_dim", spec.head_dim),
+                              ("partial", spec.partial_rotary_factor), ("pairs", spec.num_pairs),
+                              ("rotary_dim", spec.rotary_dim)))]
+
+
+def _rounded(values: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    return values.to(dtype).to(torch.float64)
+
+
+def _low_precision(spec: RopeSpec, seq_len: int | None) -> tuple[torch.Tensor, float]:
+    theta, attention = _expected(spec, seq_len)
+    return _rounded(theta, torch.bfloat16), attention
+
+
+def computed_in(spec: RopeSpec, seq_len: int | None, dtype: torch.dtype) -> torch.Tensor | None:
+    """θ computed entirely in ``dtype`` as ``1 / base ** (arange(0, d, 2) / d)`` (plain, linear, NTK, dynamic)."""
+    if spec.rope_type not in _CLOSED_FORM_TYPES:
+        return None
+    base, divide = spec.base, 1.0
+    dim = spec.rotary_dim
+    if spec.rope_type == "linear":
+        divide = spec.factor
+    elif spec.rope_type == "ntk":
+        base = ntk_aware_base(spec.base, spec.factor, dim)
+    elif spec.rope_type == "dynamic":
+        length = spec.original_max_position_embeddings
+        current = length if seq_len is None else max(seq_len, length)
+        base = spec.base * ((spec.factor * current / length) - (spec.factor - 1)) ** (dim / (dim - 2))
+    exponent = torch.arange(0, dim, 2, dtype=torch.int64).to(dtype) / dim
+    theta = 1.0 / (torch.tensor(base, dtype=dtype) ** exponent)
+    if divide != 1.0:
+        theta = theta / divide
+    return theta.to(torch.float64)
+
+
+def _precision_candidates(spec, seq_len, layout, given) -> list[Candidate]:
+    theta, attention = _expected(spec, seq_len)
+    found = []
+    for name, dtype in LOW_PRECISION_DTYPES.items():
+        detail = (("dtype", name), ("ulp", torch.finfo(dtype).eps / 2))
+        found.append(Candidate(_rounded(theta, dtype), attention, dtype=dtype, detail=detail))
+        computed = computed_in(spec, seq_len, dtype)
+        if computed is not None:
+            found.append(Candidate(computed, attention, computed_in=dtype, detail=detail,
+                                   sentence=N_("The θᵢ are the expected ones computed in {dtype} (base, exponent "
+                                               "and power all rounded to its {bits}-bit significand), so pairs "
+                                               "err by up to {error:.1e}; the curves part at {where}.")))
+    return found
+
+
+def _llama3_variant(spec: RopeSpec, blend_reversed: bool) -> torch.Tensor:
+    inv_freq = default_inv_freq(spec.base, spec.rotary_dim)
+    low, high = spec.low_freq_factor, spec.high_freq_factor
+    if not blend_reversed:
+        low, high = high, low  # the two factors exchanged
+    context = spec.original_max_position_embeddings
+    low_wavelength, high_wavelength = context / low, context / high
+    wavelength = 2 * math.pi / inv_freq
+    scaled = torch.where(wavelength > low_wavelength, inv_freq / spec.factor, inv_freq)
+    smooth = (context / wavelength - low) / (high - low)
+    if blend_reversed:
+        smooth = 1 - smooth
+    smoothed = (1 - smooth) * scaled / spec.factor + smooth * scaled
+    medium = (wavelength >= high_wavelength) & (wavelength <= low_wavelength)
+    return torch.where(medium, smoothed, scaled)
+
+
+def _llama3_inverted(spec: RopeSpec, seq_len: int | None) -> tuple[torch.Tensor, float]:
+    return _llama3_variant(spec, blend_reversed=True), _expected(spec, seq_len)[1]
+
+
+def _llama3_candidates(spec, seq_len, layout, given) -> list[Candidate]:
+    attention = _expected(spec, seq_len)[1]
+    detail = (("low", spec.low_freq_factor), ("high", spec.high_freq_factor))
+    return [
+        Candidate(_llama3_variant(spec, blend_reversed=True), attention, detail=detail),
+        Candidate(_llama3_variant(spec, blend_reversed=False), attention, detail=detail,
+                  sentence=N_("The θᵢ are Llama-3's with low_freq_factor and high_freq_factor exchanged: the smooth "
+                              "band collapses and every pair with λ > L/{high:g} is divided by s; the curves part "
+                              "at {where}.")),
+    ]
+
+
+def _uses_long(spec: RopeSpec, seq_len: int | None) -> bool:
+    return seq_len is not None and seq_len > spec.original_max_position_embeddings
+
+
+def _longrope_swapped(spec: RopeSpec, seq_len: int | None) -> tuple[torch.Tensor, float]:
+    other = None if _uses_long(spec, seq_len) else spec.original_max_position_embeddings + 1
+    return _expected(spec, other)
+
+
+def _longrope_candidates(spec, seq_len, layout, given) -> list[Candidate]:
+    values, attention = _longrope_swapped(spec, seq_len)
+    detail = (("length", f"{seq_len:,}" if seq_len is not None else _("none given")),
+              ("original", f"{spec.original_max_position_embeddings:,}"))
+    if _uses_long(spec, seq_len):
+        sentence = N_("The θᵢ use LongRoPE's short factors, but at length {length} > original_max_position_embeddings "
+                      "= {original} transformers switches to the long ones; the curves part at {where}.")
+    else:
+        sentence = N_("The θᵢ use LongRoPE's long factors, but at length {length} (≤ original_max_position_embeddings "
+                      "= {original}) transformers uses the short ones; the curves part at {where}.")
+    return [Candidate(values, attention, detail=detail, sentence=sentence)]
+
+
+def _scaled(spec: RopeSpec) -> bool:
+    return spec.rope_type != "default"
+
+
+def _has_attention_factor(spec: RopeSpec) -> bool:
+    return rope_frequencies(spec).attention_factor != 1.0
+
+
+def _always(spec: RopeSpec) -> bool:
+    return True
+
+
+BUG_CLASSES: dict[str, BugClass] = {bug.name: bug for bug in (
+    BugClass("beta_swapped", N_("YaRN's β_fast and β_slow swapped"),
+             N_("The YaRN correction range is computed from (β_slow, β_fast) instead of (β_fast, β_slow), so the ramp runs backwards."),
+             N_("The θᵢ are YaRN's with β_fast and β_slow exchanged, so the ramp runs backwards (fast pairs "
+                "interpolated, slow pairs kept); the curves part at {where}."),
+             _is_yarn, _beta_swapped, references=("bug_yarn_betas",)),
+    BugClass("truncate_ignored", N_("YaRN's truncate ignored"),
+             N_("The YaRN correction range is rounded to whole pairs (or not) against the config's truncate."),
+             N_("The θᵢ are YaRN's computed with truncate = {used} although the config sets truncate = {config}, "
+                "which moves the ends of the ramp; the curves part at {where}."),
+             lambda spec: spec.rope_type == "yarn", _truncate_flipped, _truncate_candidates,
+             references=("bug_yarn_truncate",)),
+    BugClass("factor_ignored", N_("Scaling factor ignored"),
+             N_("rope_scaling is parsed but never applied: plain RoPE θᵢ at the config's base."),
+             N_("The θᵢ are plain RoPE's: the config's {rope_type} scaling was never applied; the curves part at "
+                "{where}."),
+             _scaled, _unscaled, references=("bug_scaling_dropped",)),
+    BugClass("attention_factor_missing", N_("Attention factor missing"),
+             N_("YaRN's or LongRoPE's scaling of cos and sin (the attention temperature) is left out."),
+             N_("The θᵢ are right but the attention factor is 1 instead of {expected_af:.6g}: the {rope_type} "
+                "scaling of cos and sin is missing."),
+             _has_attention_factor, _no_attention_factor, references=("bug_attention_factor_missing",)),
+    BugClass("attention_factor_squared", N_("Attention factor applied twice"),
+             N_("The attention factor is applied twice, so logits are scaled by its fourth power instead of its square."),
+             N_("The θᵢ are right but the attention factor is {given_af:.6g} = {expected_af:.6g}²: it was applied "
+                "twice (on cos and sin and again on the logits, say)."),
+             _has_attention_factor, _attention_factor_twice, references=("bug_attention_factor_twice",)),
+    BugClass("interleaved_vs_half", N_("Interleaved and half-split pairing mixed up"),
+             N_("Dimensions are paired (2i, 2i + 1) for a checkpoint that pairs (i, i + d/2), or the other way round."),
+             N_("The values are laid out {used_title} but the checkpoint expects {expected_title}, so every "
+                "dimension is rotated with the wrong partner; the curves part at {where}."),
+             _always, _interleaved, _layout_candidates, references=("bug_pairing",)),
+    BugClass("wrong_default_base", N_("Wrong (default) base"),
+             N_("A default or hard-coded base replaces the config's rope_theta (or its absence)."),
+             N_("The θᵢ are the expected ones for base {used_base} instead of the config's {base}: a "
+                "default or hard-coded base replaced rope_theta; the curves part at {where}."),
+             _always, _wrong_base, _base_candidates, references=("bug_default_base",)),
+    BugClass("partial_rotary_ignored", N_("partial_rotary_factor ignored"),
+             N_("Frequencies are computed for the whole head although only part of it is rotated."),
+             N_("There are θᵢ for all {head_pairs} pairs of the head with exponents 2i/{head_dim}, but "
+                "partial_rotary_factor = {partial:g} rotates {pairs} pairs with exponents 2i/{rotary_dim}; the "
+                "curves part at {where}."),
+             _full_head_applies, _full_head, _full_head_candidates, references=("bug_partial_rotary",)),
+    BugClass("low_precision", N_("Frequencies in low precision"),
+             N_("θᵢ computed in, or cast to, bfloat16 or float16 (a buffer cast with the model, say)."),
+             N_("The θᵢ are the expected ones rounded to {dtype} (the buffer was cast or computed in half "
+                "precision), off by up to {ulp:.1e} relative; the curves part at {where}."),
+             _always, _low_precision, _precision_candidates, references=("bug_low_precision",)),
+    BugClass("llama3_bands_inverted", N_("Llama-3 smoothing bands inverted"),
+             N_("Llama 3.1's blend between kept and divided pairs runs the wrong way, or its two band factors are exchanged."),
+             N_("The θᵢ are Llama-3's with the smoothing blend reversed: between λ = L/{high:g} and λ = L/{low:g} the "
+                "pairs near the fast edge are interpolated and those near the slow edge kept; the curves part at "
+                "{where}."),
+             lambda spec: spec.rope_type == "llama3", _llama3_inverted, _llama3_candidates,
+             references=("bug_llama3_bands",)),
+    BugClass("longrope_wrong_factors", N_("LongRoPE's short/long switch wrong"),
+             N_("LongRoPE's long factors are used where the short ones belong, or the other way round."),
+             N_("The θᵢ use the other set of LongRoPE factors than transformers does at this length; the curves part "
+                "at {where}."),
+             lambda spec: spec.rope_type == "longrope", _longrope_swapped, _longrope_candidates,
+             references=("bug_longrope_switch",)),
+)}
+
+
+def applicable_classes(spec: RopeSpec, seq_len: int | None = None) -> tuple[str, ...]:
+    """The bug classes that can occur for this config and change its output (θᵢ or the attention factor)."""
+    expected, attention = _expected(spec, seq_len)
+    found = []
+    for name, bug in BUG_CLASSES.items():
+        if not bug.applies(spec):
+            continue
+        values, bug_attention = bug.perturb(spec, seq_len)
+        same_theta = values.numel() == expected.numel() and bool(close(values, expected).all())
+        if name == "interleaved_vs_half":
+            same_theta = bool(close(values, per_dimension(expected, "half")).all())
+        if same_theta and math.isclose(bug_attention, attention, rel_tol=TOLERANCE_ULPS * EPS32):
+            continue
+        found.append(name)
+    return tuple(found)
+
+
+# ---- the check --------------------------------------------------------------------------------------
+
+
+class Row(NamedTuple):
+    """One compared entry: a pair, or a dimension (with the pair the expected layout gives it)."""
+
+    index: int
+    pair: int | None  # None for a pair the model does not rotate
+    expected: float
+    given: float
+    ratio: float | None  # given / expected
+    rel_err: float | None  # |given − expected| / expected
+    tolerance: float  # the relative tolerance for this entry
+    ok: bool
+
+
+class Diagnosis(NamedTuple):
+    name: str
+    sentence: str  # N_() template
+    detail: dict
+    reading: Reading
+
+
+class CheckReport(NamedTuple):
+    spec: RopeSpec
+    seq_len: int | None
+    layout: str
+    reading: Reading
+    expected: torch.Tensor  # θ per rotated pair (float64)
+    expected_values: torch.Tensor  # what the given numbers should be, in their reading
+    given: torch.Tensor
+    expected_attention: float
+    given_attention: float | None
+    rows: tuple[Row, ...]
+    attention_ok: bool | None
+    diagnosis: tuple[Diagnosis, ...]
+
+    @property
+    def verdict(self) -> str:
+        return "match" if all(r.ok for r in self.rows) and self.attention_ok is not False else "mismatch"
+
+    @property
+    def max_rel_err(self) -> float:
+        errors = [r.rel_err for r in self.rows if r.rel_err is not None]
+        if any(r.rel_err is None and not r.ok for r in self.rows):
+            return math.inf
+        return max(errors) if errors else 0.0
+
+    @property
+    def attention_rel_err(self) -> float | None:
+        if self.given_attention is None:
+            return None
+        return abs(self.given_attention - self.expected_attention) / self.expected_attention
+
+    @property
+    def first_part(self) -> int | None:
+        """The first entry where the given curve leaves the expected one (None if θ agree)."""
+        return next((r.index for r in self.rows if not r.ok), None)
+
+    @property
+    def parted(self) -> tuple[int, ...]:
+        return tuple(r.index for r in self.rows if not r.ok)
+
+
+def _attention_close(given: float, expected: float) -> bool:
+    return abs(given - expected) <= float(float32_tolerance(torch.tensor([expected]))[0]) * abs(expected)
+
+
+def _matches(candidate: Candidate, reading: Reading, spec: RopeSpec, layout: str, given: torch.Tensor,
+             given_attention: float | None) -> bool:
+    values = candidate.for_reading(reading, spec, layout)
+    if values is None or values.numel() != given.numel():
+        return False
+    if given_attention is not None and not _attention_close(given_attention, candidate.attention_factor):
+        return False
+    if candidate.dtype is not None:
+        # a float64 θ rounded to dtype; the user's float32 θ may round to the neighbouring value
+        tolerance = float32_tolerance(values)
+        low, high = (_rounded(values * (1 + sign * tolerance), candidate.dtype) for sign in (-1, 1))
+        return bool((close(given, low) | close(given, high)).all())
+    if candidate.computed_in is not None:
+        on_grid = close(given, _rounded(given, candidate.computed_in))
+        step = values.abs() * torch.finfo(candidate.computed_in).eps
+        within = (given - values).abs() <= step + float32_tolerance(values) * values.abs()
+        return bool((on_grid & within).all())
+    return bool(close(given, values).all())
+
+
+def _rows(report_expected: torch.Tensor, given: torch.Tensor, reading: Reading, spec: RopeSpec,
+          layout: str) -> tuple[Row, ...]:
+    tolerance = float32_tolerance(report_expected)
+    ok = close(given, report_expected)
+    rows = []
+    pairs = spec.num_pairs
+    for index in range(given.numel()):
+        expected, value = float(report_expected[index]), float(given[index])
+        if reading.form == "pairs":
+            pair = index if index < pairs else None
+        else:
+            pair = pair_of_dimension(index, pairs, layout) if index < spec.rotary_dim else None
+        ratio = value / expected if expected else None
+        error = abs(value - expected) / expected if expected else None
+        rows.append(Row(index, pair, expected, value, ratio, error, float(tolerance[index]), bool(ok[index])))
+    return tuple(rows)
+
+
+def base_text(value: float) -> str:
+    """10000.0 -> '10,000'; 2.5 -> '2.5'."""
+    return f"{value:,.0f}" if value >= 1000 else f"{value:.6g}"
+
+
+def _detail(bug: BugClass, candidate: Candidate, spec: RopeSpec, expected_attention: float,
+            given_attention: float | None) -> dict:
+    detail = {"rope_type": spec.rope_type, "expected_af": expected_attention,
+              "given_af": given_attention if given_attention is not None else candidate.attention_factor,
+              "beta_fast": spec.beta_fast, "beta_slow": spec.beta_slow, **dict(candidate.detail)}
+    for key in ("used_base", "base"):
+        if key in detail:
+            detail[key] = base_text(detail[key])
+    if "used_layout" in detail:
+        detail["used_title"] = _(LAYOUT_TITLES[detail["used_layout"]])
+        detail["expected_title"] = _(LAYOUT_TITLES[detail["expected_layout"]])
+    if "dtype" in detail:
+        detail["bits"] = round(-math.log2(torch.finfo(LOW_PRECISION_DTYPES[detail["dtype"]]).eps)) + 1
+        detail["error"] = float(torch.finfo(LOW_PRECISION_DTYPES[detail["dtype"]]).eps)
+    return detail
+
+
+def check(spec: RopeSpec, numbers: Sequence[float] | torch.Tensor, attention_factor: float | None = None,
+          seq_len: int | None = None, layout: str = "half", form: str = "auto") -> CheckReport:
+    """Compare ``numbers`` (θ per pair or per dimension) with transformers' θ for ``spec``, and diagnose."""
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout must be one of {', '.join(LAYOUTS)} (got {layout!r}).")
+    given = torch.as_tensor(numbers, dtype=torch.float64).reshape(-1)
+    if bool((given < 0).any()):
+        first = int(torch.nonzero(given < 0)[0])
+        raise ValueError(f"Number {first + 1} is negative ({float(given[first]):g}); inverse frequencies θᵢ are ≥ 0.")
+    if attention_factor is not None and not (math.isfinite(attention_factor) and attention_factor > 0):
+        raise ValueError(f"The attention factor must be a positive number (got {attention_factor!r}).")
+    expected, expected_attention = _expected(spec, seq_len)
+    readings = readings_for(spec, given.numel(), form)
+    attention_ok = None if attention_factor is None else _attention_close(attention_factor, expected_attention)
+
+    reports = []
+    for reading in readings:
+        values = reading.expected(spec, expected, layout)
+        rows = _rows(values, given, reading, spec, layout)
+        report = CheckReport(spec, seq_len, layout, reading, expected, values, given, expected_attention,
+                             attention_factor, rows, attention_ok, ())
+        if report.verdict == "mismatch":
+            report = report._replace(diagnosis=_diagnose(spec, seq_len, layout, reading, given, attention_factor,
+                                                         expected_attention))
+        reports.append(report)
+    for wanted in (lambda r: r.verdict == "match", lambda r: bool(r.diagnosis), lambda r: True):
+        chosen = next((r for r in reports if wanted(r)), None)
+        if chosen is not None:
+            return chosen
+    raise AssertionError("unreachable")
+
+
+def _diagnose(spec: RopeSpec, seq_len: int | None, layout: str, reading: Reading, given: torch.Tensor,
+              given_attention: float | None, expected_attention: float) -> tuple[Diagnosis, ...]:
+    found = []
+    for name, bug in BUG_CLASSES.items():
+        if not bug.applies(spec):
+            continue
+        for candidate in bug.variants(spec, seq_len, layout, given):
+            if _matches(candidate, reading, spec, layout, given, given_attention):
+                detail = _detail(bug, candidate, spec, expected_attention, given_attention)
+                found.append(Diagnosis(name, candidate.sentence or bug.explanation, detail, reading))
+                break
+    return tuple(found)
+
+
+# ---- words ---------------------------------------------------------------------------------------------
+
+
+def where_text(report: CheckReport) -> str:
+    """Where the given curve first leaves the expected one, e.g. 'pair 29 (λ ≈ 2,087 tokens)'."""
+    index = report.first_part
+    if index is None:
+        return _("no pair (the θᵢ agree)")
+    row = report.rows[index]
+    if row.pair is None:
+        return _("pair {index}, which the model does not rotate").format(index=index)
+    wavelength = 2 * math.pi / float(report.expected[row.pair])
+    if report.reading.form == "pairs":
+        return _("pair {index} (λ ≈ {wavelength:,.0f} tokens)").format(index=index, wavelength=wavelength)
+    return _("dimension {index} (pair {pair}, λ ≈ {wavelength:,.0f} tokens)").format(
+        index=index, pair=row.pair, wavelength=wavelength)
+
+
+def explain(report: CheckReport, diagnosis: Diagnosis) -> str:
+    """The diagnosis's one sentence, in the current language."""
+    return _(diagnosis.sentence).format(where=where_text(report), **diagnosis.detail)
+
+
+def report_json(report: CheckReport) -> dict:
+    """The CLI's ``--json`` output."""
+    def number(value: float | None) -> float | None:
+        return None if value is None or not math.isfinite(value) else value
+
+    return {
+        "verdict": report.verdict,
+        "max_rel_err": number(report.max_rel_err),
+        "diagnosis": [d.name for d in report.diagnosis],
+        "explanations": {d.name: explain(report, d) for d in report.diagnosis},
+        "read_as": {"form": report.reading.form, "whole_head": report.reading.full_head, "layout": report.layout},
+        "attention_factor": {"expected": report.expected_attention, "given": report.given_attention,
+                             "rel_err": report.attention_rel_err},
+        "first_part": report.first_part,
+        "pairs": [{"index": r.index, "pair": r.pair, "expected": r.expected, "given": r.given,
+                   "ratio": number(r.ratio), "rel_err": number(r.rel_err), "tolerance": r.tolerance, "ok": r.ok}
+                  for r in report.rows],
+    }
+
+
+def report_text(report: CheckReport) -> str:
+    """A terminal summary: verdict, diagnosis, and the entries that differ."""
+    spec = report.spec
+    lines = [f"RoPE: {spec.rope_type}, base {base_text(spec.base)}, {spec.rotary_dim} of {spec.head_dim} dimensions "
+             f"rotated, L = {spec.original_max_position_embeddings:,}"
+             + (f", factor {spec.factor:g}" if spec.rope_type != "default" else "")
+             + (f", seq_len {report.seq_len:,}" if report.seq_len is not None else "")]
+    form = "per pair" if report.reading.form == "pairs" else f"per dimension, expected layout {report.layout}"
+    lines.append(f"Read {report.given.numel()} numbers {form}" + (" for the whole head" if report.reading.full_head
+                                                                   else "") + ".")
+    verdict = "MATCH" if report.verdict == "match" else "MISMATCH"
+    lines.append(f"Verdict: {verdict} (max relative error {report.max_rel_err:.3g}; tolerance 8·ε₃₂·(1 + |ln θ|))")
+    if report.given_attention is not None:
+        lines.append(f"Attention factor: given {report.given_attention:.9g}, expected {report.expected_attention:.9g}"
+                     f" ({'ok' if report.attention_ok else 'differs'})")
+    if report.verdict == "mismatch":
+        if report.diagnosis:
+            for diagnosis in report.diagnosis:
+                lines.append(f"Diagnosis: {diagnosis.name}: {explain(report, diagnosis)}")
+        else:
+            lines.append(f"Diagnosis: no single known bug reproduces these numbers; the curves part at "
+                         f"{where_text(report)}.")
+    differing = [r for r in report.rows if not r.ok]
+    if differing:
+        lines.append(f"{len(differing)} of {len(report.rows)} entries differ; the first ones:")
+        lines.append(f"{'index':>6} {'pair':>5} {'expected θ':>14} {'given θ':>14} {'ratio':>10} {'rel err':>9}")
+        for r in differing[:12]:
+            ratio = f"{r.ratio:.6g}" if r.ratio is not None else "-"
+            error = f"{r.rel_err:.2e}" if r.rel_err is not None else "-"
+            pair = str(r.pair) if r.pair is not None else "-"
+            lines.append(f"{r.index:>6} {pair:>5} {r.expected:>14.8g} {r.given:>14.8g} {ratio:>10} {error:>9}")
+    return "\n".join(lines)
+
+
+# ---- the command line ----------------------------------------------------------------------------
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m pe_core.check CONFIG --inv-freq FILE``: exit 0 on a match, 1 on a mismatch, 2 on bad input."""
+    from pe_core.config import from_hf_config
+    from pe_core.device import use_server_threads
+    from pe_core.inputs import read_config, read_numbers
+
+    parser = argparse.ArgumentParser(
+        prog="python -m pe_core.check",
+        description="Check a RoPE implementation's inverse frequencies against transformers and name the bug.")
+    parser.add_argument("config", help="a preset name (e.g. 'Llama-3.1-8B'), a path to config.json, or its JSON text")
+    parser.add_argument("--inv-freq", required=True, metavar="FILE",
+                        help="your θᵢ: .json, .csv, .txt, .npy or .pt; one per pair, or one per rotated dimension")
+    parser.add_argument("--attention-factor", type=float, metavar="X",
+                        help="the factor your RoPE multiplies cos and sin by (transformers' attention_scaling)")
+    parser.add_argument("--seq-len", type=int, metavar="N", help="the sequence length your θᵢ were computed for")
+    parser.add_argument("--layout", choices=LAYOUTS, default="half",
+                        help="the pairing the checkpoint expects (per-dimension input only; default: half)")
+    parser.add_argument("--form", choices=FORMS, default="auto", help="how to read the numbers (default: by count)")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    args = parser.parse_args(argv)
+    use_server_threads()  # small tensors: one thread is fastest on a small machine
+    try:
+        from pathlib import Path
+
+        spec = from_hf_config(read_config(args.config))
+        path = Path(args.inv_freq)
+        if not path.is_file():
+            raise ValueError(f"{args.inv_freq}: no such file.")
+        numbers = read_numbers(path.read_bytes(), path.name)
+        if args.seq_len is not None and args.seq_len < 1:
+            raise ValueError(f"--seq-len must be a positive integer (got {args.seq_len}).")
+        report = check(spec, numbers, args.attention_factor, args.seq_len, args.layout, args.form)
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    print(json.dumps(report_json(report), indent=1, ensure_ascii=False) if args.json else report_text(report))
+    return 0 if report.verdict == "match" else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,160 @@
+"""AppTest of the implementation check: the default diagnosis, uploads of every kind (good and bad), the example
+menu, pasted configs and hostile links."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from pe_core import from_hf_config, preset_by_name, rope_frequencies
+from pe_core.check import BUG_CLASSES
+from pe_core.inputs import numbers_text
+from tests.conftest import figure_titled, run_page
+
+PAGE = "pages/check.py"
+TITLES = ("Expected θᵢ and yours", "Relative error of your θᵢ")
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+
+def float32_list(values) -> list[float]:
+    return torch.as_tensor(values, dtype=torch.float64).to(torch.float32).to(torch.float64).tolist()
+
+
+def texts(elements) -> list[str]:
+    return [e.value for e in elements]
+
+
+def verdict(at) -> str:
+    return " ".join(texts(at.success) + texts(at.error))
+
+
+def uploader(at, label: str):
+    return next(u for u in at.file_uploader if u.label.startswith(label))
+
+
+def example_menu(at):
+    return next(s for s in at.selectbox if s.label.startswith("Or fill in an example"))
+
+
+def assert_page_ok(at) -> None:
+    assert not at.exception, at.exception
+    for title in TITLES:
+        figure_titled(at, title)
+
+
+def test_default_shows_the_pairing_bug_with_its_thread():
+    at = run_page(PAGE)
+    assert_page_ok(at)
+    assert "Mismatch" in verdict(at)
+    diagnosis = [m for m in texts(at.markdown) if "interleaved_vs_half" in m and "—" in m]
+    assert diagnosis and "NeuraLegion/shainet/pull/111" in diagnosis[0]
+    figure = figure_titled(at, TITLES[0])
+    assert figure["layout"]["title"]["text"].endswith("mismatch")
+    assert len(figure["data"][1]["y"]) == 128  # one value per rotated dimension
+
+
+def test_uploading_correct_numbers_gives_a_match():
+    at = run_page(PAGE)
+    theta = rope_frequencies(preset_by_name("Llama-3.1-8B").spec).inv_freq.to(torch.float32).numpy()
+    buffer = io.BytesIO()
+    np.save(buffer, theta)
+    uploader(at, "Upload your θᵢ").set_value(("inv_freq.npy", buffer.getvalue(), "application/octet-stream")).run()
+    assert_page_ok(at)
+    assert "Match" in verdict(at) and not at.error
+    assert figure_titled(at, TITLES[0])["layout"]["title"]["text"].endswith("match")
+
+
+def test_a_torch_state_dict_upload_is_read():
+    at = run_page(PAGE)
+    spec = preset_by_name("Llama-3.1-8B").spec
+    values, _attention = BUG_CLASSES["llama3_bands_inverted"].perturb(spec, None)
+    buffer = io.BytesIO()
+    torch.save({"model.layers.0.self_attn.rotary_emb.inv_freq": values.to(torch.float32)}, buffer)
+    uploader(at, "Upload your θᵢ").set_value(("model.pt", buffer.getvalue(), "application/octet-stream")).run()
+    assert_page_ok(at)
+    assert any("llama3_bands_inverted" in m for m in texts(at.markdown))
+
+
+@pytest.mark.parametrize(("name", "data", "message"), [
+    ("words.csv", b"1.0, 0.5, banana", "'banana', is not a number"),
+    ("nan.json", b"[1.0, NaN, 0.5]", "NaN"),
+    ("broken.pt", b"definitely not a torch file", "could not be read as a torch file"),
+    ("matrix.npy", None, "shape"),
+])
+def test_bad_uploads_say_why_and_keep_the_numbers(name, data, message):
+    if data is None:
+        buffer = io.BytesIO()
+        np.save(buffer, np.ones((8, 8)))
+        data = buffer.getvalue()
+    at = run_page(PAGE)
+    before = at.text_area(key="theta").value
+    uploader(at, "Upload your θᵢ").set_value((name, data, "application/octet-stream")).run()
+    assert_page_ok(at)
+    errors = " ".join(texts(at.error))
+    assert name in errors and message in errors
+    assert at.text_area(key="theta").value == before
+
+
+def test_a_wrong_count_says_which_counts_work():
+    at = run_page(PAGE)
+    uploader(at, "Upload your θᵢ").set_value(("short.json", json.dumps([1.0, 0.5, 0.25]).encode(), "text/json")).run()
+    assert not at.exception
+    errors = " ".join(texts(at.error))
+    assert "Got 3 numbers" in errors and "give 64 θᵢ (one per pair) or 128" in errors
+    assert any("The figures below" in c for c in texts(at.caption))
+    for title in TITLES:  # the figures stay, on the last settings that worked
+        figure_titled(at, title)
+
+
+def test_the_example_menu_fills_in_a_bug():
+    at = run_page(PAGE)
+    options = example_menu(at).options
+    assert "with the bug: Llama-3 smoothing bands inverted" in options
+    assert not any("β" in o for o in options)  # YaRN's classes do not apply to Llama 3.1
+    example_menu(at).set_value("llama3_bands_inverted").run()
+    next(b for b in at.button if b.label == "Fill in").click().run()
+    assert_page_ok(at)
+    assert any("llama3_bands_inverted" in m for m in texts(at.markdown))
+    example_menu(at).set_value(None).run()
+    next(b for b in at.button if b.label == "Fill in").click().run()
+    assert "Match" in verdict(at)
+
+
+def test_a_pasted_yarn_config_with_a_missing_attention_factor():
+    config = {"hidden_size": 4096, "num_attention_heads": 32, "max_position_embeddings": 131072,
+              "rope_theta": 1e6, "rope_scaling": {"rope_type": "yarn", "factor": 4.0,
+                                                  "original_max_position_embeddings": 32768}}
+    theta = rope_frequencies(from_hf_config(config)).inv_freq
+    at = run_page(PAGE, {"src": "Paste config.json", "config": json.dumps(config),
+                         "theta": numbers_text(float32_list(theta)), "af": "1.0"})
+    assert_page_ok(at)
+    assert any("attention_factor_missing" in m for m in texts(at.markdown))
+
+
+def test_an_uploaded_config_replaces_the_model_and_a_bad_one_is_refused():
+    at = run_page(PAGE)
+    phi2 = {"hidden_size": 2560, "num_attention_heads": 32, "max_position_embeddings": 2048,
+            "partial_rotary_factor": 0.4, "rope_theta": 10000.0}
+    whole, _attention = BUG_CLASSES["partial_rotary_ignored"].perturb(from_hf_config(phi2), None)
+    at.text_area(key="theta").input(numbers_text(float32_list(whole)))
+    uploader(at, "… or upload its config.json").set_value(("config.json", json.dumps(phi2).encode(), "text/json"))
+    at.run()
+    assert_page_ok(at)
+    assert any("partial_rotary_ignored" in m for m in texts(at.markdown))
+    uploader(at, "… or upload its config.json").set_value(("config.json", b"{not json", "text/json")).run()
+    assert not at.exception
+    assert any("config.json could not be used" in e and "not valid JSON" in e for e in texts(at.error))
+
+
+@pytest.mark.parametrize("query", [
+    {"theta": "1, 2, three"}, {"af": "-3"}, {"len": "1e999"}, {"layout": "<b>x</b>"},
+    {"src": "Paste config.json", "config": "{\"hidden_size\": 7}"},
+])
+def test_hostile_links_never_raise(query):
+    at = run_page(PAGE, query)
+    assert not at.exception, at.exception
+    assert at.error or at.warning

@@ -1,0 +1,62 @@
+"""File uploads that become text in a settings widget, so an upload, a paste, a link and the CLI all
+reach the lesson as the same text (``pe_core.inputs`` reads every file type)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import streamlit as st
+
+from i18n import _
+
+
+def upload_into(label: str, key: str, types: Sequence[str], target: str, convert: Callable[[bytes, str], str], *,
+                also: dict | None = None, help: str | None = None) -> None:
+    """A file uploader: its file, turned into text by ``convert(bytes, name)``, replaces widget ``target``'s text
+    (and the widgets in ``also`` take the given values). A file that cannot be read leaves the text as it was and
+    says why, here."""
+    error_key = f"_{key}_error"
+
+    def on_change() -> None:
+        uploaded = st.session_state.get(key)
+        if uploaded is None:
+            st.session_state.pop(error_key, None)
+            return
+        try:
+            text = convert(uploaded.getvalue(), uploaded.name)
+        except ValueError as err:
+            st.session_state[error_key] = _("{name} could not be used: {message}").format(name=uploaded.name,
+                                                                                        message=err)
+            return
+        st.session_state.pop(error_key, None)
+        st.session_state[target] = text
+        for name, value in (also or {}).items():
+            st.session_state[name] = value
+
+    st.file_uploader(label, type=list(types), key=key, on_change=on_change, help=help)
+    if error_key in st.session_state:
+        st.error(st.session_state[error_key], icon="⚠️")
+
+
+def config_text(data: bytes, name: str) -> str:
+    """An uploaded config.json as text (checked to be a JSON object)."""
+    import json
+
+    try:
+        text = data.decode("utf-8-sig")
+        config = json.loads(text)
+    except UnicodeDecodeError as err:
+        raise ValueError(_("it is not UTF-8 text.")) from err
+    except json.JSONDecodeError as err:
+        raise ValueError(_("it is not valid JSON: {message} (line {line}, column {column}).").format(
+            message=err.msg, line=err.lineno, column=err.colno)) from err
+    if not isinstance(config, dict):
+        raise ValueError(_("a config.json must be a JSON object ({...})."))
+    return json.dumps(config, indent=1)
+
+
+def numbers_file_text(data: bytes, name: str) -> str:
+    """An uploaded file of θᵢ (any type ``pe_core.inputs`` reads) as the text the settings carry."""
+    from pe_core.inputs import numbers_text, read_numbers
+
+    return numbers_text(read_numbers(data, name))
