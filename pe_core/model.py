@@ -24,23 +24,36 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from i18n import N_
 from pe_core.biases import alibi_slopes, t5_relative_bucket
 from pe_core.rope import RopeSpec, default_inv_freq, rope_frequencies, rotation_angles, wavelengths
 
-POSITION_ENCODINGS = ("none", "learned", "sinusoidal", "rope", "alibi", "t5")
-ENCODING_TITLES = {
-    "none": "No position encoding (NoPE)",
-    "learned": "Learned absolute",
-    "sinusoidal": "Sinusoidal absolute",
-    "rope": "RoPE",
-    "alibi": "ALiBi",
-    "t5": "T5 relative bias",
+
+class EncodingDef(NamedTuple):
+    """One way of telling the model where a token is (the registry below, as ``pe_core.methods.METHODS``)."""
+
+    title: str  # N_()-marked
+    reference: str  # the source that introduced it (a key of the References page)
+    uses_base: bool = False  # reads ``rope_base`` (RoPE's and the sinusoidal table's b)
+    scalable: bool = False  # has RoPE scaling methods (evaluated per method, fine-tunable)
+
+
+ENCODINGS: dict[str, EncodingDef] = {
+    "none": EncodingDef(N_("No position encoding (NoPE)"), "nope"),
+    "learned": EncodingDef(N_("Learned absolute"), "vaswani"),
+    "sinusoidal": EncodingDef(N_("Sinusoidal absolute"), "vaswani", uses_base=True),
+    "rope": EncodingDef(N_("RoPE"), "roformer", uses_base=True, scalable=True),
+    "alibi": EncodingDef(N_("ALiBi"), "alibi"),
+    "t5": EncodingDef(N_("T5 relative bias"), "t5"),
 }
+POSITION_ENCODINGS = tuple(ENCODINGS)
+ENCODING_TITLES = {name: encoding.title for name, encoding in ENCODINGS.items()}
 ROPE_PAIRINGS = ("half", "interleaved")
 
 
@@ -165,8 +178,10 @@ class CausalSelfAttention(nn.Module):
         batch, length, width = x.shape
         q, k, v = self.qkv(x).view(batch, length, 3, self.n_head, width // self.n_head).permute(2, 0, 3, 1, 4)
         if rotary is not None:
-            cos, sin = rotary.cos_sin(length, x.device, x.dtype)
-            q, k = rotate(q, cos, sin, rotary.pairing), rotate(k, cos, sin, rotary.pairing)
+            # rotated in float32 even under bf16 autocast: low-precision angles blur positions
+            cos, sin = rotary.cos_sin(length, x.device, torch.float32)
+            q = rotate(q.float(), cos, sin, rotary.pairing).to(v.dtype)
+            k = rotate(k.float(), cos, sin, rotary.pairing).to(v.dtype)
         dropout = self.dropout if self.training else 0.0
         if bias is None:
             y = F.scaled_dot_product_attention(q, k, v, is_causal=True, dropout_p=dropout)
