@@ -29,6 +29,7 @@ BASES = (10.0, 20.0, 50.0, 100.0, 1_000.0, 10_000.0, 100_000.0, 1_000_000.0)
 TRAIN_LENGTHS = (16, 32, 64, 128, 256)
 WIDTHS = (32, 64, 96, 128, 192, 256)
 HEADS = (1, 2, 4, 8)
+HEAD_SIZES = (8, 16, 32, 64, 128)
 LAYERS = (1, 2, 3, 4)
 STEPS = (20, 50, 100, 200, 300, 400, 600, 800, 1000, 1500, 2000)
 MULTIPLES = (1, 2, 4, 8, 16)
@@ -64,8 +65,10 @@ class Settings(LessonSettings):
     steps: int = setting(DEFAULT.steps, N_("Training steps"), key="steps", group=EXPERIMENT, options=STEPS,
                          help=N_("Each step reads 2,048 characters."))
     d_model: int = setting(DEFAULT.d_model, N_("Width d_model"), key="dm", group=EXPERIMENT, options=WIDTHS)
-    n_head: int = setting(DEFAULT.n_head, N_("Heads"), key="nh", group=EXPERIMENT, options=HEADS,
-                          help=N_("The head size d = d_model / heads is what RoPE rotates."))
+    n_head: int = setting(DEFAULT.n_head, N_("Heads"), key="nh", group=EXPERIMENT, options=HEADS)
+    head_size: int = setting(DEFAULT.head_size, N_("Head size d"), key="hd", group=EXPERIMENT, options=HEAD_SIZES,
+                             help=N_("What RoPE rotates, in d/2 pairs: 64 as in many real models' heads (128 in "
+                                     "Llama's), independent of the width."))
     n_layer: int = setting(DEFAULT.n_layer, N_("Layers"), key="nl", group=EXPERIMENT, options=LAYERS)
     seed: int = setting(DEFAULT.seed, N_("Seed"), key="seed", widget="number", group=EXPERIMENT, min_value=0,
                         max_value=10_000, step=1, examples=(1,),
@@ -131,8 +134,7 @@ class Result:
     @functools.cached_property
     def spectra(self) -> tuple[Spectrum, ...]:
         c = self.config
-        head_dim = c.d_model // c.n_head
-        return (toy_spectrum(head_dim, c.rope_base, c.train_length, self.scale), *reference_spectra(self.scale))
+        return (toy_spectrum(c.head_size, c.rope_base, c.train_length, self.scale), *reference_spectra(self.scale))
 
     @functools.cached_property
     def record(self) -> RunRecord:
@@ -416,7 +418,8 @@ def stored_runs(limit: int = 500) -> list[dict]:
         rows.append({
             "hash": run.hash, "encoding": _encoding_title(run.encoding), "seed": run.seed,
             "L": config.get("train_length"), "base": config.get("rope_base") if run.encoding in USES_BASE else None,
-            "size": f"{config.get('d_model')}/{config.get('n_head')}×{config.get('n_layer')}",
+            "size": f"{config.get('d_model')}, {config.get('n_head')}×{config.get('head_size')}, "
+                    f"{config.get('n_layer')}",
             "steps": config.get("steps"), "device": run.device, "seconds": round(run.total_seconds, 1),
             "created": run.created_at[:16].replace("T", " "), "code": run.code_version,
         })

@@ -22,7 +22,7 @@ PG_BIN = Path("/usr/lib/postgresql/15/bin")
 
 def fake_record(encoding: str = "rope", seed: int = 0, accuracy: float = 0.5) -> RunRecord:
     """A small but complete record (no training: the store is what is tested here)."""
-    config = ExperimentConfig(encoding=encoding, seed=seed, d_model=32, n_head=2, n_layer=1, train_length=16,
+    config = ExperimentConfig(encoding=encoding, seed=seed, d_model=32, n_head=2, head_size=16, n_layer=1, train_length=16,
                               steps=5, multiples=(1, 2), eval_tokens=64, fine_tune_steps=3)
     results = tuple(MethodResult(m, n, 2.0 + n / 100, accuracy - n / 1000, tuple([2.0] * n), tuple([accuracy] * n))
                     for n in config.lengths for m in config.evaluated_methods)

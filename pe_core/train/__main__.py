@@ -23,7 +23,7 @@ from collections.abc import Sequence
 import torch
 
 from pe_core.train.config import DEFAULT_GRID, DEFAULT_SEEDS, ExperimentConfig, Grid
-from pe_core.train.experiment import TRAINING, Status
+from pe_core.train.experiment import Status
 from pe_core.train.schema import RunRecord, report_json
 from pe_core.train.store import RunStore, StoreError, default_location, describe_location, open_store
 from pe_core.train.summary import markdown_table, seed_stats

@@ -81,10 +81,11 @@ class ExperimentConfig:
     rope_base: float = _knob(50.0, "RoPE's (and the sinusoidal table's) base b")
     rope_pairing: str = _knob("half", "which features RoPE rotates together", choices=ROPE_PAIRINGS)
     train_length: int = _knob(64, "training length L (characters)")
-    d_model: int = _knob(128, "model width")
-    n_head: int = _knob(2, "attention heads (head size = d_model / n_head)")
+    d_model: int = _knob(64, "model width")
+    n_head: int = _knob(2, "attention heads")
+    head_size: int = _knob(64, "head size d: what RoPE rotates, in d/2 pairs (heads × d may differ from d_model)")
     n_layer: int = _knob(2, "transformer blocks")
-    steps: int = _knob(300, "optimiser steps of 2,048 characters")
+    steps: int = _knob(1000, "optimiser steps of 2,048 characters")
     learning_rate: float = _knob(3e-3, "peak learning rate (AdamW, warm-up then cosine)")
     seed: int = _knob(0, "seed of the initial weights and of the batches")
     multiples: tuple[int, ...] = _knob((1, 2, 4, 8), "evaluation lengths, as multiples of L")
@@ -110,7 +111,7 @@ class ExperimentConfig:
         # registry order, no repeats: the same choice in another order is the same experiment
         object.__setattr__(self, "methods", tuple(m for m in METHODS if m in self.methods))
         object.__setattr__(self, "fine_tune", tuple(m for m in FINE_TUNABLE if m in self.fine_tune))
-        for name in ("steps", "fine_tune_steps", "eval_tokens"):
+        for name in ("steps", "fine_tune_steps", "eval_tokens", "head_size"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{name} must be a positive whole number (got {value!r}).")
@@ -143,7 +144,7 @@ class ExperimentConfig:
         return self.fine_tune if self.scalable and max(self.multiples) > 1 else ()
 
     def model_config(self) -> ModelConfig:
-        return ModelConfig(n_layer=self.n_layer, n_head=self.n_head, d_model=self.d_model,
+        return ModelConfig(n_layer=self.n_layer, n_head=self.n_head, d_model=self.d_model, head_size=self.head_size,
                            train_length=self.train_length, max_positions=self.longest, position=self.encoding,
                            rope_base=float(self.rope_base), rope_pairing=self.rope_pairing)
 
@@ -205,7 +206,8 @@ class ExperimentConfig:
         parts = [self.encoding]
         if ENCODINGS[self.encoding].uses_base:
             parts.append(f"b={self.rope_base:g}")
-        parts += [f"L={self.train_length}", f"d={self.d_model}/{self.n_head}x{self.n_layer}", f"{self.steps} steps",
+        parts += [f"L={self.train_length}", f"width {self.d_model}, {self.n_head}x{self.head_size} heads, "
+                  f"{self.n_layer} layers", f"{self.steps} steps",
                   f"seed {self.seed}"]
         return " ".join(parts)
 

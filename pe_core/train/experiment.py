@@ -82,7 +82,7 @@ class ExperimentRun:
         costs = self._costs
         done = costs["train_step"] * self.run.step + costs["per_evaluation"] * len(self.evaluation.results)
         done += sum(costs["tune_step"] * tune.step for tune in self.tunes.values())
-        done += costs["tune_evaluation"] * len(self.fine_tunes)
+        done += (costs["tune_step"] * self.config.fine_tune_steps + costs["tune_evaluation"]) * len(self.fine_tunes)
         return min(1.0, done / costs["total"])
 
     @property
