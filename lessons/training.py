@@ -427,7 +427,7 @@ def stored_runs(limit: int = 500) -> list[dict]:
 
 
 def run_label(row: dict) -> str:
-    return _("{encoding}, seed {seed}, L = {L}, {steps} steps ({hash})").format(**row, hash=row["hash"][:8])
+    return _("{encoding}, seed {seed}, L = {L}, {steps} steps ({short})").format(**row, short=row["hash"][:8])
 
 
 def _record_curves(record: RunRecord) -> list:
