@@ -23,7 +23,7 @@ POSITION_BINS = 64  # per-position curves are averaged over bins of positions: r
 
 SPECTRUM_TITLE = N_("Does the toy turn like a real model? Turns per pair within the training length")
 LOSS_TITLE = N_("Training loss")
-TABLE_TITLE = N_("Next-character accuracy by length, mean ± sd over seeds")
+TABLE_TITLE = N_("Next-character accuracy (%) by length, mean ± sd over seeds")
 SEEDS_TITLE = N_("Accuracy at the longest length, every encoding and method")
 PER_POSITION_TITLE = N_("Loss at each position")
 PER_LENGTH_TITLE = N_("Accuracy against evaluation length")
@@ -84,7 +84,12 @@ def binned(values: Sequence[float] | torch.Tensor, bins: int = POSITION_BINS) ->
 
 
 def _legend_below(figure: go.Figure, bottom: int = 130) -> go.Figure:
-    figure.update_layout(legend=LEGEND_BELOW, margin=dict(b=bottom))
+    """The legend under the x axis's ticks and title (placed in pixels: the plot's height varies)."""
+    layout = figure.layout
+    top = layout.margin.t if layout.margin.t is not None else 60
+    plot_height = max(80, (layout.height or 450) - top - bottom)
+    below_axis = 62 if layout.xaxis.title.text else 34
+    figure.update_layout(legend={**LEGEND_BELOW, "y": -below_axis / plot_height}, margin=dict(b=bottom))
     return figure
 
 
@@ -138,13 +143,14 @@ def loss_curve_figure(steps: Sequence[int], losses: Sequence[float], validation:
 def accuracy_table_figure(header: Sequence[str], rows: Sequence[Sequence[str]], *, title: str | None = None,
                           note: str = "") -> go.Figure:
     """One row per encoding or method, one column per evaluation length (cells already formatted)."""
-    figure = new_figure(title or _(TABLE_TITLE), height=90 + 31 * (len(rows) + 1),
+    figure = new_figure(title or _(TABLE_TITLE), height=100 + 34 * (len(rows) + 1),
                         margin=dict(l=10, r=10, t=60, b=30 if note else 5))
     columns = list(zip(*rows, strict=True)) if rows else [[] for _h in header]
     figure.add_trace(go.Table(
         header=dict(values=[f"<b>{h}</b>" for h in header], fill_color="#eef2f7", align="left", font=dict(size=14)),
         cells=dict(values=columns, align=["left"] * 2 + ["right"] * (len(header) - 2), height=30, font=dict(size=14),
                    fill_color="white"),
+        columnwidth=[3.6, 0.8] + [1.5] * (len(header) - 2),
     ))
     if note:
         figure.add_annotation(text=note, x=0, y=0, xref="paper", yref="paper", yanchor="top", xanchor="left",
@@ -155,7 +161,7 @@ def accuracy_table_figure(header: Sequence[str], rows: Sequence[Sequence[str]], 
 def seed_chart_figure(rows: Sequence[SeedRow], *, longest_label: str, train_label: str) -> go.Figure:
     """Mean ± sd over seeds at the longest length (one row each), with the mean at L as an open marker."""
     names = [row.name for row in rows]
-    figure = new_figure(_(SEEDS_TITLE), height=160 + 34 * len(rows), xaxis_title=_("next-character accuracy"),
+    figure = new_figure(_(SEEDS_TITLE), height=190 + 34 * len(rows), xaxis_title=_("next-character accuracy"),
                         margin=dict(l=10, r=20, t=60, b=120))
     for row in rows:
         style = keyed(row.key, row.kind, lines=False, markers=True,
@@ -201,9 +207,11 @@ def per_position_figure(curves: Sequence[Keyed], train_length: int, length: int,
 def per_length_figure(multiples: Sequence[int], curves: Sequence[Keyed], *, title: str | None = None,
                       seeds: int | None = None) -> go.Figure:
     """Mean accuracy over whole sequences of each length (± sd over seeds), x: L′/L on a log scale."""
+    if title is None and seeds is not None:
+        title = (_("{title} (one seed so far)") if seeds == 1 else _("{title} (mean ± sd over {n} seeds)")).format(
+            title=_(PER_LENGTH_TITLE), n=seeds)
     figure = new_figure(title or _(PER_LENGTH_TITLE), xaxis_title=_("evaluation length L′ / training length L"),
-                        yaxis_title=_("next-character accuracy") if seeds is None else
-                        _("accuracy, mean ± sd over {n} seeds").format(n=seeds), height=440)
+                        yaxis_title=_("next-character accuracy"), height=460)
     for curve in curves:
         extra = {}
         if curve.spread is not None:

@@ -271,7 +271,7 @@ def _table(result: Result, style) -> object:
         cells = []
         for n in lengths:
             stat = result.stat(encoding, method, n, tuned)
-            cells.append("–" if stat is None else f"{stat.mean:.1%} ± {stat.sd:.1%}")
+            cells.append("–" if stat is None else f"{100 * stat.mean:.1f} ± {100 * stat.sd:.1f}")
         count = max((s.n for s in result.stats if (s.encoding, s.method, s.fine_tuned) == (encoding, method, tuned)),
                     default=0)
         rows.append([row_name(encoding, method, tuned, c.fine_tune_steps), str(count), *cells])
@@ -371,7 +371,7 @@ def live_loss_figure(progress, config: ExperimentConfig) -> object:
     return draw.loss_curve_figure([p.step for p in history], [p.loss for p in history],
                                   [(p.step, p.validation_loss) for p in history if p.validation_loss is not None],
                                   total_steps=config.steps,
-                                  title=_("Training loss, {encoding}, live").format(
+                                  title=_("Training loss so far ({encoding})").format(
                                       encoding=_encoding_title(config.encoding)))
 
 

@@ -96,6 +96,7 @@ else:
     if paused is not None and not busy:
         st.info(_("Stopped after {step} of {total} training steps; nothing was stored. Train again to resume "
                   "from there.").format(step=paused.run.step, total=config.steps), icon="⏸️")
+        show_figure(lesson.live_loss_figure(list(paused.run.history), config), "training_live_loss")
 if st.session_state.get("tt_busy"):
     st.warning(st.session_state.pop("tt_busy"), icon="⏳")
 

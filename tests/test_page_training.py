@@ -86,7 +86,7 @@ def test_a_finished_run_is_stored_and_shown_and_a_rerun_is_instant(fresh_service
     assert list(names) == ["RoPE + Direct extrapolation", "RoPE + Position Interpolation",
                            "RoPE + Position Interpolation, 10 fine-tuning steps"]
     assert list(seeds) == ["1", "1", "1"]
-    assert at_l[0] == f"{record.result('direct', 16).mean_accuracy:.1%} ± 0.0%" and at_l[0] == at_l[1]
+    assert at_l[0] == f"{100 * record.result('direct', 16).mean_accuracy:.1f} ± 0.0" and at_l[0] == at_l[1]
     chart = figure_titled(at, "Accuracy at the longest length")
     assert [t["meta"]["method"] for t in chart["data"][:3]] == ["direct", "pi", "pi"]
     assert chart["data"][2]["x"][0] == pytest.approx(record.fine_tunes[0].after.mean_accuracy)
@@ -121,6 +121,8 @@ def test_progress_says_what_runs_and_stop_keeps_the_run_to_resume(fresh_service)
     assert paused is not None and 3 <= paused.run.step < 2000
     assert any(f"Stopped after {paused.run.step} of 2000" in i.value for i in at.info)
     assert any(b.label == "Resume training" for b in at.button)
+    partial = figure_titled(at, "Training loss so far")
+    assert len(partial["data"][0]["x"]) == paused.run.step  # the partial run's curve stays on the page
     assert "What the model learned" not in headers(at) and fresh_service.store.count() == 0
 
 
