@@ -82,7 +82,7 @@ def main(argv=None) -> dict:
     changes = {}
     for item in args.set:
         name, _, value = item.partition("=")
-        changes[name] = json.loads(value) if value[:1] in "[0123456789-." else value
+        changes[name] = json.loads(value) if value[:1] in "[0123456789-.tf" else value
     config = ExperimentConfig(**changes)
     store = open_store(args.store) if args.store else None
     report = {"config": config.to_json(), "seeds": {}}

@@ -63,7 +63,7 @@ class Settings(LessonSettings):
     train_length: int = setting(DEFAULT.train_length, N_("Training length L (characters)"), key="L",
                                 group=EXPERIMENT, options=TRAIN_LENGTHS, format=length_text)
     steps: int = setting(DEFAULT.steps, N_("Training steps"), key="steps", group=EXPERIMENT, options=STEPS,
-                         help=N_("Each step reads 2,048 characters."))
+                         help=N_("Optimiser steps; each reads the same number of characters at every L."))
     d_model: int = setting(DEFAULT.d_model, N_("Width d_model"), key="dm", group=EXPERIMENT, options=WIDTHS)
     n_head: int = setting(DEFAULT.n_head, N_("Heads"), key="nh", group=EXPERIMENT, options=HEADS)
     head_size: int = setting(DEFAULT.head_size, N_("Head size d"), key="hd", group=EXPERIMENT, options=HEAD_SIZES,

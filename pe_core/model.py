@@ -59,7 +59,7 @@ ROPE_PAIRINGS = ("half", "interleaved")
 
 @dataclass(frozen=True)
 class ModelConfig:
-    vocab_size: int = 97
+    vocab_size: int = 98
     n_layer: int = 2
     n_head: int = 4
     d_model: int = 128

@@ -202,7 +202,7 @@ def test_other_encodings_are_evaluated_as_trained_and_stop_early():
 def test_fine_tuning_is_the_same_loop_from_a_copy_at_the_longer_length(trained_rope):
     original = [p.detach().clone() for p in trained_rope.model.parameters()]
     spec = method_spec(trained_rope.model, "pi", 64)
-    tune = TrainingRun.fine_tune_of(trained_rope, spec, 64, 6)
+    tune = TrainingRun.fine_tune_of(trained_rope, spec, 64, 6, learning_rate=1e-3)
     records = list(tune.steps())
     assert [p.step for p in records] == list(range(1, 7)) and tune.length == 64
     assert tune.train_config.batch_size * 64 == trained_rope.train_config.batch_size * 16  # same characters a step

@@ -44,7 +44,9 @@ def _parser() -> argparse.ArgumentParser:
         extra: dict = {"type": kind, "help": help_text, "default": None}
         if "choices" in field.metadata:
             extra["choices"] = field.metadata["choices"]
-        if isinstance(field.default, tuple) or field.name in MANY:
+        if isinstance(field.default, bool):
+            extra = {"action": argparse.BooleanOptionalAction, "help": help_text, "default": None}
+        elif isinstance(field.default, tuple) or field.name in MANY:
             extra["nargs"] = "*" if isinstance(field.default, tuple) else "+"
         experiment.add_argument(option, **extra)
     store = parser.add_argument_group("where runs go")

@@ -26,9 +26,9 @@ FINE_TUNABLE = tuple(m for m in METHODS if m != "dynamic")  # dynamic NTK change
 DEFAULT_SEEDS = (0, 1, 2, 3, 4)
 
 
-def batch_size_for(train_length: int) -> int:
-    """Sequences per batch so that a step sees about ``TOKENS_PER_STEP`` characters (at least 4)."""
-    return max(4, TOKENS_PER_STEP // train_length)
+def batch_size_for(train_length: int, tokens_per_step: int = TOKENS_PER_STEP) -> int:
+    """Sequences per batch so that a step sees about ``tokens_per_step`` characters (at least 4)."""
+    return max(4, tokens_per_step // train_length)
 
 
 @dataclass(frozen=True)
@@ -85,7 +85,8 @@ class ExperimentConfig:
     n_head: int = _knob(2, "attention heads")
     head_size: int = _knob(64, "head size d: what RoPE rotates, in d/2 pairs (heads × d may differ from d_model)")
     n_layer: int = _knob(2, "transformer blocks")
-    steps: int = _knob(1000, "optimiser steps of 2,048 characters")
+    steps: int = _knob(1000, "optimiser steps")
+    tokens_per_step: int = _knob(TOKENS_PER_STEP, "characters per optimiser step (batch size × L)")
     learning_rate: float = _knob(3e-3, "peak learning rate (AdamW, warm-up then cosine)")
     seed: int = _knob(0, "seed of the initial weights and of the batches")
     multiples: tuple[int, ...] = _knob((1, 2, 4, 8), "evaluation lengths, as multiples of L")
@@ -94,7 +95,9 @@ class ExperimentConfig:
     fine_tune: tuple[str, ...] = _knob(("pi", "yarn"), "methods fine-tuned at the longest length",
                                        choices=FINE_TUNABLE)
     fine_tune_steps: int = _knob(50, "fine-tuning steps at the longest length")
+    fine_tune_learning_rate: float = _knob(1e-3, "peak learning rate of the fine-tune")
     eval_tokens: int = _knob(16_384, "validation characters per evaluation length")
+    start_token: bool = _knob(True, "begin every window with a start-of-text token, as language models' sequences do")
 
     def __post_init__(self) -> None:
         if self.encoding not in ENCODINGS:
@@ -111,7 +114,7 @@ class ExperimentConfig:
         # registry order, no repeats: the same choice in another order is the same experiment
         object.__setattr__(self, "methods", tuple(m for m in METHODS if m in self.methods))
         object.__setattr__(self, "fine_tune", tuple(m for m in FINE_TUNABLE if m in self.fine_tune))
-        for name in ("steps", "fine_tune_steps", "eval_tokens", "head_size"):
+        for name in ("steps", "fine_tune_steps", "eval_tokens", "head_size", "tokens_per_step"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{name} must be a positive whole number (got {value!r}).")
@@ -149,7 +152,7 @@ class ExperimentConfig:
                            rope_base=float(self.rope_base), rope_pairing=self.rope_pairing)
 
     def train_config(self) -> TrainConfig:
-        return TrainConfig(steps=self.steps, batch_size=batch_size_for(self.train_length),
+        return TrainConfig(steps=self.steps, batch_size=batch_size_for(self.train_length, self.tokens_per_step),
                            learning_rate=self.learning_rate, seed=self.seed)
 
     # ---- identity --------------------------------------------------------------------------------
@@ -165,9 +168,11 @@ class ExperimentConfig:
             reset["rope_base"] = default.rope_base
         if not self.scalable:
             reset.update(rope_pairing=default.rope_pairing, methods=(), fine_tune=(),
-                         fine_tune_steps=default.fine_tune_steps)
+                         fine_tune_steps=default.fine_tune_steps,
+                         fine_tune_learning_rate=default.fine_tune_learning_rate)
         elif not self.fine_tuned_methods:
-            reset["fine_tune_steps"] = default.fine_tune_steps
+            reset.update(fine_tune_steps=default.fine_tune_steps,
+                         fine_tune_learning_rate=default.fine_tune_learning_rate)
         return dataclasses.replace(self, **reset) if reset else self
 
     def to_json(self) -> dict:
@@ -197,7 +202,8 @@ class ExperimentConfig:
 
     def family_at(self, results_version: int) -> str:
         values = self.canonical().to_json()
-        for name in ("encoding", "seed", "rope_base", "rope_pairing", "methods", "fine_tune", "fine_tune_steps"):
+        for name in ("encoding", "seed", "rope_base", "rope_pairing", "methods", "fine_tune", "fine_tune_steps",
+                     "fine_tune_learning_rate"):
             values.pop(name)
         return _digest({"results_version": results_version, **values})
 

@@ -49,7 +49,8 @@ class ExperimentRun:
                  device: torch.device | str | None = None):
         self.config = config
         self.corpus = corpus or load_corpus()
-        self.run = TrainingRun(config.model_config(), config.train_config(), self.corpus, device)
+        self.run = TrainingRun(config.model_config(), config.train_config(), self.corpus, device,
+                               start_token=config.start_token)
         self.evaluation = Evaluation(config.train_length)
         self.untuned: dict[str, LengthResult] = {}  # a fine-tuned method's result at L' before fine-tuning
         self.tunes: dict[str, TrainingRun] = {}
@@ -95,7 +96,7 @@ class ExperimentRun:
 
     def _windows_for(self, length: int) -> torch.Tensor:
         if length not in self._windows:
-            self._windows[length] = evaluation_windows(self.corpus, length, self.config.eval_tokens)
+            self._windows[length] = self.run._marked(evaluation_windows(self.corpus, length, self.config.eval_tokens))
         return self._windows[length]
 
     def work(self) -> Iterator[Status]:
@@ -126,7 +127,8 @@ class ExperimentRun:
             self.untuned[method] = before
         if method not in self.tunes:
             spec = method_spec(self.run.model, method, longest)
-            self.tunes[method] = TrainingRun.fine_tune_of(self.run, spec, longest, c.fine_tune_steps)
+            self.tunes[method] = TrainingRun.fine_tune_of(self.run, spec, longest, c.fine_tune_steps,
+                                                          c.fine_tune_learning_rate)
         tune = self.tunes[method]
         for record in tune.steps():
             yield Status(FINE_TUNING, c.encoding, method, record.step, record.total_steps, self.fraction(), record)

@@ -20,7 +20,7 @@ from typing import NamedTuple
 import torch
 import torch.nn.functional as F
 
-from pe_core.data import Corpus, evenly_spaced_windows, load_corpus, random_windows, unigram_baseline
+from pe_core.data import Corpus, evenly_spaced_windows, load_corpus, random_windows, unigram_baseline, with_start
 from pe_core.device import compute_device
 from pe_core.model import ModelConfig, TinyTransformer
 from pe_core.rope import RopeSpec
@@ -94,6 +94,7 @@ class TrainingRun:
         model: TinyTransformer | None = None,
         length: int | None = None,
         spec: RopeSpec | None = None,
+        start_token: bool = False,
     ):
         self.corpus = corpus or load_corpus()
         if model_config.vocab_size != self.corpus.vocab_size:
@@ -101,6 +102,7 @@ class TrainingRun:
         self.model_config = model_config
         self.train_config = train_config
         self.length = length or model_config.train_length
+        self.start_token = start_token
         self.device = torch.device(device) if device is not None else compute_device()
         if model is None:
             with _SEEDING, torch.random.fork_rng(devices=[]):  # seeded init, even with several sessions at once
@@ -116,22 +118,27 @@ class TrainingRun:
         self.step = 0
         self.elapsed_s = 0.0
         self.history: list[Progress] = []
-        self.validation = evenly_spaced_windows(self.corpus.validation, self.length, train_config.validation_windows)
+        self.validation = self._marked(
+            evenly_spaced_windows(self.corpus.validation, self.length, train_config.validation_windows))
         self.autocast = autocast_dtype(self.device)
 
     @classmethod
     def fine_tune_of(cls, run: TrainingRun, spec: RopeSpec, length: int, steps: int,
-                     learning_rate_fraction: float = 0.3) -> TrainingRun:
+                     learning_rate: float) -> TrainingRun:
         """A copy of ``run``'s model, trained ``steps`` more steps at ``length`` with ``spec`` (Chen et al. 2023, §3).
 
-        Batches hold as many characters as in pre-training; the learning rate is a fraction of it.
+        Batches hold as many characters as in pre-training.
         """
         base = run.train_config
         config = TrainConfig(steps=steps, batch_size=max(1, base.batch_size * run.length // length),
-                             learning_rate=base.learning_rate * learning_rate_fraction,
+                             learning_rate=learning_rate,
                              warmup_steps=max(1, steps // 10), seed=base.seed + 7, validate_every=steps,
                              validation_windows=max(4, base.validation_windows * run.length // length))
-        return cls(run.model_config, config, run.corpus, run.device, model=run.model, length=length, spec=spec)
+        return cls(run.model_config, config, run.corpus, run.device, model=run.model, length=length, spec=spec,
+                   start_token=run.start_token)
+
+    def _marked(self, windows: torch.Tensor) -> torch.Tensor:
+        return with_start(windows) if self.start_token else windows
 
     @property
     def done(self) -> bool:
@@ -150,7 +157,8 @@ class TrainingRun:
         self.model.train()
         while self.step < end:
             started = time.perf_counter()
-            batch = random_windows(self.corpus.train, length, config.batch_size, self.batches).to(self.device)
+            batch = self._marked(random_windows(self.corpus.train, length, config.batch_size, self.batches))
+            batch = batch.to(self.device)
             learning_rate = config.learning_rate_at(self.step)
             for group in self.optimiser.param_groups:
                 group["lr"] = learning_rate

@@ -39,7 +39,8 @@ def _matches(row: ResultRow, config: ExperimentConfig) -> bool:
     if ENCODINGS[row.encoding].scalable:
         if stored.get("rope_pairing") != config.rope_pairing:
             return False
-        if row.fine_tuned and int(stored.get("fine_tune_steps", -1)) != config.fine_tune_steps:
+        if row.fine_tuned and (int(stored.get("fine_tune_steps", -1)) != config.fine_tune_steps
+                               or float(stored.get("fine_tune_learning_rate", -1)) != config.fine_tune_learning_rate):
             return False
     return True
 
