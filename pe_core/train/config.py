@@ -85,19 +85,20 @@ class ExperimentConfig:
     n_head: int = _knob(2, "attention heads")
     head_size: int = _knob(64, "head size d: what RoPE rotates, in d/2 pairs (heads × d may differ from d_model)")
     n_layer: int = _knob(2, "transformer blocks")
-    steps: int = _knob(1000, "optimiser steps")
+    steps: int = _knob(700, "optimiser steps")
     tokens_per_step: int = _knob(TOKENS_PER_STEP, "characters per optimiser step (batch size × L)")
-    learning_rate: float = _knob(3e-3, "peak learning rate (AdamW, warm-up then cosine)")
+    learning_rate: float = _knob(6e-3, "peak learning rate (AdamW, warm-up then cosine)")
     seed: int = _knob(0, "seed of the initial weights and of the batches")
     multiples: tuple[int, ...] = _knob((1, 2, 4, 8), "evaluation lengths, as multiples of L")
     methods: tuple[str, ...] = _knob(("direct", "pi", "ntk", "dynamic", "yarn"),
                                      "RoPE scaling methods to evaluate", choices=tuple(METHODS))
     fine_tune: tuple[str, ...] = _knob(("pi", "yarn"), "methods fine-tuned at the longest length",
                                        choices=FINE_TUNABLE)
-    fine_tune_steps: int = _knob(50, "fine-tuning steps at the longest length")
-    fine_tune_learning_rate: float = _knob(1e-3, "peak learning rate of the fine-tune")
+    fine_tune_steps: int = _knob(100, "fine-tuning steps at the longest length")
+    fine_tune_learning_rate: float = _knob(3e-3, "peak learning rate of the fine-tune")
     eval_tokens: int = _knob(16_384, "validation characters per evaluation length")
-    start_token: bool = _knob(True, "begin every window with a start-of-text token, as language models' sequences do")
+    start_token: bool = _knob(False, "begin every window with a start-of-text token, as language models' "
+                                     "sequences do")
 
     def __post_init__(self) -> None:
         if self.encoding not in ENCODINGS:
