@@ -21,7 +21,7 @@ def test_the_settings_the_cli_and_the_json_name_the_same_knobs():
     options = {a.dest for a in _parser()._actions}
     assert fields <= options
     assert set(ExperimentConfig().to_json()) == fields
-    assert getattr(lesson.LESSON, "expensive") is True
+    assert lesson.LESSON.expensive is True
 
 
 def test_figures_of_a_stored_run_and_the_cheap_ones_without_one(tmp_path, monkeypatch):
