@@ -81,6 +81,8 @@ if record is not None:
     st.success(_("This experiment is in the run store: trained on {device}, {created}. Shown at once; nobody "
                  "needs to train it again.").format(device=record.device,
                                                     created=record.created_at[:16].replace("T", " ")), icon="✅")
+    if busy:  # e.g. the missing seeds training for the table below
+        st.button(_("Stop"), icon=":material/stop:", on_click=stop)
 else:
     paused = service.paused(config)
     label = _("Resume training") if paused is not None else _("Train this experiment")

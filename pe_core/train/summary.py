@@ -76,14 +76,14 @@ def markdown_table(stats: Sequence[SeedStat], train_length: int, fine_tune_steps
     rows: dict[tuple, dict[int, SeedStat]] = {}
     for stat in stats:
         rows.setdefault((stat.encoding, stat.method, stat.fine_tuned), {})[stat.length] = stat
-    header = ["Encoding", "Method", "seeds"] + [f"{n:,} ({n // train_length}×)" for n in lengths]
+    header = ["Encoding", "Method", "seeds"] + [f"{n:,} ({n // train_length}×), %" for n in lengths]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for (encoding, method, tuned), by_length in rows.items():
         encoding_title, method_title = row_label(encoding, method, tuned)
         if tuned:
-            method_title += f", {fine_tune_steps} fine-tuning steps at the longest length"
+            method_title += f" + {fine_tune_steps} fine-tuning steps at the longest length"
         seeds = max((s.n for s in by_length.values()), default=0)
-        cells = [f"{by_length[n].mean:.1%} ± {by_length[n].sd:.1%}".replace("%", "") if n in by_length else "–"
+        cells = [f"{100 * by_length[n].mean:.1f} ± {100 * by_length[n].sd:.1f}" if n in by_length else "–"
                  for n in lengths]
         lines.append("| " + " | ".join([encoding_title, method_title or "as trained", str(seeds), *cells]) + " |")
     return "\n".join(lines)
