@@ -64,7 +64,7 @@ class Settings(LessonSettings):
                                 group=EXPERIMENT, options=TRAIN_LENGTHS, format=length_text)
     steps: int = setting(DEFAULT.steps, N_("Training steps"), key="steps", group=EXPERIMENT, options=STEPS,
                          help=N_("Optimiser steps; each reads the same number of characters at every L."))
-    d_model: int = setting(DEFAULT.d_model, N_("Width d_model"), key="dm", group=EXPERIMENT, options=WIDTHS)
+    d_model: int = setting(DEFAULT.d_model, N_("Width"), key="dm", group=EXPERIMENT, options=WIDTHS)
     n_head: int = setting(DEFAULT.n_head, N_("Heads"), key="nh", group=EXPERIMENT, options=HEADS)
     head_size: int = setting(DEFAULT.head_size, N_("Head size d"), key="hd", group=EXPERIMENT, options=HEAD_SIZES,
                              help=N_("What RoPE rotates, in d/2 pairs: 64 as in many real models' heads (128 in "
@@ -228,7 +228,7 @@ def _position(result: Result, style) -> object:
     if wavelengths is not None:
         rope = model.position == "rope"
         title = (_("Wavelength of each RoPE pair (head size {d}, base {base})") if rope
-                 else _("Wavelength of each sin/cos pair (d_model {d}, base {base})")).format(
+                 else _("Wavelength of each sin/cos pair (width {d}, base {base})")).format(
             d=model.head_dim if rope else model.d_model, base=base_text(model.rope_base))
         axis = _("RoPE pair i (fast → slow)") if rope else _("sin/cos pair i (fast → slow)")
         return draw.pair_wavelength_figure(wavelengths, model.train_length, longest, title=title, xaxis_title=axis)
