@@ -45,7 +45,7 @@ PAGES = (
     PageInfo("pages/maths.py", "Derivations (sympy-checked)", ":material/functions:", "Maths",
              "Every formula the app uses, derived step by step and verified by sympy.", slug="derivations"),
     PageInfo("pages/training.py", "Train a tiny transformer", ":material/model_training:", "Experiment",
-             "Train a small model live at a short length and watch each encoding extrapolate."),
+             "Train a small model live at a short length and watch each encoding extrapolate.", lesson="training"),
 )
 
 
