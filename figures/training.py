@@ -164,8 +164,10 @@ def seed_chart_figure(rows: Sequence[SeedRow], *, longest_label: str, train_labe
     figure = new_figure(_(SEEDS_TITLE), height=190 + 34 * len(rows), xaxis_title=_("next-character accuracy"),
                         margin=dict(l=10, r=20, t=60, b=120))
     for row in rows:
+        colour = colour_of(row.key, row.kind)
         style = keyed(row.key, row.kind, lines=False, markers=True,
-                      marker=dict(size=12, symbol=style_of(row.key, row.kind).marker.replace("-open", "")))
+                      marker=dict(size=12, symbol=style_of(row.key, row.kind).marker.replace("-open", ""),
+                                  line=dict(width=2.5, color=colour)))  # line-only symbols (x-thin) need a line
         hover = _("{name}: {mean:.1%} ± {sd:.1%} over {n} seeds").format(name=row.name, mean=row.mean, sd=row.sd,
                                                                        n=row.n)
         figure.add_scatter(x=[row.mean], y=[row.name], name=row.name, showlegend=False,
