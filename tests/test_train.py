@@ -482,3 +482,10 @@ def test_a_failed_store_open_is_reported_and_the_server_keeps_runs_in_memory(tmp
     finally:
         service_module.use_service(previous)
     assert damaged.read_bytes() == b"x" * 4096
+
+
+def test_a_start_token_heads_every_window_as_input_only():
+    run = TrainingRun(ModelConfig(n_layer=1, n_head=2, d_model=32, train_length=16, max_positions=32),
+                      TrainConfig(steps=2, batch_size=4, validation_windows=4), device="cpu", start_token=True)
+    assert (run.validation[:, 0] == data.START_INDEX).all() and (run.validation[:, 1:] != data.START_INDEX).all()
+    assert len(list(run.steps())) == 2 and data.decode([data.START_INDEX]) == data.START
