@@ -73,22 +73,23 @@ class Servers:
             time.sleep(0.2)
         return time.monotonic() - started
 
-    def cpu_seconds(self) -> dict[str, float]:
-        """CPU time each child of deploy.serve used so far (psutil comes with Locust)."""
+    def usage(self) -> dict[str, dict]:
+        """CPU seconds and resident memory of each child of deploy.serve (psutil comes with Locust)."""
         try:
             import psutil
 
             children = psutil.Process(self.process.pid).children()
         except (ImportError, OSError):
             return {}
-        used = {}
+        used: dict[str, dict] = {}
         for child in children:
             try:
                 times = child.cpu_times()
                 command = child.cmdline()
                 port = command[command.index("--server.port") + 1] if "--server.port" in command else "?"
                 name = "haproxy" if "haproxy" in child.name() else f"streamlit :{port}"
-                used[name] = round(times.user + times.system, 1)
+                used[name] = {"cpu_s": round(times.user + times.system, 1),
+                              "rss_mb": round(child.memory_info().rss / 2**20)}
             except OSError:
                 continue
         return used
@@ -123,7 +124,7 @@ def run_locust(url: str, args, reference_path: Path, raw_path: Path, log_path: P
 
 
 def summarise(raw: dict, args, *, processes: int | None, startup_s: float | None, load_before, load_after,
-              client_cpu_s: float, server_cpu_s: dict) -> dict:
+              client_cpu_s: float, server_usage: dict) -> dict:
     reference = raw["reference"]
     reruns = raw["rerun_ms"]
     opens = raw["open_ms"]
@@ -161,7 +162,7 @@ def summarise(raw: dict, args, *, processes: int | None, startup_s: float | None
             "slider": reference["slider"]["label"],
         },
         "sessions_per_server": raw["backends"],
-        "server_cpu_s": server_cpu_s,
+        "servers": server_usage,
         "load_generator_cpu_s": round(client_cpu_s, 1),
         "server_startup_s": None if startup_s is None else round(startup_s, 1),
         "load_average_before": [round(x, 2) for x in load_before],
@@ -217,10 +218,10 @@ def main(argv: list[str] | None = None) -> int:
         load_before = os.getloadavg()
         client_cpu = run_locust(url, args, reference_path, raw_path, work / "locust.txt")
         load_after = os.getloadavg()
-        server_cpu = servers.cpu_seconds() if servers else {}
+        server_usage = servers.usage() if servers else {}
         summary = summarise(json.loads(raw_path.read_text()), args, processes=None if args.url else args.processes,
                             startup_s=startup, load_before=load_before, load_after=load_after,
-                            client_cpu_s=client_cpu, server_cpu_s=server_cpu)
+                            client_cpu_s=client_cpu, server_usage=server_usage)
     finally:
         if servers:
             servers.stop()

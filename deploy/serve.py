@@ -172,10 +172,16 @@ class Room:
                 process.wait()
 
 
-def wait_until_healthy(room: Room, urls: list[str], timeout: float) -> None:
+class Interrupted(Exception):
+    """Ctrl-C (or SIGTERM) while the servers were still starting."""
+
+
+def wait_until_healthy(room: Room, urls: list[str], timeout: float, stopping=lambda: False) -> None:
     deadline = time.monotonic() + timeout
     waiting = list(urls)
     while waiting:
+        if stopping():
+            raise Interrupted
         if (gone := room.exited()) is not None:
             raise RuntimeError(f"a server exited while starting (exit code {gone.returncode}); "
                                f"its log is in {room.workdir}")
@@ -198,33 +204,40 @@ def serve(address: str, port: int, processes: int, *, startup_timeout: float = 1
 
     signal.signal(signal.SIGINT, _stop)
     signal.signal(signal.SIGTERM, _stop)
+    status = 1
     try:
         local = "127.0.0.1" if address in {"0.0.0.0", ""} else ("::1" if address == "::" else address)
         if processes == 1:
             room.start_server(address, port, "server.log", quiet=False)
-            wait_until_healthy(room, [f"http://{local}:{port}"], startup_timeout)
+            wait_until_healthy(room, [f"http://{local}:{port}"], startup_timeout, lambda: stopping)
             backends: list[Backend] = []
         else:
             backends = [Backend(f"s{i + 1}", "127.0.0.1", free_port()) for i in range(processes)]
             for backend in backends:
                 room.start_server(backend.host, backend.port, f"{backend.name}.log", quiet=True)
-            wait_until_healthy(room, [b.url for b in backends], startup_timeout)
+            wait_until_healthy(room, [b.url for b in backends], startup_timeout, lambda: stopping)
             room.start_proxy(haproxy_config(address, port, backends))
-            wait_until_healthy(room, [f"http://{local}:{port}"], 30)
+            wait_until_healthy(room, [f"http://{local}:{port}"], 30, lambda: stopping)
         _announce(address, port, backends, room)
         while not stopping:
             if (gone := room.exited()) is not None:
                 print(f"A child process exited (code {gone.returncode}); stopping the rest. "
                       f"Logs: {room.workdir}", file=sys.stderr)
-                return 1
+                return status
             time.sleep(0.5)
-        return 0
+        status = 0
+        return status
+    except Interrupted:
+        status = 0
+        return status
     except (RuntimeError, TimeoutError) as err:
         print(err, file=sys.stderr)
-        return 1
+        return status
     finally:
         print("Stopping…", file=sys.stderr)
         room.stop()
+        if status == 0:  # logs are kept only when something went wrong
+            shutil.rmtree(room.workdir, ignore_errors=True)
 
 
 def _announce(address: str, port: int, backends: list[Backend], room: Room) -> None:
