@@ -68,17 +68,28 @@ def haproxy_config(address: str, port: int, backends: list[Backend]) -> str:
 # Written by `python -m deploy.serve`; deploy/haproxy.cfg is the same set-up for docker compose.
 global
     maxconn 4096
-    log stdout format raw local0 warning
+    log stdout format raw local0 info
 
 defaults
     mode http
     log global
+    # print only requests that failed (to the terminal that runs the proxy)
+    option httplog
+    option dontlog-normal
     timeout connect 5s
     timeout client 60s
     timeout server 60s
     # a student's websocket stays open for the whole lesson
     timeout tunnel 4h
     timeout http-request 15s
+    timeout http-keep-alive 60s
+
+# Streamlit's scripts and styles (2 MB a browser, immutable) are served from here after the first
+# student fetched them, so the Python servers run pages instead of sending files
+cache static
+    total-max-size 64
+    max-object-size 4000000
+    max-age 86400
 
 frontend classroom
     bind {bind}
@@ -89,6 +100,9 @@ backend streamlit
     # the cookie keeps it there, so its websocket and its HTTP requests reach the same session
     balance leastconn
     cookie {STICKY_COOKIE} insert indirect nocache httponly
+    http-request set-var(txn.static) bool(true) if {{ path_beg /static/ }}
+    http-request cache-use static if {{ var(txn.static) -m bool }}
+    http-response cache-store static if {{ var(txn.static) -m bool }}
     option httpchk GET {HEALTH_PATH}
     http-check expect status 200
 {servers}
