@@ -226,6 +226,7 @@ def main(argv: list[str] | None = None) -> int:
         if servers:
             servers.stop()
     summary["locust_log"] = str(work / "locust.txt")
+    summary["http_retries"] = (work / "locust.txt").read_text().count("Retrying (Retry(")
     out.write_text(json.dumps(summary, indent=2))
     print(json.dumps(summary, indent=2))
     print(f"\n{TABLE_HEADER}\n{table_row(summary)}\n\nwritten to {out}")

@@ -135,11 +135,18 @@ class StreamlitClient:
     def __init__(self, base_url: str, page: str, query: str = "", *, http=None, timeout: float = 60.0,
                  assets: bool = False, request_names: bool = False) -> None:
         import requests
+        from requests.adapters import HTTPAdapter
+        from urllib3.util.retry import Retry
 
         self.base_url = base_url.rstrip("/")
         self.page = page.strip("/")
         self.query: list[tuple[str, str]] = urllib.parse.parse_qsl(query, keep_blank_values=True)
         self.http = http if http is not None else requests.Session()
+        # like a browser, send a GET again (once) when a reused keep-alive connection closed without
+        # an answer; urllib3 logs each such retry ("Retrying ..."), and the runner counts them
+        retry = Retry(total=1, connect=1, read=1, status=0, other=0, allowed_methods=["GET"], raise_on_status=False)
+        for scheme in ("http://", "https://"):
+            self.http.mount(scheme, HTTPAdapter(max_retries=retry))
         self.timeout = timeout
         self.assets = assets
         self.request_names = request_names
