@@ -52,8 +52,8 @@ def test_compose_file_names_replicas_proxy_and_store():
     compose = yaml.safe_load((ROOT / "deploy" / "compose.yaml").read_text())
     services = compose["services"]
     assert set(services) == {"app", "proxy", "store"}
-    assert "PE_EXPLORER_STORE" in services["app"]["environment"]
-    assert services["app"]["environment"]["PE_EXPLORER_STORE"].startswith("postgresql://")
+    assert "PE_RUN_STORE" in services["app"]["environment"]
+    assert services["app"]["environment"]["PE_RUN_STORE"].startswith("postgresql://")
     assert services["app"]["build"]["dockerfile"] == "deploy/Dockerfile"
     assert "./haproxy.cfg:/usr/local/etc/haproxy/haproxy.cfg:ro" in services["proxy"]["volumes"]
     assert "app:8501" in (ROOT / "deploy" / "haproxy.cfg").read_text()
