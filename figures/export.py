@@ -36,6 +36,9 @@ PNG_SCALE = 2  # PNG pixels per layout pixel: a 1280x720 slide becomes 2560x1440
 RENDER_TIMEOUT_S = 60.0
 START_TIMEOUT_S = 60.0
 MAX_STEM_LENGTH = 120
+# Chromium tabs drawing figures: kaleido reloads a tab after each figure, so with two the next figure
+# draws while the last one's tab reloads.
+TABS = 2
 
 INSTALL_HINT = (
     "Image export draws figures in a headless Chrome or Chromium, and none was found on this machine. "
@@ -67,13 +70,43 @@ def browser_available() -> bool:
     return find_browser() is not None
 
 
+async def _draw(browser, figure: dict, options: dict) -> bytes:
+    """One figure on a free tab of ``browser``, its bytes returned as soon as they are drawn.
+
+    kaleido's ``calc_fig`` reloads the tab before it returns (about as long as the drawing itself);
+    here the reload runs in the background while the caller already has the bytes, and the next
+    figure takes the other tab. That uses kaleido 1.x's tab API (``kaleido<2`` is pinned); without it,
+    plain ``calc_fig``.
+    """
+    try:
+        from kaleido._profiler import RenderTaskProfile
+        from kaleido._utils.fig_tools import coerce_for_js
+
+        get_tab, return_tab = browser._get_kaleido_tab, browser._return_kaleido_tab
+    except (ImportError, AttributeError):
+        return await browser.calc_fig(figure, opts=options)
+    spec = coerce_for_js(figure, None, options)
+    tab = await get_tab()
+    try:
+        return await asyncio.wait_for(tab._calc_fig(spec, topojson=None, stepper=False,
+                                                    render_prof=RenderTaskProfile(spec, None, tab.tab.target_id)),
+                                      RENDER_TIMEOUT_S)
+    finally:
+        task = asyncio.ensure_future(return_tab(tab))
+        _BACKGROUND.add(task)
+        task.add_done_callback(_BACKGROUND.discard)
+
+
+_BACKGROUND: set = set()  # tab reloads in flight (kept referenced until done)
+
+
 class _KaleidoServer:
     """One kaleido browser for the whole process, fed from any thread.
 
     kaleido's own ``start_sync_server`` waits without a timeout and never returns if the
     browser fails to start (its worker thread dies first); this one runs kaleido on an event
     loop in a daemon thread, waits with timeouts, and starts a fresh browser after a failure.
-    One lock guards start, render and stop, so concurrent downloads queue instead of racing.
+    A lock guards start and stop; renders from any number of threads share the browser's tabs.
     """
 
     def __init__(self) -> None:
@@ -86,6 +119,12 @@ class _KaleidoServer:
     def running(self) -> bool:
         return self._kaleido is not None
 
+    def start(self) -> None:
+        """Start the browser now (the server does this in the background, so the first export is quick)."""
+        with self._lock:
+            if self._kaleido is None:
+                self._start()
+
     def _start(self) -> None:
         path = find_browser()
         if path is None:
@@ -96,7 +135,7 @@ class _KaleidoServer:
         async def open_browser():
             import kaleido
 
-            browser = kaleido.Kaleido(n=1, timeout=RENDER_TIMEOUT_S, mathjax=False, path=path)
+            browser = kaleido.Kaleido(n=TABS, timeout=RENDER_TIMEOUT_S, mathjax=False, path=path)
             await browser.open()
             return browser
 
@@ -124,20 +163,34 @@ class _KaleidoServer:
         with self._lock:
             self._stop_locked()
 
+    def render_many(self, figures: list[dict], options: list[dict]) -> list[bytes]:
+        """Draw several figures at once on the browser's tabs; bytes in the order given."""
+        self.start()
+        loop, browser = self._loop, self._kaleido
+
+        async def draw_all():
+            return await asyncio.gather(*(_draw(browser, f, o) for f, o in zip(figures, options, strict=True)))
+
+        future = asyncio.run_coroutine_threadsafe(draw_all(), loop)
+        try:
+            return future.result(RENDER_TIMEOUT_S * max(1, len(figures)) + 5)
+        except BaseException:
+            future.cancel()
+            with self._lock:
+                if self._kaleido is browser:
+                    self._stop_locked()  # a wedged or crashed browser: the next render starts a fresh one
+            raise
+
     def render(self, figure: dict, options: dict) -> bytes:
-        with self._lock:
-            if self._kaleido is None:
-                self._start()
-            future = asyncio.run_coroutine_threadsafe(self._kaleido.calc_fig(figure, opts=options), self._loop)
-            try:
-                return future.result(RENDER_TIMEOUT_S + 5)
-            except BaseException:
-                future.cancel()
-                self._stop_locked()  # a wedged or crashed browser: the next render starts a fresh one
-                raise
+        return self.render_many([figure], [options])[0]
 
 
 _SERVER = _KaleidoServer()
+
+
+def start_renderer() -> None:
+    """Start the headless browser that draws images now, not on the first export (takes a few seconds)."""
+    _SERVER.start()
 
 
 def export_size(figure: go.Figure) -> tuple[int, int]:
@@ -158,21 +211,33 @@ def render(figure: go.Figure, fmt: str, *, scale: float = PNG_SCALE) -> bytes:
     if fmt == "html":
         return figure.to_html(include_plotlyjs=True, full_html=True, auto_play=False,
                               config={"displaylogo": False}).encode("utf-8")
+    return _SERVER.render(figure.to_dict(), _options(figure, fmt, scale))
+
+
+def _options(figure: go.Figure, fmt: str, scale: float) -> dict:
     width, height = export_size(figure)
-    options = {"format": fmt, "width": width, "height": height, "scale": scale if fmt == "png" else 1}
-    return _SERVER.render(figure.to_dict(), options)
+    return {"format": fmt, "width": width, "height": height, "scale": scale if fmt == "png" else 1}
 
 
 def render_files(figures: Iterable[tuple[str, go.Figure]], fmt: str, *, scale: float = PNG_SCALE) -> dict[str, bytes]:
-    """``[(stem, figure), ...]`` -> ``{"stem.fmt": bytes}``; a repeated stem gets ``_2``, ``_3``... appended."""
-    files: dict[str, bytes] = {}
-    for stem, figure in figures:
+    """``[(stem, figure), ...]`` -> ``{"stem.fmt": bytes}``; a repeated stem gets ``_2``, ``_3``... appended.
+
+    Images are drawn together on the browser's tabs, not one after another.
+    """
+    named = list(figures)
+    names: list[str] = []
+    for stem, _figure in named:
         name, copy = f"{stem}.{fmt}", 1
-        while name in files:
+        while name in names:
             copy += 1
             name = f"{stem}_{copy}.{fmt}"
-        files[name] = render(figure, fmt, scale=scale)
-    return files
+        names.append(name)
+    if fmt in IMAGE_FORMATS:
+        drawn = _SERVER.render_many([figure.to_dict() for _, figure in named],
+                                    [_options(figure, fmt, scale) for _, figure in named])
+    else:
+        drawn = [render(figure, fmt, scale=scale) for _, figure in named]
+    return dict(zip(names, drawn, strict=True))
 
 
 def zip_files(files: Mapping[str, bytes], *, comment: str = "") -> bytes:
