@@ -13,7 +13,7 @@ from typing import Any
 
 import streamlit as st
 
-from i18n import LANGUAGES, use_language
+from i18n import LANGUAGES, _, use_language
 
 
 def _raw_values(key: str) -> list[str] | None:
@@ -55,10 +55,8 @@ def _check(key: str, label: str, raw: list[str] | None, default: Any, format_fun
     shown = ", ".join(raw) if len(raw) != 1 else raw[0]
     fmt = format_func or str
     default_text = ", ".join(map(fmt, default)) if isinstance(default, (list, tuple)) else fmt(default)
-    note = (
-        f"The link set **{label}** to `{shown}`, which this control cannot take; "
-        f"showing the default ({default_text}) instead."
-    )
+    note = _("The link set **{label}** to `{value}`, which this control cannot take; showing the default "
+             "({default}) instead.").format(label=label, value=shown, default=default_text)
     st.warning(note, icon="🔗")
 
 
