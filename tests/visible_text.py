@@ -1,5 +1,8 @@
 """What a reader sees on a page run with AppTest, as text, and how much of it is Chinese.
 
+``run_page_with_sidebar(path, query)`` runs a page the way app.py does (the shared sidebar with the
+language switch first) in AppTest.
+
 ``visible_texts(at)`` walks every element a run drew (prose, widget labels and help, options, buttons,
 expanders, tables, and inside each plotly figure: titles, axis titles, legend names, annotations, hover
 text, tick labels) and returns ``(where, text)`` pairs. ``letter_counts(text)`` counts CJK characters
@@ -12,7 +15,9 @@ from __future__ import annotations
 
 import json
 import re
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 
 from google.protobuf.json_format import MessageToDict
 
@@ -26,6 +31,9 @@ PNG SVG PDF HTML JSON ZIP CSV URL CLI CPU GPU CUDA MPS IEEE KV bfloat bfloat16 f
 fp32 fp64 dtype arXiv GitHub Reddit kexue Scientific Spaces Su Jianlin Peng bloc97 emozilla Vaswani Press Chen
 Raffel Dai Ke He Liu Kluyver LocalLLaMA config json rope_scaling rotate_half English OK
 """.split())
+
+# Words Chinese machine-learning writing keeps in Latin script.
+LOANWORDS = frozenset("token tokens logit logits softmax RMS MLP FLOPs inf NaN rad".split())
 
 # Maths written in words: function names and units that stay as they are in formulas.
 MATH_WORDS = frozenset("""
@@ -76,7 +84,7 @@ def letter_counts(text: str) -> tuple[int, int]:
     cjk = len(_CJK.findall(text))
     latin = 0
     for word in _WORD.findall(text):
-        if len(word) == 1 or word in PROPER_NAMES or word.lower() in MATH_WORDS:
+        if len(word) == 1 or word in PROPER_NAMES or word in LOANWORDS or word.lower() in MATH_WORDS:
             continue
         if word.rstrip("s") in PROPER_NAMES or word.split("-")[0] in PROPER_NAMES:
             continue
@@ -144,7 +152,8 @@ def _dataframe_texts(node) -> Iterator[str]:
 
 
 def visible_texts(at) -> list[tuple[str, str]]:
-    """(element type, text) for every piece of text the AppTest run ``at`` shows, sidebar included."""
+    """(element type, text) for every piece of text the AppTest run ``at`` shows, sidebar included (or the
+    text under one node of its tree: ``visible_texts(at.sidebar)``)."""
     found: list[tuple[str, str]] = []
 
     def walk(node) -> None:
@@ -163,7 +172,7 @@ def visible_texts(at) -> list[tuple[str, str]]:
         for child in getattr(node, "children", {}).values():
             walk(child)
 
-    walk(at._tree)
+    walk(getattr(at, "_tree", at))
     return [(kind, text) for kind, text in found if text.strip()]
 
 
@@ -186,3 +195,46 @@ def untranslated(texts: list[tuple[str, str]], min_letters: int = 12) -> list[tu
         if c == 0 and l_ >= min_letters:
             out.append((kind, text))
     return out
+
+
+# ---- running a page as app.py does -----------------------------------------------------------------
+
+# AppTest keeps only the page's own elements when app.py's st.navigation runs a page, so the shared
+# sidebar (language switch, export box) would be missing; this script draws it itself, as app.py does.
+# Page links need pages registered with st.navigation, so here they are drawn as plain markdown links.
+_PAGE_SCRIPT = """
+import runpy
+import streamlit as st
+from ui.layout import start_page
+
+_page_link = st.page_link
+st.page_link = lambda page, *, label=None, icon=None, **kwargs: st.markdown(f"[{{label}}](/{{page}})")
+try:
+    start_page()
+    runpy.run_path({path!r}, run_name="__main__")
+finally:
+    st.page_link = _page_link
+"""
+
+
+def page_test(path: str, query: dict | None = None, *, locale: str | None = None, timeout: float = 120):
+    """An AppTest of page ``path`` (relative to the repository) behind the shared sidebar, not yet run."""
+    from streamlit.testing.v1 import AppTest
+
+    from tests.conftest import ROOT
+
+    folder = Path(tempfile.mkdtemp(prefix="page-test-"))
+    script = folder / f"run_{Path(path).stem}.py"
+    script.write_text(_PAGE_SCRIPT.format(path=str(ROOT / path)), encoding="utf-8")
+    at = AppTest.from_file(str(script), default_timeout=timeout)
+    if locale is not None:
+        at.context["locale"] = locale
+    for key, value in (query or {}).items():
+        at.query_params[key] = value
+    return at
+
+
+def run_page_with_sidebar(path: str, query: dict | None = None, **kwargs):
+    at = page_test(path, query, **kwargs)
+    at.run()
+    return at
