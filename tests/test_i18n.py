@@ -244,12 +244,20 @@ def test_the_link_then_the_browser_choose_the_language(locale, lang, expected):
     assert at.query_params.get("lang") == (None if expected == "en" and lang is None else expected)
 
 
-def test_a_link_in_chinese_labels_opens_in_english_too(one_torch_thread):
-    at = run_page_with_sidebar("pages/frequencies.py", {"lang": "en", "methods": ["直接外推", "位置插值 (PI)"],
-                                                         "view": "角度"})
+@pytest.mark.parametrize(("query", "locale", "url"), [
+    ({"lang": "en", "methods": ["直接外推", "位置插值 (PI)"], "view": "角度"}, None,
+     {"lang": "en", "methods": ["Direct extrapolation", "Position Interpolation"], "view": "angle"}),
+    ({"methods": ["Direct extrapolation", "Position Interpolation"], "view": "angle"}, "zh-CN",
+     {"lang": "zh", "methods": ["直接外推", "位置插值 (PI)"], "view": "角度"}),
+])
+def test_a_link_in_one_language_opens_whole_in_the_other(query, locale, url, one_torch_thread):
+    """The controls take every option the link names, and the address bar names them in the page's language
+    (Streamlit alone would drop the labels it cannot read, from the control and from the link)."""
+    at = run_page_with_sidebar("pages/frequencies.py", query, locale=locale)
     values = _widget_values(at)
     assert values["methods"] == ["direct", "pi"] and values["view"] == "angle"
-    assert not at.warning and not CJK.search(at.title[0].value)
+    assert not at.warning
+    assert {key: at.query_params[key] for key in url} == url
 
 
 # ---- figures and exports -------------------------------------------------------------------------
@@ -300,6 +308,42 @@ def test_slide_style_measures_chinese_titles_as_wide_as_they_are():
     assert size < full and text_width(title, size) <= SLIDE_WIDTH
     english = slide_style(new_figure("Attention temperature, " * 2).add_trace(go.Scatter(x=[0, 1], y=[0, 1])))
     assert english.layout.title.font.size == full
+
+
+@pytest.mark.browser
+def test_the_switch_in_a_real_browser_keeps_the_settings_and_follows_the_reader():
+    """Chromium with a Chinese locale opens an English link in Chinese, the switch turns it to English and back
+    with every setting kept, and the next page stays in the chosen language."""
+    from urllib.parse import parse_qs, urlsplit
+
+    from benchmarks.harness import browser, chromium_available, page_errors, streamlit_server, wait_for_app_idle
+
+    pytest.importorskip("playwright.sync_api")
+    if not chromium_available():
+        pytest.skip("Chromium is not installed (apt install chromium)")
+
+    def settle(page):
+        page.wait_for_timeout(300)
+        wait_for_app_idle(page)
+        page.locator("h1").first.wait_for()
+
+    with streamlit_server() as (base_url, _seconds), browser() as chromium:
+        context = chromium.new_context(viewport={"width": 1400, "height": 1000}, locale="zh-CN")
+        page = context.new_page()
+        page.goto(f"{base_url}/frequencies?d=64&methods=Direct+extrapolation&methods=YaRN")
+        settle(page)
+        assert page.locator("h1").first.inner_text() == "θ 热力图与缩放方法"
+        assert parse_qs(urlsplit(page.url).query) == {"d": ["64"], "methods": ["直接外推", "YaRN"], "lang": ["zh"]}
+        page.get_by_role("radio", name="English").click()
+        page.get_by_role("heading", name="θ heatmaps & scaling methods").wait_for()
+        assert parse_qs(urlsplit(page.url).query) == {"d": ["64"], "methods": ["Direct extrapolation", "YaRN"],
+                                                     "lang": ["en"]}
+        page.get_by_role("radio", name="中文").click()
+        page.get_by_role("heading", name="θ 热力图与缩放方法").wait_for()
+        page.locator('[data-testid="stSidebarNav"]').get_by_text("远程衰减").click()
+        page.get_by_role("heading", name="远程衰减").first.wait_for()
+        assert parse_qs(urlsplit(page.url).query)["lang"] == ["zh"]
+        assert page_errors(page) == []
 
 
 @pytest.mark.browser
