@@ -133,6 +133,18 @@ def test_sympy_verdicts_computed_once_are_shown_in_either_language():
     assert checked("rope2d_norm") is formula  # the cache holds one verdict for both languages
 
 
+def test_numbers_are_already_written_the_chinese_way():
+    """Chinese technical writing groups digits by thousands with a comma and uses a decimal point, as
+    Babel's zh_CN locale does, so the app's one way of writing numbers serves both languages."""
+    from babel.numbers import format_decimal
+
+    from lessons.format import base_text, length_text, number_text
+
+    for value in (512, 4_096, 10_000, 262_144, 1_000_000):
+        assert base_text(value) == length_text(value) == format_decimal(value, locale="zh_CN")
+    assert number_text(12.5992) == format_decimal(12.5992, locale="zh_CN", format="#,##0.####") == "12.5992"
+
+
 def test_error_messages_from_the_core_are_translated():
     from pe_core import RopeSpec
 
