@@ -177,6 +177,27 @@ def test_every_page_reads_in_chinese(path, one_torch_thread):
     assert "幻灯片与分享" in sidebar and "计算设备" in sidebar
 
 
+ALL_METHODS_ZH = ["直接外推", "位置插值 (PI)", "NTK-aware", "动态 NTK", "NTK-by-parts", "YaRN", "Llama-3 缩放",
+                  "LongRoPE", "换底 (ABF)"]
+
+
+@pytest.mark.parametrize(("path", "query"), [
+    ("pages/frequencies.py", {"src": "真实模型", "preset": "DeepSeek-V3", "slide": "true"}),
+    ("pages/frequencies.py", {"src": "粘贴 config.json", "methods": ALL_METHODS_ZH, "s2": "4×", "view": "mod 2π"}),
+    ("pages/decay.py", {"src": "真实模型", "preset": "Phi-3.5-mini-instruct", "methods": ALL_METHODS_ZH}),
+    ("pages/beta_base.py", {"bfor": "普通的数", "P": "5"}),
+])
+def test_other_views_read_in_chinese_too(path, query, one_torch_thread):
+    """A real model's note, a pasted config, every method, the slide style: text the default view does not show."""
+    at = run_page_with_sidebar(path, {"lang": "zh", **query})
+    assert not at.exception, [e.message for e in at.exception]
+    assert not at.warning, [w.value for w in at.warning]  # every URL value was understood
+    texts = visible_texts(at)
+    share = cjk_share(texts)[0]
+    leftovers = "\n".join(f"  [{kind}] {text[:100]!r}" for kind, text in untranslated(texts)[:15])
+    assert share >= MIN_CJK_SHARE and not untranslated(texts, min_letters=20), leftovers
+
+
 def test_downloads_follow_the_language(one_torch_thread):
     at = run_page_with_sidebar("pages/frequencies.py", {"lang": "zh"})
     labels = [b.proto.label for b in at.get("download_button")]
