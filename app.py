@@ -2,15 +2,16 @@
 
 import streamlit as st
 
+from i18n import _
 from ui.layout import finish_page, start_page
 from ui.pages import available_pages
 
-st.set_page_config(page_title="Positional-encoding explorer", page_icon="🌀", layout="wide")
+st.set_page_config(page_title=_("Positional-encoding explorer"), page_icon="🌀", layout="wide")
 
 sections: dict[str, list] = {}
 for page in available_pages():
-    sections.setdefault(page.section, []).append(
-        st.Page(page.path, title=page.title, icon=page.icon, default=page.path == "pages/home.py",
+    sections.setdefault(_(page.section), []).append(
+        st.Page(page.path, title=_(page.title), icon=page.icon, default=page.path == "pages/home.py",
                 url_path=page.url_path or None)
     )
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sympy as sp
 
 from derivations.base import Derivation, Step, all_of, identity, numbers_match, power_zero
-from i18n import N_
+from i18n import N_, Deferred
 from references import cite
 
 TOPIC = N_("ALiBi slopes")
@@ -32,19 +32,19 @@ def paper_slopes(head_count: int) -> list[sp.Expr]:
 
 
 def _power_of_two():
-    ratio = identity(slope(head + 1) / slope(head), slope(1), "m_{h+1}/m_h = 2^{−8/n} = m_1 (so the sequence starts "
-                     "at its own ratio);", simplifier=power_zero)
-    last = identity(slope(heads), sp.Rational(1, 256), "m_n = 2^{−8} = 1/256 for every n;", simplifier=power_zero)
+    ratio = identity(slope(head + 1) / slope(head), slope(1), N_("m_{h+1}/m_h = 2^{−8/n} = m_1 (so the sequence starts "
+                     "at its own ratio);"), simplifier=power_zero)
+    last = identity(slope(heads), sp.Rational(1, 256), N_("m_n = 2^{−8} = 1/256 for every n;"), simplifier=power_zero)
     from pe_core.biases import alibi_slopes
 
     eight = numbers_match(alibi_slopes(8).tolist(), [sp.Rational(1, 2**h) for h in range(1, 9)],
-                          "and pe_core.alibi_slopes(8) is exactly 1/2, 1/4, …, 1/256.", rtol=0.0)
+                          N_("and pe_core.alibi_slopes(8) is exactly 1/2, 1/4, …, 1/256."), rtol=0.0)
     return all_of([ratio, last, eight])
 
 
 def _other_counts():
     midpoint = identity(slope(2 * extra + 1, 2 * block), sp.sqrt(slope(extra, block) * slope(extra + 1, block)),
-                        "each added slope 2^{−8(2j+1)/(2c)} is the geometric mean of 2^{−8j/c} and 2^{−8(j+1)/c};",
+                        N_("each added slope 2^{−8(2j+1)/(2c)} is the geometric mean of 2^{−8j/c} and 2^{−8(j+1)/c};"),
                         simplifier=power_zero)
     from pe_core.biases import alibi_slopes
 
@@ -53,15 +53,16 @@ def _other_counts():
         computed += alibi_slopes(count).tolist()
         exact += paper_slopes(count)
     # The code raises a rounded ratio to the h-th power, so its relative error grows like h·2^{-53}.
-    code = numbers_match(computed, exact, f"and pe_core.alibi_slopes matches the exact rule for every head count "
-                         f"{_CHECKED_HEAD_COUNTS.start} … {_CHECKED_HEAD_COUNTS.stop - 1} (to 1e-13).", rtol=1e-13)
+    code = numbers_match(computed, exact, Deferred(N_("and pe_core.alibi_slopes matches the exact rule for every "
+                         "head count {first} … {last} (to 1e-13)."), first=_CHECKED_HEAD_COUNTS.start,
+                         last=_CHECKED_HEAD_COUNTS.stop - 1), rtol=1e-13)
     return all_of([midpoint, code])
 
 
 def _misquoted_formula():
     misquoted = [sp.Integer(2) ** sp.Rational(-8, h) for h in range(1, 9)]  # m_n = 2^(-8/n), a common misquote
     paper = [slope(h, 8) for h in range(1, 9)]
-    return identity(misquoted, paper, "sympy subtracts the paper's slopes from the misquoted ones for 8 heads.",
+    return identity(misquoted, paper, N_("sympy subtracts the paper's slopes from the misquoted ones for 8 heads."),
                     simplifier=power_zero)
 
 
@@ -78,9 +79,9 @@ POWER_OF_TWO = Derivation(
         Step(N_("So the last head always has slope 2^{−8} = 1/256, and 8 heads get 1/2, 1/4, …, 1/256."),
              r"m_n = 2^{-8}"),
     ),
-    check="Simplify m_{h+1}/m_h − m_1 and m_n − 1/256 for symbolic n, h, and compare pe_core.alibi_slopes(8) exactly.",
+    check=N_("Simplify m_{h+1}/m_h − m_1 and m_n − 1/256 for symbolic n, h, and compare pe_core.alibi_slopes(8) exactly."),
     check_function=_power_of_two,
-    source=f"{cite('alibi', '§3')} and its reference code.",
+    source=Deferred(N_("{source} and its reference code."), source=cite("alibi", "§3")),
 )
 
 OTHER_COUNTS = Derivation(
@@ -97,10 +98,10 @@ OTHER_COUNTS = Derivation(
         Step(N_("Each new slope sits half-way, in log scale, between two neighbouring slopes of the c-head sequence "
                 "(with 2^0 = 1 before the first)."), r"2^{-4(2j+1)/c} = \sqrt{2^{-8j/c}\cdot 2^{-8(j+1)/c}}"),
     ),
-    check="Simplify the geometric-mean identity for symbolic c, j; build the exact slopes for every head count "
-          "1 … 64 and compare pe_core.alibi_slopes.",
+    check=N_("Simplify the geometric-mean identity for symbolic c, j; build the exact slopes for every head count "
+          "1 … 64 and compare pe_core.alibi_slopes."),
     check_function=_other_counts,
-    source="ALiBi reference code (`get_slopes`), as in transformers' `build_alibi_tensor`.",
+    source=N_("ALiBi reference code (`get_slopes`), as in transformers' `build_alibi_tensor`."),
 )
 
 MISQUOTED_SLOPE = Derivation(
@@ -109,9 +110,9 @@ MISQUOTED_SLOPE = Derivation(
     topic=TOPIC,
     claim=r"m_n = 2^{-8/n}\ \text{ for head } n",
     steps=(),
-    check="Compare the misquoted slopes with the paper's for 8 heads.",
+    check=N_("Compare the misquoted slopes with the paper's for 8 heads."),
     check_function=_misquoted_formula,
-    source=f"a common misquote (the paper: {cite('alibi', '§3')})",
+    source=Deferred(N_("a common misquote (the paper: {source})"), source=cite("alibi", "§3")),
     refutes="alibi_power_of_two",
     said=N_("for $N$ heads, head $n$ has slope $m_n = 2^{-8/n}$."),
     shows=N_("that formula makes the slopes *grow* with the head index (1/256, 1/16, 0.157, …, 0.5 for 8 heads) and "

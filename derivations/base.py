@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 
 import sympy as sp
 
+from i18n import N_, Deferred, _
+
 
 @dataclass(frozen=True)
 class Step:
@@ -84,7 +86,8 @@ class Derivation:
         value = (values or {}).get(self.parameter.name, self.parameter.default)
         if value not in self.parameter.options:
             options = ", ".join(map(str, self.parameter.options))
-            raise ValueError(f"{self.parameter.label} must be one of {options} (got {value!r}).")
+            raise ValueError(_("{label} must be one of {options} (got {value!r}).").format(
+                label=_(self.parameter.label), options=options, value=value))
         return value
 
     def verify(self, **values: int) -> Verification:
@@ -164,17 +167,17 @@ def numeric_witness(residual, substitutions: Mapping | None = None) -> str | Non
         if isinstance(value, sp.MatrixBase):
             entries = [complex(sp.N(v, 30)) for v in value]
             size = max((abs(v) for v in entries), default=0.0)
-            shown = f"largest entry of the residual ≈ {size:.4g}"
+            shown = Deferred(N_("largest entry of the residual ≈ {value}"), value=f"{size:.4g}")
         else:
             number = complex(sp.N(value, 30))
             size = abs(number)
-            shown = f"residual ≈ {_format_number(number)}"
+            shown = Deferred(N_("residual ≈ {value}"), value=_format_number(number))
     except (TypeError, ValueError, AttributeError):
         return None
     if size < 1e-12:
         return None
     where = ", ".join(f"{sp.latex(k)} = {sp.latex(v)}" for k, v in sorted(point.items(), key=lambda kv: kv[0].name))
-    return f"at ${where}$: {shown}" if where else shown
+    return Deferred(N_("at {where}: {shown}"), where=f"${where}$", shown=shown) if where else shown
 
 
 def _format_number(number: complex) -> str:
@@ -214,7 +217,7 @@ def all_of(parts: Iterable[Verification], checked: str | None = None) -> Verific
     if holds:
         residual = sp.S.Zero
     counterexample = next((p.counterexample for p in failing if p.counterexample), None)
-    text = checked or " ".join(p.checked for p in parts)
+    text = checked or Deferred.join(p.checked for p in parts)
     return Verification(holds, residual, text, counterexample)
 
 
@@ -244,11 +247,13 @@ def numbers_match(computed: Iterable[float], exact: Iterable, checked: str, *, r
     expected = [values[e] for e in exact]
     if len(computed) != len(expected):
         return Verification(False, sp.Integer(len(computed) - len(expected)), checked,
-                            f"{len(computed)} values computed, {len(expected)} expected")
+                            Deferred(N_("{computed} values computed, {expected} expected"), computed=len(computed),
+                                     expected=len(expected)))
     errors = [abs(c - e) / max(abs(e), 1e-300) for c, e in zip(computed, expected, strict=True)]
     worst = max(errors, default=0.0)
     if worst <= rtol:
         return Verification(True, sp.S.Zero, checked)
     index = errors.index(worst)
     return Verification(False, sp.Float(worst, 6), checked,
-                        f"entry {index}: the code gives {computed[index]:.17g}, sympy {expected[index]:.17g}")
+                        Deferred(N_("entry {index}: the code gives {code}, sympy {exact}"), index=index,
+                                 code=f"{computed[index]:.17g}", exact=f"{expected[index]:.17g}"))

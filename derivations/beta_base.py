@@ -27,7 +27,7 @@ def smallest_stretch(factor: sp.Expr, radix: sp.Expr = beta) -> sp.Expr:
 def _digits():
     radix = base ** (2 / head_dim)
     return identity(position / radix**digit, position * base ** (-2 * digit / head_dim),
-                    "n/β^j − n·b^{−2j/d} simplifies to 0 with β = b^{2/d}, for symbolic n, b, d, j.",
+                    N_("n/β^j − n·b^{−2j/d} simplifies to 0 with β = b^{2/d}, for symbolic n, b, d, j."),
                     simplifier=power_zero)
 
 
@@ -37,20 +37,20 @@ def _bound():
     reach = (stretch * radix) ** (head_dim / 2) - 1 - factor * (radix ** (head_dim / 2) - 1)
     inside = factor - (factor - 1) / radix ** (head_dim / 2)
     at_least_one = identity(sp.factor(inside - 1), growth * (1 - radix ** (-head_dim / 2)),
-                            "the bracket s − (s−1)/β^{d/2} equals 1 + (s−1)(1 − β^{−d/2}) ≥ 1, so its 2/d-th power "
-                            "is a positive real;", simplifier=power_zero)
+                            N_("the bracket s − (s−1)/β^{d/2} equals 1 + (s−1)(1 − β^{−d/2}) ≥ 1, so its 2/d-th power "
+                            "is a positive real;"), simplifier=power_zero)
     boundary = identity(reach.subs(stretch, smallest_stretch(factor, radix)), 0,
-                        "at λ = λ_min the reach condition holds with equality;", simplifier=power_zero)
+                        N_("at λ = λ_min the reach condition holds with equality;"), simplifier=power_zero)
     slope = sp.diff(reach, stretch)
-    monotone = truth(slope.is_positive, slope, "its left side grows with λ, so it holds exactly for λ ≥ λ_min;")
+    monotone = truth(slope.is_positive, slope, N_("its left side grows with λ, so it holds exactly for λ ≥ λ_min;"))
     simple_choice = identity((factor ** (2 / head_dim) * radix) ** (head_dim / 2), factor * radix ** (head_dim / 2),
-                             "λ = s^{2/d} gives (λβ)^{d/2} = s·β^{d/2}, i.e. base s·b;", simplifier=power_zero)
+                             N_("λ = s^{2/d} gives (λβ)^{d/2} = s·β^{d/2}, i.e. base s·b;"), simplifier=power_zero)
     covers = truth(sp.simplify(factor - inside - growth / radix ** (head_dim / 2)) == 0 and growth.is_positive,
-                   sp.S.Zero, "and s^{2/d} ≥ λ_min because s ≥ s − (s−1)/β^{d/2}.")
+                   sp.S.Zero, N_("and s^{2/d} ≥ λ_min because s ≥ s − (s−1)/β^{d/2}."))
     return all_of([at_least_one, boundary, monotone, simple_choice, covers],
-                  "With s = 1 + κ and β = 1 + ε (κ, ε > 0) and symbolic d: the bracket is ≥ 1, the condition is an "
+                  N_("With s = 1 + κ and β = 1 + ε (κ, ε > 0) and symbolic d: the bracket is ≥ 1, the condition is an "
                   "equality at λ_min, its left side increases with λ (sympy decides the sign of the derivative), and "
-                  "λ = s^{2/d} satisfies it with new base s·b.")
+                  "λ = s^{2/d} satisfies it with new base s·b."))
 
 
 DIGITS = Derivation(
@@ -66,7 +66,7 @@ DIGITS = Derivation(
         Step(N_("With β = b^{2/d} the two arguments are the same number: RoPE is a base-β positional system without "
                 "the floor, d/2 digits long."), r"n\,\theta_j = n\, b^{-2j/d} = \frac{n}{(b^{2/d})^{j}}"),
     ),
-    check="Simplify n/β^j − n·b^{−2j/d} with β = b^{2/d} (positive symbols).",
+    check=N_("Simplify n/β^j − n·b^{−2j/d} with β = b^{2/d} (positive symbols)."),
     check_function=_digits,
     source=cite("su_beta_base"),
 )
@@ -88,8 +88,8 @@ BOUND = Derivation(
                 "NTK-aware scaling instead matches the lowest digit to PI, λ = s^{2/(d−2)}, giving b·s^{d/(d−2)}."),
              r"\lambda = s^{2/d} \;\Rightarrow\; b' = (\lambda\beta)^{d/2} = s\,b"),
     ),
-    check="Substitute λ_min into the reach condition, decide the sign of its λ-derivative, check the bracket is ≥ 1, "
-          "and evaluate the choice λ = s^{2/d}, all with positive symbols.",
+    check=N_("Substitute λ_min into the reach condition, decide the sign of its λ-derivative, check the bracket is ≥ 1, "
+          "and evaluate the choice λ = s^{2/d}, all with positive symbols."),
     check_function=_bound,
     source=cite("su_beta_base"),
 )

@@ -9,9 +9,10 @@ import sympy as sp
 
 from derivations.base import Derivation, Step, all_of, identity, numbers_match, truth
 from derivations.rope_2d import rotation
+from i18n import N_, Deferred
 from references import cite
 
-TOPIC = "Caveats of context extension"
+TOPIC = N_("Caveats of context extension")
 
 m = sp.Symbol("m", nonnegative=True)
 length, scale, ratio = sp.symbols("L s rho", positive=True)  # ρ = L′/L, the real extension
@@ -41,56 +42,56 @@ def gaussian_expectation(polynomial: sp.Expr, variables: Sequence[sp.Symbol]) ->
 
 def _pi_map():
     g = m / scale
-    ends = identity(g.subs(m, scale * length), length, "g(L′) = g(sL) = L;", simplifier=sp.simplify)
-    angle = identity(g * theta, m * (theta / scale), "g(m)·θ = m·(θ/s);", simplifier=sp.simplify)
+    ends = identity(g.subs(m, scale * length), length, N_("g(L′) = g(sL) = L;"), simplifier=sp.simplify)
+    angle = identity(g * theta, m * (theta / scale), N_("g(m)·θ = m·(θ/s);"), simplifier=sp.simplify)
     from pe_core.caveats import pi_positions
 
     interpolated, _ = pi_positions([0, CHECK_RATIO * CHECK_LENGTH - 1, CHECK_RATIO * CHECK_LENGTH], float(CHECK_RATIO))
     code = numbers_match(interpolated.tolist()[1:], [sp.Rational(CHECK_RATIO * CHECK_LENGTH - 1, CHECK_RATIO),
                                                      sp.Integer(CHECK_LENGTH)],
-                         f"and pe_core.caveats.pi_positions maps L′ = {CHECK_RATIO * CHECK_LENGTH:,} to "
-                         f"L = {CHECK_LENGTH:,} (s = {CHECK_RATIO}).")
+                         Deferred(N_("and pe_core.caveats.pi_positions maps L′ = {target} to L = {length} (s = {scale})."),
+                                  target=f"{CHECK_RATIO * CHECK_LENGTH:,}", length=f"{CHECK_LENGTH:,}", scale=CHECK_RATIO))
     return all_of([ends, angle, code])
 
 
 def _pi_times_s():
     longest = scale * (scale * length)
-    return identity(longest, length, "sympy evaluates g(L′) with g(m) = s·m and subtracts L.", simplifier=sp.factor,
+    return identity(longest, length, N_("sympy evaluates g(L′) with g(m) = s·m and subtracts L."), simplifier=sp.factor,
                     witness={scale: CHECK_RATIO, length: CHECK_LENGTH})
 
 
 PI_MAP = Derivation(
     slug="caveat_pi_map",
-    title="Position Interpolation feeds g(m) = m/s: the positions 0 … L′ land inside 0 … L",
+    title=N_("Position Interpolation feeds g(m) = m/s: the positions 0 … L′ land inside 0 … L"),
     topic=TOPIC,
     claim=r"s = \frac{L'}{L},\qquad g(m) = \frac{m}{s},\qquad g(L') = L,\qquad g(m)\,\theta_d = m\,\frac{\theta_d}{s}",
     steps=(
-        Step("The YaRN paper writes every method as RoPE at a remapped position g(m) with remapped frequencies "
-             "h(θ_d); PI keeps the frequencies and compresses the positions.",
+        Step(N_("The YaRN paper writes every method as RoPE at a remapped position g(m) with remapped frequencies "
+             "h(θ_d); PI keeps the frequencies and compresses the positions."),
              r"f'(x_m, m, \theta_d) = f\big(x_m, g(m), h(\theta_d)\big),\quad h(\theta_d) = \theta_d"),
-        Step("Compressing by s = L′/L sends the longest new position to the longest trained one.",
+        Step(N_("Compressing by s = L′/L sends the longest new position to the longest trained one."),
              r"g(L') = \frac{sL}{s} = L"),
-        Step("Since the angle is a product, dividing the position by s is the same as dividing every frequency "
-             "by s.", r"g(m)\,\theta_d = m\,\frac{\theta_d}{s}"),
+        Step(N_("Since the angle is a product, dividing the position by s is the same as dividing every frequency "
+             "by s."), r"g(m)\,\theta_d = m\,\frac{\theta_d}{s}"),
     ),
-    check="Substitute m = sL; rewrite the angle; run pe_core.caveats.pi_positions at L′ = 32,768, s = 8.",
+    check=N_("Substitute m = sL; rewrite the angle; run pe_core.caveats.pi_positions at L′ = 32,768, s = 8."),
     check_function=_pi_map,
     source=cite("pi") + "; " + cite("yarn", "§2"),
 )
 
 PI_TIMES_S = Derivation(
     slug="caveat_pi_times_s",
-    title="PI as g(m) = s·m",
+    title=N_("PI as g(m) = s·m"),
     topic=TOPIC,
     claim=r"g(m) = s\cdot m,\qquad s = \frac{L'}{L}",
     steps=(),
-    check="Evaluate g(L′) and compare with L.",
+    check=N_("Evaluate g(L′) and compare with L."),
     check_function=_pi_times_s,
-    source="a common slip when restating the notation of " + cite("yarn", "§2"),
+    source=Deferred(N_("a common slip when restating the notation of {source}"), source=cite("yarn", "§2")),
     refutes="caveat_pi_map",
-    said="for PI, $g(m) = s\\cdot m$ with $s = L'/L$.",
-    shows="with $s > 1$ that stretches positions instead of compressing them: $g(L') = s^2L$, e.g. $262{,}144$ for "
-          "$L = 4{,}096$, $s = 8$, far beyond training. PI divides: $g(m) = m/s$ (the residual is $L(s^2 - 1)$).",
+    said=N_("for PI, $g(m) = s\\cdot m$ with $s = L'/L$."),
+    shows=N_("with $s > 1$ that stretches positions instead of compressing them: $g(L') = s^2L$, e.g. $262{,}144$ for "
+          "$L = 4{,}096$, $s = 8$, far beyond training. PI divides: $g(m) = m/s$ (the residual is $L(s^2 - 1)$)."),
 )
 
 
@@ -112,23 +113,24 @@ def _check_numbers():
 
 def _ntk_required():
     set_scale = ratio ** ((head_dim - 2) / (2 * pair))
-    boundary = identity(ntk_ratio_at(pair, set_scale), 1, "with s = ρ^((d−2)/(2i)) pair i ends exactly at its trained "
-                        "angle;", simplifier=lambda e: sp.simplify(sp.powsimp(sp.powdenest(e, force=True), force=True)))
+    boundary = identity(ntk_ratio_at(pair, set_scale), 1, N_("with s = ρ^((d−2)/(2i)) pair i ends exactly at its trained "
+                        "angle;"), simplifier=lambda e: sp.simplify(sp.powsimp(sp.powdenest(e, force=True), force=True)))
     exponent = (head_dim - 2) / (2 * pair)
     above_two = sp.Symbol("epsilon", positive=True)  # d = 2 + ε: NTK's exponent needs d > 2
     slope = sp.simplify(sp.diff(exponent, pair).subs(head_dim, 2 + above_two))
     decreasing = truth(slope.is_negative, slope,
-                       "the exponent (d − 2)/(2i) falls as i grows, so the first pair that never turns, i₀, binds;")
+                       N_("the exponent (d − 2)/(2i) falls as i grows, so the first pair that never turns, i₀, binds;"))
     above = truth(sp.simplify(exponent.subs(pair, (head_dim - 2) / 2)) == 1, exponent,
-                  "and the exponent is 1 only at the last pair i = (d − 2)/2, so s > ρ whenever i₀ is below it;")
+                  N_("and the exponent is 1 only at the last pair i = (d − 2)/2, so s > ρ whenever i₀ is below it;"))
     first, required = _check_numbers()
     from pe_core.caveats import first_partial_pair, ntk_required_scale
 
     code = numbers_match([first_partial_pair(CHECK_DIM, float(CHECK_BASE), CHECK_LENGTH),
                           float(ntk_required_scale(CHECK_DIM, float(CHECK_BASE), CHECK_LENGTH, float(CHECK_RATIO)))],
                          [sp.Integer(first), required],
-                         f"pe_core finds i₀ = {first} and s = {float(required):.4g} for d = {CHECK_DIM}, "
-                         f"b = {CHECK_BASE:,}, L = {CHECK_LENGTH:,}, L′/L = {CHECK_RATIO}, as sympy does.")
+                         Deferred(N_("pe_core finds i₀ = {first} and s = {scale} for d = {d}, b = {base}, L = {length}, "
+                                     "L′/L = {ratio}, as sympy does."), first=first, scale=f"{float(required):.4g}",
+                                  d=CHECK_DIM, base=f"{CHECK_BASE:,}", length=f"{CHECK_LENGTH:,}", ratio=CHECK_RATIO))
     return all_of([boundary, decreasing, above, code])
 
 
@@ -136,51 +138,52 @@ def _ntk_real_ratio():
     first, _ = _check_numbers()
     value = ntk_ratio_at(sp.Integer(first), sp.Integer(CHECK_RATIO)).subs({ratio: CHECK_RATIO, head_dim: CHECK_DIM})
     excess = sp.nsimplify(value) - 1
-    shown = (f"at d = {CHECK_DIM}, b = {CHECK_BASE:,}, L = {CHECK_LENGTH:,}, s = L′/L = {CHECK_RATIO}: pair "
-             f"i₀ = {first} reaches {float(value):.4g}× its largest trained angle")
-    return truth(excess <= 0, excess, "sympy evaluates L′θ′ᵢ/(Lθᵢ) − 1 for the first pair that never turns in "
-                 "training, with s set to the real ratio.", shown)
+    shown = Deferred(N_("at d = {d}, b = {base}, L = {length}, s = L′/L = {ratio}: pair i₀ = {first} reaches "
+                        "{value}× its largest trained angle"), d=CHECK_DIM, base=f"{CHECK_BASE:,}",
+                     length=f"{CHECK_LENGTH:,}", ratio=CHECK_RATIO, first=first, value=f"{float(value):.4g}")
+    return truth(excess <= 0, excess, N_("sympy evaluates L′θ′ᵢ/(Lθᵢ) − 1 for the first pair that never turns in "
+                 "training, with s set to the real ratio."), shown)
 
 
 NTK_REQUIRED = Derivation(
     slug="caveat_ntk_required_scale",
-    title="NTK-aware scaling needs s = ρ^((d−2)/(2i₀)) > L′/L to keep every pair within its trained angles",
+    title=N_("NTK-aware scaling needs s = ρ^((d−2)/(2i₀)) > L′/L to keep every pair within its trained angles"),
     topic=TOPIC,
     claim=r"\frac{L'\theta'_i}{L\theta_i} = \rho\, s^{-2i/(d-2)} \le 1 \iff s \ge \rho^{(d-2)/(2i)},\qquad "
           r"s_{\text{needed}} = \rho^{(d-2)/(2i_0)},\quad i_0 = \min\{\,i : L\theta_i < 2\pi\,\},\quad \rho = L'/L",
     steps=(
-        Step("NTK-aware scaling with factor s multiplies θᵢ by s^(−2i/(d−2)); running at L′ = ρL the largest angle "
-             "of pair i, relative to training, is", r"\frac{L'\theta'_i}{L\theta_i} = \rho\,s^{-2i/(d-2)}"),
-        Step("Pairs that completed a full turn in training (Lθᵢ ≥ 2π) have seen every angle. For the others the "
+        Step(N_("NTK-aware scaling with factor s multiplies θᵢ by s^(−2i/(d−2)); running at L′ = ρL the largest angle "
+             "of pair i, relative to training, is"), r"\frac{L'\theta'_i}{L\theta_i} = \rho\,s^{-2i/(d-2)}"),
+        Step(N_("Pairs that completed a full turn in training (Lθᵢ ≥ 2π) have seen every angle. For the others the "
              "ratio must stay ≤ 1, which needs s ≥ ρ^((d−2)/(2i)); the exponent falls with i, so the first such "
-             "pair i₀ is the one that binds.", r"s \ge \rho^{(d-2)/(2i_0)}"),
-        Step("The exponent equals 1 only at the last pair: setting s to the real ratio ρ is enough for the lowest "
+             "pair i₀ is the one that binds."), r"s \ge \rho^{(d-2)/(2i_0)}"),
+        Step(N_("The exponent equals 1 only at the last pair: setting s to the real ratio ρ is enough for the lowest "
              "frequency alone, and the pairs between i₀ and d/2 − 1 overshoot. For LLaMA's d = 128, b = 10⁴, "
              "L = 4,096 and ρ = 8: i₀ = 46 and s ≈ 17.25. The YaRN paper observes the same in practice: s must be "
-             "set higher than the expected extension."),
+             "set higher than the expected extension.")),
     ),
-    check="Substitute s = ρ^((d−2)/(2i)); take the sign of the exponent's derivative; find i₀ and s with exact "
-          "wavelengths and compare pe_core.",
+    check=N_("Substitute s = ρ^((d−2)/(2i)); take the sign of the exponent's derivative; find i₀ and s with exact "
+          "wavelengths and compare pe_core."),
     check_function=_ntk_required,
     source=cite("yarn", "§3.1") + "; " + cite("ntk_aware"),
 )
 
 NTK_REAL_RATIO = Derivation(
     slug="caveat_ntk_real_ratio",
-    title="NTK-aware with s = L′/L keeps every pair within its trained angles",
+    title=N_("NTK-aware with s = L′/L keeps every pair within its trained angles"),
     topic=TOPIC,
     claim=r"s = \frac{L'}{L}\ \Rightarrow\ L'\theta'_i \le L\theta_i\ \text{ for every pair with } L\theta_i < 2\pi",
     steps=(),
-    check="Evaluate the ratio of the first pair that never turns in training at s = L′/L.",
+    check=N_("Evaluate the ratio of the first pair that never turns in training at s = L′/L."),
     check_function=_ntk_real_ratio,
-    source="the natural reading of the factor s = L′/L in " + cite("ntk_aware"),
+    source=Deferred(N_("the natural reading of the factor s = L′/L in {source}"), source=cite("ntk_aware")),
     refutes="caveat_ntk_required_scale",
-    said="setting NTK-aware's factor to the real extension $s = L'/L$ keeps every pair within the angles it saw in "
-         "training (it does for PI).",
-    shows="only the lowest-frequency pair lands exactly on its trained range; with $d = 128$, $b = 10^4$, "
+    said=N_("setting NTK-aware's factor to the real extension $s = L'/L$ keeps every pair within the angles it saw in "
+         "training (it does for PI)."),
+    shows=N_("only the lowest-frequency pair lands exactly on its trained range; with $d = 128$, $b = 10^4$, "
           "$L = 4{,}096$, $s = 8$ the first pair that never turns in training, $i_0 = 46$, reaches about $1.75\\times$ "
           "its largest trained angle (the residual is that excess), and 17 pairs go beyond. Keeping all of them "
-          "inside needs $s \\approx 17.25$.",
+          "inside needs $s \\approx 17.25$."),
 )
 
 
@@ -190,13 +193,13 @@ NTK_REAL_RATIO = Derivation(
 def _cache_error():
     difference = rotation(alpha_angle) - rotation(beta_angle)
     frobenius = identity(sum(entry**2 for entry in difference), 4 - 4 * sp.cos(alpha_angle - beta_angle),
-                         "‖R(α) − R(β)‖²_F = 4 − 4cos(α − β);")
+                         N_("‖R(α) − R(β)‖²_F = 4 − 4cos(α − β);"))
     qs, ks = sp.symbols("q_0:2", real=True), sp.symbols("k_0:2", real=True)
     block = rotation(-gamma_angle) * difference
     error = (sp.Matrix([qs]) * block * sp.Matrix(ks))[0]
     expectation = identity(gaussian_expectation(sp.expand(error**2), qs + ks), 4 - 4 * sp.cos(alpha_angle - beta_angle),
-                           "for standard normal q, k the Gaussian moments of (qᵀR(−γ)[R(α) − R(β)]k)² give the same, "
-                           "whatever the query's angle γ;")
+                           N_("for standard normal q, k the Gaussian moments of (qᵀR(−γ)[R(α) − R(β)]k)² give the same, "
+                           "whatever the query's angle γ;"))
     from pe_core.caveats import cache_angle_error, expected_relative_error
 
     dim, b, train, prompt, key, current = 8, 10_000, 64, 64, 40, 160
@@ -206,34 +209,35 @@ def _cache_error():
     angles = [key * (written_base ** sp.Rational(-2 * p, dim) - current_base ** sp.Rational(-2 * p, dim))
               for p in range(dim // 2)]
     exact = sp.sqrt(sum(4 * (1 - sp.cos(angle)) for angle in angles) / dim)
-    code = numbers_match(computed.tolist(), [exact], f"and pe_core's closed form matches sympy for d = {dim}, "
-                         f"L = {train}, key {key} read at length {current}.")
+    code = numbers_match(computed.tolist(), [exact], Deferred(N_("and pe_core's closed form matches sympy for d = {d}, "
+                         "L = {length}, key {key} read at length {current}."), d=dim, length=train, key=key,
+                                  current=current))
     return all_of([frobenius, expectation, code])
 
 
 CACHE_ERROR = Derivation(
     slug="caveat_dynamic_cache_error",
-    title="Dynamic NTK with cached rotated keys: pair i of key j is off by j·(θᵢ(written) − θᵢ(now))",
+    title=N_("Dynamic NTK with cached rotated keys: pair i of key j is off by j·(θᵢ(written) − θᵢ(now))"),
     topic=TOPIC,
     claim=r"\begin{gathered}s_{\text{cached}} - s_{\text{fresh}} = \sum_i q_i^{\top}R(-t\theta'_i)\big[R(j\theta^w_i) - "
           r"R(j\theta'_i)\big]k_i,\\ \mathbb{E}\big[(s_{\text{cached}} - s_{\text{fresh}})^2\big] = "
           r"\sum_i 4\big(1 - \cos\Delta_i\big),\quad \Delta_i = j\,(\theta^w_i - \theta'_i),\quad "
           r"\mathbb{E}[s^2] = d\end{gathered}",
     steps=(
-        Step("Dynamic NTK recomputes the base from the current length ℓ. A cache of rotated keys keeps key j as it "
-             "was rotated when written, with θʷ (the base of that moment); the query at t uses the current θ′.",
+        Step(N_("Dynamic NTK recomputes the base from the current length ℓ. A cache of rotated keys keeps key j as it "
+             "was rotated when written, with θʷ (the base of that moment); the query at t uses the current θ′."),
              r"s_{\text{cached}} = \sum_i \big(R(t\theta'_i)q_i\big)^{\top}R(j\theta^w_i)k_i,\qquad "
              r"s_{\text{fresh}} = \sum_i \big(R(t\theta'_i)q_i\big)^{\top}R(j\theta'_i)k_i"),
-        Step("Pair by pair the difference is qᵀR(−tθ′)[R(jθʷ) − R(jθ′)]k. For independent standard normal q and k, "
-             "E[(qᵀMk)²] = ‖M‖²_F, and the rotation in front does not change it.",
+        Step(N_("Pair by pair the difference is qᵀR(−tθ′)[R(jθʷ) − R(jθ′)]k. For independent standard normal q and k, "
+             "E[(qᵀMk)²] = ‖M‖²_F, and the rotation in front does not change it."),
              r"\big\lVert R(\alpha) - R(\beta)\big\rVert_F^2 = 4 - 4\cos(\alpha - \beta)"),
-        Step("So the expected squared error is Σ 4(1 − cos Δᵢ) against E[s²] = d. It vanishes for keys written at "
+        Step(N_("So the expected squared error is Σ 4(1 − cos Δᵢ) against E[s²] = d. It vanishes for keys written at "
              "the current base and for j = 0; for the fast pairs even a small change of base, times a large j, gives "
              "an angle error of radians. The fix (YaRN paper §3.3): cache keys before RoPE and rotate them at read "
-             "time."),
+             "time.")),
     ),
-    check="Expand ‖R(α) − R(β)‖²_F; take Gaussian moments of the squared error for one pair; compare pe_core's "
-          "closed form with sympy at one key.",
+    check=N_("Expand ‖R(α) − R(β)‖²_F; take Gaussian moments of the squared error for one pair; compare pe_core's "
+          "closed form with sympy at one key."),
     check_function=_cache_error,
     source=cite("yarn", "§3.3") + "; " + cite("dynamic_ntk"),
 )
@@ -254,45 +258,45 @@ def decode_ratio() -> sp.Expr:
 
 def _rerope_cost():
     simplified = identity(prefill_ratio(), (24 * width + 6 * tokens + 9) / (24 * width + 4 * tokens + 6),
-                          "the prefill ratio reduces to (24D + 6n + 9)/(24D + 4n + 6);", simplifier=sp.simplify)
+                          N_("the prefill ratio reduces to (24D + 6n + 9)/(24D + 4n + 6);"), simplifier=sp.simplify)
     limits = truth(sp.limit(prefill_ratio(), tokens, sp.oo) == sp.Rational(3, 2)
                    and sp.limit(decode_ratio(), tokens, sp.oo) == sp.Rational(7, 4),
-                   sp.S.Zero, "as n → ∞ the ratios tend to 3/2 (prefill) and 7/4 (decode);")
+                   sp.S.Zero, N_("as n → ∞ the ratios tend to 3/2 (prefill) and 7/4 (decode);"))
     rising = truth(sp.factor(sp.numer(sp.together(sp.diff(prefill_ratio(), tokens)))).is_positive
                    and sp.factor(sp.numer(sp.together(sp.diff(decode_ratio(), tokens)))).is_positive,
-                   sp.S.Zero, "both rise with n (their derivatives have positive numerators);")
+                   sp.S.Zero, N_("both rise with n (their derivatives have positive numerators);"))
     from pe_core.caveats import rerope_cost
 
     cost = rerope_cost(4096, [32768])
     point = {width: 4096, tokens: 32768}
     code = numbers_match([float(cost.prefill_ratio["rerope"][0]), float(cost.decode_ratio["rerope"][0])],
                          [prefill_ratio().subs(point), decode_ratio().subs(point)],
-                         "and pe_core.caveats.rerope_cost gives the same ratios at D = 4,096, n = 32,768.")
+                         N_("and pe_core.caveats.rerope_cost gives the same ratios at D = 4,096, n = 32,768."))
     return all_of([simplified, limits, rising, code])
 
 
 REROPE_COST = Derivation(
     slug="caveat_rerope_cost",
-    title="ReRoPE costs up to 1.5× RoPE's FLOPs to encode a prompt and 1.75× per generated token",
+    title=N_("ReRoPE costs up to 1.5× RoPE's FLOPs to encode a prompt and 1.75× per generated token"),
     topic=TOPIC,
     claim=r"\frac{F_{\text{ReRoPE}}}{F_{\text{RoPE}}}\Big|_{\text{prefill}} = \frac{24D + 6n + 9}{24D + 4n + 6}"
           r"\ \xrightarrow{n\to\infty}\ \frac32,\qquad \frac{F_{\text{ReRoPE}}}{F_{\text{RoPE}}}\Big|_{\text{decode}} = "
           r"\frac{24D + 7n}{24D + 4n + 6}\ \xrightarrow{n\to\infty}\ \frac74",
     steps=(
-        Step("Per layer and n tokens of width D, the projections and MLP cost 24nD² either way; RoPE's attention "
-             "costs 2n²D for Q·Kᵀ, 2n²D for A·V and 6nD to rotate q and k (3 FLOPs per element).",
+        Step(N_("Per layer and n tokens of width D, the projections and MLP cost 24nD² either way; RoPE's attention "
+             "costs 2n²D for Q·Kᵀ, 2n²D for A·V and 6nD to rotate q and k (3 FLOPs per element)."),
              r"F_{\text{RoPE}} = 24nD^2 + 4n^2D + 6nD"),
-        Step("ReRoPE's reference code builds two score matrices, one with the trained positions and one with every "
-             "distance set to the window w, and picks per entry: a second Q·Kᵀ and a third rotation.",
+        Step(N_("ReRoPE's reference code builds two score matrices, one with the trained positions and one with every "
+             "distance set to the window w, and picks per entry: a second Q·Kᵀ and a third rotation."),
              r"F_{\text{ReRoPE}} = 24nD^2 + 6n^2D + 9nD"),
-        Step("When generating, its cache holds unrotated keys (their rotation depends on the distance to the new "
-             "query), so all n keys are rotated again at every step.",
+        Step(N_("When generating, its cache holds unrotated keys (their rotation depends on the distance to the new "
+             "query), so all n keys are rotated again at every step."),
              r"F^{\text{step}}_{\text{RoPE}} = 24D^2 + 4nD + 6D,\qquad F^{\text{step}}_{\text{ReRoPE}} = 24D^2 + 7nD"),
-        Step("Leaky ReRoPE has the same structure (one more rotation in prefill). Training with Leaky ReRoPE and "
-             "running plain RoPE (Su 2023c) costs exactly RoPE's at inference."),
+        Step(N_("Leaky ReRoPE has the same structure (one more rotation in prefill). Training with Leaky ReRoPE and "
+             "running plain RoPE (Su 2023c) costs exactly RoPE's at inference.")),
     ),
-    check="Simplify the prefill ratio, take both limits, check the sign of the derivatives, and compare "
-          "pe_core.caveats.rerope_cost.",
+    check=N_("Simplify the prefill ratio, take both limits, check the sign of the derivatives, and compare "
+          "pe_core.caveats.rerope_cost."),
     check_function=_rerope_cost,
     source=cite("rerope") + "; " + cite("leaky_rerope_inverse"),
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sympy as sp
 
 from derivations.base import Derivation, Step, all_of, identity, numbers_match, power_zero, truth
-from i18n import N_
+from i18n import N_, Deferred
 from references import cite
 
 TOPIC = N_("Position Interpolation and NTK-aware scaling")
@@ -36,10 +36,10 @@ def dynamic_base(seq_len: sp.Expr, factor: sp.Expr = scale) -> sp.Expr:
 
 def _pi_equivalences():
     positions = identity((m / scale) * frequency(pair), m * (frequency(pair) / scale),
-                         "(m/s)θ_i − m(θ_i/s) = 0;", simplifier=sp.expand)
+                         N_("(m/s)θ_i − m(θ_i/s) = 0;"), simplifier=sp.expand)
     as_base = identity(frequency(pair, base * scale ** (head_dim / (2 * pair))), frequency(pair) / scale,
-                       "(b·s^{d/2i})^{−2i/d} − θ_i/s simplifies to 0 for i > 0;", simplifier=power_zero)
-    pair_zero = identity(frequency(0, new_base), 1, "and θ_0 = b'^0 = 1 for every base b'.")
+                       N_("(b·s^{d/2i})^{−2i/d} − θ_i/s simplifies to 0 for i > 0;"), simplifier=power_zero)
+    pair_zero = identity(frequency(0, new_base), 1, N_("and θ_0 = b'^0 = 1 for every base b'."))
     import torch
 
     from pe_core import RopeSpec, rope_frequencies
@@ -48,43 +48,44 @@ def _pi_equivalences():
     computed = rope_frequencies(spec).inv_freq
     exact = [frequency(p, sp.Integer(_CHECK_BASE), _CHECK_DIM) / _CHECK_SCALE for p in range(_CHECK_DIM // 2)]
     code = numbers_match(computed.to(torch.float64).tolist(), exact,
-                         f"The app's PI frequencies (d = {_CHECK_DIM}, s = {_CHECK_SCALE}) match θ_i/s to 1e-12.")
+                         Deferred(N_("The app's PI frequencies (d = {d}, s = {scale}) match θ_i/s to 1e-12."),
+                                  d=_CHECK_DIM, scale=_CHECK_SCALE))
     return all_of([positions, as_base, pair_zero, code])
 
 
 def _ntk_base():
     last = head_dim / 2 - 1
     solved = sp.solve(sp.Eq(frequency(last, new_base), frequency(last) / scale), new_base)
-    unique = truth(len(solved) == 1, sp.Integer(len(solved)), "sympy solves θ'_{d/2−1} = θ_{d/2−1}/s for b' "
-                   "and finds one positive solution;")
-    matches = identity(solved[0] if solved else sp.S.Zero, ntk_base(), "it equals b·s^{d/(d−2)};",
+    unique = truth(len(solved) == 1, sp.Integer(len(solved)), N_("sympy solves θ'_{d/2−1} = θ_{d/2−1}/s for b' "
+                   "and finds one positive solution;"))
+    matches = identity(solved[0] if solved else sp.S.Zero, ntk_base(), N_("it equals b·s^{d/(d−2)};"),
                        simplifier=power_zero)
-    highest = identity(frequency(0, ntk_base()), frequency(0), "θ'_0 = θ_0;")
+    highest = identity(frequency(0, ntk_base()), frequency(0), N_("θ'_0 = θ_0;"))
     ratio = identity(frequency(pair, ntk_base()) / frequency(pair), scale ** (-2 * pair / (head_dim - 2)),
-                     "θ'_i/θ_i = s^{−2i/(d−2)};", simplifier=power_zero)
+                     N_("θ'_i/θ_i = s^{−2i/(d−2)};"), simplifier=power_zero)
     from pe_core import ntk_aware_base
 
     code = numbers_match([ntk_aware_base(float(_CHECK_BASE), float(_CHECK_SCALE), _CHECK_DIM)],
                          [ntk_base(sp.Integer(_CHECK_BASE), sp.Integer(_CHECK_SCALE), sp.Integer(_CHECK_DIM))],
-                         "and pe_core.ntk_aware_base gives the same number (d = 128, s = 8).")
+                         N_("and pe_core.ntk_aware_base gives the same number (d = 128, s = 8)."))
     return all_of([unique, matches, highest, ratio, code])
 
 
 def _base_times_s():
     last = head_dim / 2 - 1
     return identity(frequency(last, base * scale), frequency(last) / scale,
-                    "sympy compares the lowest frequency under base b·s with PI's θ_{d/2−1}/s.", simplifier=power_zero,
+                    N_("sympy compares the lowest frequency under base b·s with PI's θ_{d/2−1}/s."), simplifier=power_zero,
                     witness={base: 10_000, scale: 8, head_dim: 128})
 
 
 def _dynamic():
-    at_training_length = identity(dynamic_base(length), base, "b(ℓ = L) = b;", simplifier=sp.simplify)
+    at_training_length = identity(dynamic_base(length), base, N_("b(ℓ = L) = b;"), simplifier=sp.simplify)
     at_target = identity(dynamic_base(scale * length), ntk_base(base, scale**2 - scale + 1),
-                         "b(ℓ = sL) is NTK's base for scale s² − s + 1;", simplifier=power_zero)
+                         N_("b(ℓ = sL) is NTK's base for scale s² − s + 1;"), simplifier=power_zero)
     gap = sp.factor(scale**2 - scale + 1 - scale)
-    only_at_one = identity(gap, (scale - 1) ** 2, "(s² − s + 1) − s = (s − 1)², zero only at s = 1;")
+    only_at_one = identity(gap, (scale - 1) ** 2, N_("(s² − s + 1) − s = (s − 1)², zero only at s = 1;"))
     factor_one = identity(dynamic_base(current, 1), ntk_base(base, current / length),
-                          "with factor 1 (how this app runs it), b(ℓ) is NTK's base for s = ℓ/L;",
+                          N_("with factor 1 (how this app runs it), b(ℓ) is NTK's base for s = ℓ/L;"),
                           simplifier=power_zero)
     from pe_core import RopeSpec, rope_frequencies
 
@@ -95,7 +96,7 @@ def _dynamic():
     exact_base = dynamic_base(sp.Integer(seq_len)).subs(
         {base: _CHECK_BASE, scale: _CHECK_SCALE, length: _CHECK_LENGTH, head_dim: _CHECK_DIM})
     expected = [frequency(_CHECK_DIM // 2 - 1, exact_base, _CHECK_DIM)]
-    code = numbers_match(computed.tolist(), expected, "and pe_core's dynamic RoPE at ℓ = sL has that lowest frequency.")
+    code = numbers_match(computed.tolist(), expected, N_("and pe_core's dynamic RoPE at ℓ = sL has that lowest frequency."))
     return all_of([at_training_length, at_target, only_at_one, factor_one, code])
 
 
@@ -115,8 +116,8 @@ PI_EQUIVALENCES = Derivation(
                 "can divide θ_0 by s. PI is a uniform frequency scaling, not a base change; NTK-aware scaling is the "
                 "base change that keeps θ_0.")),
     ),
-    check="Simplify the two equalities with positive symbols, evaluate the pair-0 frequency, and compare the app's "
-          "PI frequencies (pe_core, d = 128, s = 8) with θ_i/s.",
+    check=N_("Simplify the two equalities with positive symbols, evaluate the pair-0 frequency, and compare the app's "
+          "PI frequencies (pe_core, d = 128, s = 8) with θ_i/s."),
     check_function=_pi_equivalences,
     source=cite("pi"),
     notes=(
@@ -140,8 +141,8 @@ NTK_BASE = Derivation(
                 "smoothly from 1 to 1/s: high frequencies extrapolate, low ones interpolate."),
              r"\theta'_i = b^{-2i/d}\, s^{-\frac{d}{d-2}\cdot\frac{2i}{d}} = \theta_i\, s^{-2i/(d-2)}"),
     ),
-    check="Solve the lowest-frequency condition for b' with sympy, compare with b·s^{d/(d−2)}, evaluate θ'_0 and the "
-          "ratio θ'_i/θ_i, and check pe_core.ntk_aware_base.",
+    check=N_("Solve the lowest-frequency condition for b' with sympy, compare with b·s^{d/(d−2)}, evaluate θ'_0 and the "
+          "ratio θ'_i/θ_i, and check pe_core.ntk_aware_base."),
     check_function=_ntk_base,
     source=f"{cite('ntk_aware')}; {cite('yarn')}.",
 )
@@ -152,9 +153,9 @@ BASE_TIMES_S = Derivation(
     topic=TOPIC,
     claim=r"b' = b\cdot s \;\Longrightarrow\; \theta'_{d/2-1} = \frac{\theta_{d/2-1}}{s}",
     steps=(),
-    check="Compare the lowest frequency under base b·s with PI's.",
+    check=N_("Compare the lowest frequency under base b·s with PI's."),
     check_function=_base_times_s,
-    source=f"a common shortcut (NTK-aware scaling itself: {cite('ntk_aware')})",
+    source=Deferred(N_("a common shortcut (NTK-aware scaling itself: {source})"), source=cite("ntk_aware")),
     refutes="ntk_aware_base",
     said=N_("replacing the base 10000 by $10000\\cdot k$ is \"basically\" NTK-aware scaling."),
     shows=N_("with base $b\\cdot s$ the lowest frequency is $\\theta_{d/2-1}\\,s^{-(d-2)/d}$, not PI's "
@@ -179,11 +180,11 @@ DYNAMIC = Derivation(
         Step(N_("With factor 1 (how this app compares methods) it is static NTK with s = ℓ/L at every length."),
              r"b(\ell)\big|_{s=1} = b\left(\tfrac{\ell}{L}\right)^{d/(d-2)}"),
     ),
-    check="Substitute ℓ = L and ℓ = sL and simplify; factor (s² − s + 1) − s; set s = 1; compare the lowest frequency "
-          "of pe_core's dynamic RoPE at ℓ = sL (d = 128, L = 4096, s = 8) with the formula.",
+    check=N_("Substitute ℓ = L and ℓ = sL and simplify; factor (s² − s + 1) − s; set s = 1; compare the lowest frequency "
+          "of pe_core's dynamic RoPE at ℓ = sL (d = 128, L = 4096, s = 8) with the formula."),
     check_function=_dynamic,
-    source=f"{cite('dynamic_ntk')}; transformers' `_compute_dynamic_ntk_parameters` ({cite('transformers_rope')}); "
-           f"{cite('yarn')}.",
+    source=Deferred(N_("{first}; transformers' `_compute_dynamic_ntk_parameters` ({second}); {third}."),
+                    first=cite("dynamic_ntk"), second=cite("transformers_rope"), third=cite("yarn")),
 )
 
 DERIVATIONS = (PI_EQUIVALENCES, NTK_BASE, DYNAMIC)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sympy as sp
 
 from derivations.base import Derivation, Step, truth
-from i18n import N_
+from i18n import N_, Deferred
 from references import cite
 
 TOPIC = N_("Long-range decay")
@@ -39,17 +39,19 @@ def _abel():
     explicit = [_explicit_residual(+1, count) for count in _EXPLICIT_LENGTHS]
     holds = symbolic == 0 and all(r == 0 for r in explicit)
     return truth(holds, symbolic,
-                 "For a symbolic length N, sympy merges both sides into one sum, whose summand h_{i+1}S_{i+1} − h_iS_i "
-                 "telescopes to h_N S_N − h_0 S_0 = 0 under S_0 = 0, h_N = 0; the sums are also expanded term by term "
-                 f"for N = {_EXPLICIT_LENGTHS.start} … {_EXPLICIT_LENGTHS.stop - 1}.")
+                 Deferred(N_("For a symbolic length N, sympy merges both sides into one sum, whose summand "
+                             "h_{{i+1}}S_{{i+1}} − h_iS_i telescopes to h_N S_N − h_0 S_0 = 0 under S_0 = 0, h_N = 0; "
+                             "the sums are also expanded term by term for N = {first} … {last}."),
+                          first=_EXPLICIT_LENGTHS.start, last=_EXPLICIT_LENGTHS.stop - 1))
 
 
 def _flipped_sign():
     symbolic = _abel_residual(-1, pairs)
     explicit = _explicit_residual(-1, 2)
     return truth(symbolic == 0, symbolic,
-                 "sympy merges both sides into one sum for a symbolic N and evaluates it; also expands N = 2.",
-                 f"for N = 2 the two sides differ by ${sp.latex(explicit)}$" if explicit != 0 else None)
+                 N_("sympy merges both sides into one sum for a symbolic N and evaluates it; also expands N = 2."),
+                 Deferred(N_("for N = 2 the two sides differ by {difference}"), difference=f"${sp.latex(explicit)}$")
+                 if explicit != 0 else None)
 
 
 ABEL = Derivation(
@@ -74,8 +76,8 @@ ABEL = Derivation(
         Step(N_("So the mean of |S_j| over j, a function of the distance m − n alone, bounds how large the score can be; "
                 "the decay page plots it.")),
     ),
-    check="Evaluate the difference of the two sides as one sympy Sum for a symbolic N (it telescopes), and expand "
-          "both sides explicitly for N = 1 … 6.",
+    check=N_("Evaluate the difference of the two sides as one sympy Sum for a symbolic N (it telescopes), and expand "
+          "both sides explicitly for N = 1 … 6."),
     check_function=_abel,
     source=f"{cite('roformer', '§3.4.3')}; {cite('su_rope')}.",
 )
@@ -86,9 +88,9 @@ FLIPPED_SIGN = Derivation(
     topic=TOPIC,
     claim=r"\sum_{i=0}^{N-1} h_i\,(S_{i+1}-S_i) = \sum_{i=0}^{N-1} S_{i+1}\,(h_{i+1} - h_i)",
     steps=(),
-    check="Evaluate the difference of the two sides as one Sum for a symbolic N, and expand N = 2.",
+    check=N_("Evaluate the difference of the two sides as one Sum for a symbolic N, and expand N = 2."),
     check_function=_flipped_sign,
-    source=f"a common restatement (the derivation: {cite('roformer', '§3.4.3')})",
+    source=Deferred(N_("a common restatement (the derivation: {source})"), source=cite("roformer", "§3.4.3")),
     refutes="decay_abel_summation",
     said=N_("$\\sum_i h_i(S_{i+1}-S_i) = \\sum_i S_{i+1}(h_{i+1}-h_i)$."),
     shows=N_("summation by parts gives $\\sum_i S_{i+1}(h_i - h_{i+1})$, the negative of the printed sum. The "

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sympy as sp
 
 from derivations.base import Derivation, Step, all_of, identity
-from i18n import N_
+from i18n import N_, Deferred
 from references import cite
 
 TOPIC = N_("RoPE in two dimensions")
@@ -31,21 +31,21 @@ def score(position_q: sp.Expr, position_k: sp.Expr) -> sp.Expr:
 def _relative():
     lhs = score(m, n)
     rhs = (q.T * rotation((n - m) * theta) * k)[0]
-    return identity(lhs, rhs, "With m, n, θ, q₁, q₂, k₁, k₂ symbolic reals, sympy expands (R_m q)ᵀ(R_n k) − qᵀR_{n−m}k "
-                    "(angle-sum formulas, then sin² + cos² = 1) and gets exactly 0.")
+    return identity(lhs, rhs, N_("With m, n, θ, q₁, q₂, k₁, k₂ symbolic reals, sympy expands (R_m q)ᵀ(R_n k) − qᵀR_{n−m}k "
+                    "(angle-sum formulas, then sin² + cos² = 1) and gets exactly 0."))
 
 
 def _relative_sign_flip():
     lhs = score(m, n)
     rhs = (q.T * rotation((m - n) * theta) * k)[0]
-    return identity(lhs, rhs, "sympy expands (R_m q)ᵀ(R_n k) − qᵀR_{m−n}k with every symbol free.")
+    return identity(lhs, rhs, N_("sympy expands (R_m q)ᵀ(R_n k) − qᵀR_{m−n}k with every symbol free."))
 
 
 def _norm():
     rotated = rotation(m * theta) * q
     orthogonal = identity(rotation(m * theta).T * rotation(m * theta), sp.eye(2),
-                          "R_mᵀR_m − I simplifies to the zero matrix;")
-    length = identity((rotated.T * rotated)[0], (q.T * q)[0], "‖R_m q‖² − ‖q‖² simplifies to 0 for symbolic m, θ, q.")
+                          N_("R_mᵀR_m − I simplifies to the zero matrix;"))
+    length = identity((rotated.T * rotated)[0], (q.T * q)[0], N_("‖R_m q‖² − ‖q‖² simplifies to 0 for symbolic m, θ, q."))
     return all_of([orthogonal, length])
 
 
@@ -57,16 +57,16 @@ def _complex_form():
     rotated = sp.expand_complex(q_complex * sp.exp(sp.I * m * theta))
     as_vector = rotation(m * theta) * q
     return all_of([
-        identity(complex_score, expanded, "Re[q k* e^{i(m−n)θ}] minus the expanded real form is 0;"),
-        identity(expanded, score(m, n), "the expanded form minus (R_m q)ᵀ(R_n k) is 0;"),
+        identity(complex_score, expanded, N_("Re[q k* e^{i(m−n)θ}] minus the expanded real form is 0;")),
+        identity(expanded, score(m, n), N_("the expanded form minus (R_m q)ᵀ(R_n k) is 0;")),
         identity([sp.re(rotated), sp.im(rotated)], list(as_vector),
-                 "and (Re, Im) of q·e^{imθ} equals R_m q, for symbolic reals m, n, θ, q, k."),
+                 N_("and (Re, Im) of q·e^{imθ} equals R_m q, for symbolic reals m, n, θ, q, k.")),
     ])
 
 
 def _complex_sign_flip():
     restated = [sp.cos(m * theta) * q1 - sp.sin(m * theta) * q2, sp.sin(m * theta) * q1 - sp.cos(m * theta) * q2]
-    return identity(restated, list(rotation(m * theta) * q), "sympy subtracts R_m q from the restated vector.")
+    return identity(restated, list(rotation(m * theta) * q), N_("sympy subtracts R_m q from the restated vector."))
 
 
 RELATIVE = Derivation(
@@ -84,7 +84,7 @@ RELATIVE = Derivation(
         Step(N_("So the score sees only the offset n − m: moving both tokens by the same amount changes nothing."),
              r"(R_m q)^\top (R_n k) = q^\top R_{n-m} k"),
     ),
-    check="Expand both sides symbolically (m, n, θ and the four coordinates free) and subtract.",
+    check=N_("Expand both sides symbolically (m, n, θ and the four coordinates free) and subtract."),
     check_function=_relative,
     source=f"{cite('roformer', 'eq. 14')}; {cite('su_rope')}.",
 )
@@ -95,9 +95,9 @@ RELATIVE_SIGN_FLIP = Derivation(
     topic=TOPIC,
     claim=r"(R_{m}\,q)^{\top}(R_{n}\,k) \;=\; q^{\top} R_{m-n}\, k",
     steps=(),
-    check="Subtract qᵀR_{m−n}k from the rotated score.",
+    check=N_("Subtract qᵀR_{m−n}k from the rotated score."),
     check_function=_relative_sign_flip,
-    source=f"a common restatement (the identity: {cite('roformer', 'eq. 14')})",
+    source=Deferred(N_("a common restatement (the identity: {source})"), source=cite("roformer", "eq. 14")),
     refutes="rope2d_relative",
     said=N_(r"the matrix between $q^\top$ and $k$ is $\begin{pmatrix}\cos((m-n)\theta) & -\sin((m-n)\theta)\\ "
             r"\sin((m-n)\theta) & \cos((m-n)\theta)\end{pmatrix}$, i.e. $R_{m-n}$."),
@@ -119,7 +119,7 @@ NORM = Derivation(
              r"\lVert R_m q\rVert^2 = q^\top R_m^\top R_m q = q^\top q = \lVert q\rVert^2"),
         Step(N_("This is why RoPE does not change the scale of q or k, only their direction, at any position.")),
     ),
-    check="Simplify R_mᵀR_m − I and ‖R_m q‖² − ‖q‖² to zero with every symbol free.",
+    check=N_("Simplify R_mᵀR_m − I and ‖R_m q‖² − ‖q‖² to zero with every symbol free."),
     check_function=_norm,
     source=cite("roformer"),
 )
@@ -142,8 +142,8 @@ COMPLEX_FORM = Derivation(
         Step(N_("Since Re[z w*] is the dot product of z and w as 2-D vectors, this is the rotated score."),
              r"\operatorname{Re}[(q e^{im\theta})(k e^{in\theta})^{*}] = (R_m q)^\top (R_n k)"),
     ),
-    check="Compute the real part with sympy's complex expansion (real symbols), subtract the expanded form and the "
-          "rotated score, and compare (Re, Im) of q·e^{imθ} with R_m q.",
+    check=N_("Compute the real part with sympy's complex expansion (real symbols), subtract the expanded form and the "
+          "rotated score, and compare (Re, Im) of q·e^{imθ} with R_m q."),
     check_function=_complex_form,
     source=cite("roformer", "eq. 12–13"),
 )
@@ -154,9 +154,9 @@ COMPLEX_SIGN_FLIP = Derivation(
     topic=TOPIC,
     claim=r"R_m q = \left(\cos m\theta\, q_1 - \sin m\theta\, q_2,\;\; \sin m\theta\, q_1 - \cos m\theta\, q_2\right)",
     steps=(),
-    check="Subtract R_m q from the restated vector.",
+    check=N_("Subtract R_m q from the restated vector."),
     check_function=_complex_sign_flip,
-    source=f"a common restatement (the complex form: {cite('roformer', 'eq. 12–13')})",
+    source=Deferred(N_("a common restatement (the complex form: {source})"), source=cite("roformer", "eq. 12–13")),
     refutes="rope2d_complex",
     said=N_(r"$R_m q = (\cos m\theta\,q_1 - \sin m\theta\,q_2,\; \sin m\theta\,q_1 - \cos m\theta\,q_2)$."),
     shows=N_(r"the second coordinate is $\sin m\theta\,q_1 + \cos m\theta\,q_2$ (the imaginary part of "

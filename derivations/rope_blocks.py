@@ -6,7 +6,7 @@ import sympy as sp
 
 from derivations.base import Derivation, Parameter, Step, all_of, identity
 from derivations.rope_2d import rotation
-from i18n import N_
+from i18n import N_, Deferred
 from references import cite
 
 TOPIC = N_("Block-diagonal RoPE in d dimensions")
@@ -63,26 +63,26 @@ def _relative(d: int):
     lhs = block_rotation(m, d).T * block_rotation(n, d)
     rhs = block_rotation(n - m, d)
     return all_of([
-        identity(lhs, rhs, f"R_mᵀR_n − R_(n−m) is the zero {d}×{d} matrix;"),
-        identity(block_rotation(m, d).T * block_rotation(m, d), sp.eye(d), "and R_mᵀR_m = I,"),
-    ], f"With d = {d}, symbolic m, n and free frequencies θ_0 … θ_{d // 2 - 1}: R_mᵀR_n − R_(n−m) is the zero "
-       f"{d}×{d} matrix and R_mᵀR_m = I.")
+        identity(lhs, rhs, Deferred(N_("R_mᵀR_n − R_(n−m) is the zero {d}×{d} matrix;"), d=d)),
+        identity(block_rotation(m, d).T * block_rotation(m, d), sp.eye(d), N_("and R_mᵀR_m = I,")),
+    ], Deferred(N_("With d = {d}, symbolic m, n and free frequencies θ_0 … θ_{last}: R_mᵀR_n − R_(n−m) is the "
+                   "zero {d}×{d} matrix and R_mᵀR_m = I."), d=d, last=d // 2 - 1))
 
 
 def _interleaved(d: int):
     x = vector("x", d)
     return identity(interleaved_form(x, m, d), block_rotation(m, d) * x,
-                    f"With d = {d}: the element-wise form minus R_m x, for a symbolic x and free θ_i, is the zero "
-                    "vector.")
+                    Deferred(N_("With d = {d}: the element-wise form minus R_m x, for a symbolic x and free θ_i, "
+                                "is the zero vector."), d=d))
 
 
 def _half_split(d: int):
     x = vector("x", d)
     permutation = half_split_permutation(d)
     same_rotation = identity(half_split_form(x, m, d), permutation.T * block_rotation(m, d) * permutation * x,
-                             f"With d = {d}: rotate_half's form minus Pᵀ R_m P x is the zero vector;")
-    orthogonal = identity(permutation.T * permutation, sp.eye(d), "P is a permutation (PᵀP = I), so scores are "
-                          "unchanged when W_q and W_k are permuted the same way.")
+                             Deferred(N_("With d = {d}: rotate_half's form minus Pᵀ R_m P x is the zero vector;"), d=d))
+    orthogonal = identity(permutation.T * permutation, sp.eye(d), N_("P is a permutation (PᵀP = I), so scores are "
+                          "unchanged when W_q and W_k are permuted the same way."))
     return all_of([same_rotation, orthogonal])
 
 
@@ -93,8 +93,8 @@ def _missing_transpose():
     x, y = vector("x", d), vector("y", d)
     lhs = ((block_rotation(m, d) * w_q * x).T * (block_rotation(n, d) * w_k * y))[0]
     restated = (x.T * w_q * block_rotation(n - m, d) * w_k * y)[0]
-    return identity(lhs, restated, "sympy subtracts the restated form from the rotated score for general 2×2 W_q, "
-                    "W_k.")
+    return identity(lhs, restated, N_("sympy subtracts the restated form from the rotated score for general 2×2 W_q, "
+                    "W_k."))
 
 
 BLOCK_RELATIVE = Derivation(
@@ -114,7 +114,7 @@ BLOCK_RELATIVE = Derivation(
              r"q^\top (R^{d}_{\Theta,m})^{\top} R^{d}_{\Theta,n} k = \sum_{i=0}^{d/2-1} q_{[2i:2i+1]}^{\top} "
              r"R((n-m)\theta_i)\, k_{[2i:2i+1]}"),
     ),
-    check="Build the d × d matrices for the chosen d with free symbols θ_i and subtract.",
+    check=N_("Build the d × d matrices for the chosen d with free symbols θ_i and subtract."),
     check_function=_relative,
     parameter=HEAD_DIM,
     source=cite("roformer", "eq. 14–15"),
@@ -126,9 +126,9 @@ MISSING_TRANSPOSE = Derivation(
     topic=TOPIC,
     claim=r"(R_m W_q x_m)^{\top}(R_n W_k x_n) = x_m^{\top} W_q\, R_{n-m} W_k\, x_n",
     steps=(),
-    check="Subtract the restated form from the rotated score with general (non-symmetric) W_q and W_k.",
+    check=N_("Subtract the restated form from the rotated score with general (non-symmetric) W_q and W_k."),
     check_function=_missing_transpose,
-    source=f"a common restatement (the score: {cite('roformer', 'eq. 14–15')})",
+    source=Deferred(N_("a common restatement (the score: {source})"), source=cite("roformer", "eq. 14–15")),
     refutes="blocks_relative",
     said=N_(r"$q_m^\top k_n = x_m^\top W_q R_{n-m} W_k x_n$."),
     shows=N_(r"a transpose is missing: $q_m^\top k_n = x_m^\top W_q^{\top} R_{n-m} W_k x_n$. The two agree only when "
@@ -150,7 +150,7 @@ INTERLEAVED = Derivation(
         Step(N_("Collect the cosine terms and the sine terms into two element-wise products; no d × d matrix is ever "
                 "built, which is how every implementation computes RoPE (O(d) instead of O(d²) per vector).")),
     ),
-    check="Build both sides for the chosen d with a symbolic vector x and free θ_i, and subtract.",
+    check=N_("Build both sides for the chosen d with a symbolic vector x and free θ_i, and subtract."),
     check_function=_interleaved,
     parameter=HEAD_DIM,
     source=cite("roformer", "eq. 34"),
@@ -176,10 +176,11 @@ HALF_SPLIT = Derivation(
                 "conversion scripts do) the attention scores are identical."),
              r"(P^\top R_m P q)^\top (P^\top R_n P k) = (Pq)^\top R_{n-m} (Pk)"),
     ),
-    check="Build rotate_half's form, the permutation P and Pᵀ R_m P x for the chosen d, and subtract.",
+    check=N_("Build rotate_half's form, the permutation P and Pᵀ R_m P x for the chosen d, and subtract."),
     check_function=_half_split,
     parameter=HEAD_DIM,
-    source=f"transformers' `apply_rotary_pos_emb` and `rotate_half`; {cite('roformer', 'eq. 34')}.",
+    source=Deferred(N_("transformers' `apply_rotary_pos_emb` and `rotate_half`; {source}."),
+                    source=cite("roformer", "eq. 34")),
 )
 
 DERIVATIONS = (BLOCK_RELATIVE, INTERLEAVED, HALF_SPLIT)

@@ -29,19 +29,19 @@ def _relative_only(position_phase) -> sp.Expr:
 
 def _linear_phase():
     solved = sp.rsolve(phase(m) - phase(m - 1) - theta, phase(m), {phase(0): 0})
-    recurrence = identity(solved, m * theta, "the recurrence φ(m) − φ(m−1) = θ with φ(0) = 0 solves to φ(m) = mθ;")
+    recurrence = identity(solved, m * theta, N_("the recurrence φ(m) − φ(m−1) = θ with φ(0) = 0 solves to φ(m) = mθ;"))
     linear = lambda position: position * theta  # noqa: E731 - the phase the recurrence produced
     relative = truth(_relative_only(linear) == 0, _relative_only(linear),
-                     "(∂_m + ∂_n)[f(q,m) f*(k,n)] = 0, so the product depends on m − n only;")
-    start = identity(encode(rho_q, alpha, 0, linear), rho_q * sp.exp(sp.I * alpha), "f(q, 0) = q;")
-    length = identity(sp.Abs(encode(rho_q, alpha, m, linear)), rho_q, "and |f(q, m)| = |q|.",
+                     N_("(∂_m + ∂_n)[f(q,m) f*(k,n)] = 0, so the product depends on m − n only;"))
+    start = identity(encode(rho_q, alpha, 0, linear), rho_q * sp.exp(sp.I * alpha), N_("f(q, 0) = q;"))
+    length = identity(sp.Abs(encode(rho_q, alpha, m, linear)), rho_q, N_("and |f(q, m)| = |q|."),
                       simplifier=sp.simplify)
     return all_of([recurrence, relative, start, length])
 
 
 def _quadratic_phase():
     residual = _relative_only(lambda position: theta * position**2)
-    return truth(residual == 0, residual, "sympy computes (∂_m + ∂_n)[f(q,m) f*(k,n)] with φ(m) = θm².",
+    return truth(residual == 0, residual, N_("sympy computes (∂_m + ∂_n)[f(q,m) f*(k,n)] with φ(m) = θm²."),
                  numeric_witness(residual))
 
 
@@ -66,8 +66,8 @@ LINEAR_PHASE = Derivation(
              r"\varphi(m) = m\theta \;\Rightarrow\; f(q,m) = \lVert q\rVert e^{i(\Theta(q) + m\theta)} = "
              r"q\,e^{im\theta}"),
     ),
-    check="Solve the recurrence with sympy's rsolve; then, for f(q,m) = q e^{imθ}, check that (∂_m + ∂_n) of "
-          "f(q,m)f*(k,n) vanishes, that f(q,0) = q and that |f(q,m)| = |q| (q, k in polar form with free symbols).",
+    check=N_("Solve the recurrence with sympy's rsolve; then, for f(q,m) = q e^{imθ}, check that (∂_m + ∂_n) of "
+          "f(q,m)f*(k,n) vanishes, that f(q,0) = q and that |f(q,m)| = |q| (q, k in polar form with free symbols)."),
     check_function=_linear_phase,
     source=f"{cite('roformer', '§3.4.1')}; {cite('su_rope')}.",
 )
@@ -78,9 +78,9 @@ QUADRATIC_PHASE = Derivation(
     topic=TOPIC,
     claim=r"f(q,m) = q\,e^{i\theta m^2}\ \text{ also gives } f(q,m)f^{*}(k,n) = g(q,k,m-n)",
     steps=(),
-    check="Differentiate the product along m = n (∂_m + ∂_n) with φ(m) = θm².",
+    check=N_("Differentiate the product along m = n (∂_m + ∂_n) with φ(m) = θm²."),
     check_function=_quadratic_phase,
-    source="A counterfactual, to show why the arithmetic-sequence step matters.",
+    source=N_("A counterfactual, to show why the arithmetic-sequence step matters."),
     refutes="relative_linear_phase",
     said=N_("any phase that grows with position would do, for example $\\varphi(m) = \\theta m^2$."),
     shows=N_("$\\theta m^2 - \\theta n^2 = \\theta(m-n)(m+n)$ depends on $m + n$ too, so the score would change when both "

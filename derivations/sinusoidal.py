@@ -7,7 +7,7 @@ import math
 import sympy as sp
 
 from derivations.base import Derivation, Step, all_of, identity, truth
-from i18n import N_
+from i18n import N_, Deferred
 from references import cite
 
 TOPIC = N_("Sinusoidal encoding")
@@ -36,9 +36,9 @@ def shift_matrix(offset: sp.Expr, frequency: sp.Expr) -> sp.Matrix:
 def _linear_shift():
     shift = shift_matrix(k, omega)
     maps = identity(encoding_pair(t + k, omega), shift * encoding_pair(t, omega),
-                    "PE(t+k) − M_k PE(t) is the zero vector for symbolic t, k, ω;")
-    rotation = identity(shift.T * shift, sp.eye(2), "M_kᵀM_k = I (a rotation);")
-    independent = truth(t not in shift.free_symbols, sp.S.Zero, "and M_k contains no t.")
+                    N_("PE(t+k) − M_k PE(t) is the zero vector for symbolic t, k, ω;"))
+    rotation = identity(shift.T * shift, sp.eye(2), N_("M_kᵀM_k = I (a rotation);"))
+    independent = truth(t not in shift.free_symbols, sp.S.Zero, N_("and M_k contains no t."))
     return all_of([maps, rotation, independent])
 
 
@@ -48,8 +48,8 @@ def _dot_product():
     residual = sp.Sum(identity(summand, sp.S.Zero, "").residual, (i, 0, pairs - 1)).doit()
     even = identity(sp.cos(-k * omegas[i]), sp.cos(k * omegas[i]), "")
     holds = residual == 0 and even.holds
-    return truth(holds, residual, "For a symbolic number of pairs N = d/2 and free frequencies ω_i, sympy reduces "
-                 "Σ_i [PE(t,2i)PE(t+k,2i) + PE(t,2i+1)PE(t+k,2i+1) − cos kω_i] to 0, and cos(−kω_i) = cos kω_i.")
+    return truth(holds, residual, N_("For a symbolic number of pairs N = d/2 and free frequencies ω_i, sympy reduces "
+                 "Σ_i [PE(t,2i)PE(t+k,2i) + PE(t,2i+1)PE(t+k,2i+1) − cos kω_i] to 0, and cos(−kω_i) = cos kω_i."))
 
 
 def wavelength(pair_index: sp.Expr, base_value: sp.Expr = base) -> sp.Expr:
@@ -60,26 +60,26 @@ def wavelength(pair_index: sp.Expr, base_value: sp.Expr = base) -> sp.Expr:
 def _periods():
     larger_base = 1 + excess
     growth = sp.diff(wavelength(i, larger_base), i)
-    increasing = truth(growth.is_positive, growth, "dλ_i/di > 0 when b > 1;")
-    shortest = identity(wavelength(0), 2 * sp.pi, "λ_0 = 2π;")
+    increasing = truth(growth.is_positive, growth, N_("dλ_i/di > 0 when b > 1;"))
+    shortest = identity(wavelength(0), 2 * sp.pi, N_("λ_0 = 2π;"))
     longest = identity(wavelength(head_dim / 2 - 1), 2 * sp.pi * base ** (1 - 2 / head_dim),
-                       "λ_{d/2−1} = 2π b^{1−2/d};", simplifier=sp.simplify)
+                       N_("λ_{d/2−1} = 2π b^{1−2/d};"), simplifier=sp.simplify)
     ratio = sp.simplify(wavelength(head_dim / 2 - 1, larger_base) / (2 * sp.pi * larger_base))
     below_2pi_b = truth(sp.expand_log(sp.log(ratio)).is_negative, ratio,
-                        "and λ_{d/2−1} / (2πb) = b^{−2/d} < 1 for b > 1.")
+                        N_("and λ_{d/2−1} / (2πb) = b^{−2/d} < 1 for b > 1."))
     return all_of([increasing, shortest, longest, below_2pi_b])
 
 
 def _period_range():
     return identity(wavelength(head_dim / 2 - 1), 2 * sp.pi * base,
-                    "sympy subtracts 2πb from the longest wavelength 2π b^{(d−2)/d}.", simplifier=sp.simplify,
+                    N_("sympy subtracts 2πb from the longest wavelength 2π b^{(d−2)/d}."), simplifier=sp.simplify,
                     witness={base: 10_000, head_dim: 512})
 
 
 def _period_shrinks():
     growth = sp.diff(wavelength(i, 1 + excess), i)
-    opposite = "sympy proves dλ_i/di > 0: λ_i grows with i for every b > 1" if growth.is_positive else None
-    return truth(growth.is_negative, growth, "sympy decides the sign of dλ_i/di for b = 1 + ε > 1.", opposite)
+    opposite = N_("sympy proves dλ_i/di > 0: λ_i grows with i for every b > 1") if growth.is_positive else None
+    return truth(growth.is_negative, growth, N_("sympy decides the sign of dλ_i/di for b = 1 + ε > 1."), opposite)
 
 
 def _first_increase(head_dim_value: int, base_value: float, search: int = 200) -> int | None:
@@ -96,15 +96,16 @@ def _monotone_decay():
     head_dim_value, base_value = 128, 10_000
     offset = _first_increase(head_dim_value, base_value)
     if offset is None:
-        return truth(True, sp.S.Zero, "No increase found among the first 200 offsets.")
+        return truth(True, sp.S.Zero, N_("No increase found among the first 200 offsets."))
     frequencies = [sp.Integer(base_value) ** sp.Rational(-2 * p, head_dim_value) for p in range(head_dim_value // 2)]
     value = [sp.Add(*[sp.cos(off * w) for w in frequencies]) for off in (offset, offset + 1)]
     rise = sp.N(value[1] - value[0], 30)
     return truth(rise <= 0, rise,
-                 f"With d = {head_dim_value}, b = {base_value}: sympy evaluates Σ cos(kω_i) at k = {offset} and "
-                 f"k = {offset + 1} to 30 digits.",
-                 f"at d = {head_dim_value}, b = {base_value}: Σcos(kω_i) is {sp.N(value[0], 8)} at k = {offset} and "
-                 f"{sp.N(value[1], 8)} at k = {offset + 1}")
+                 Deferred(N_("With d = {d}, b = {base}: sympy evaluates Σ cos(kω_i) at k = {k} and k = {next} to 30 "
+                             "digits."), d=head_dim_value, base=base_value, k=offset, next=offset + 1),
+                 Deferred(N_("at d = {d}, b = {base}: Σcos(kω_i) is {first} at k = {k} and {second} at k = {next}"),
+                          d=head_dim_value, base=base_value, first=sp.N(value[0], 8), k=offset,
+                          second=sp.N(value[1], 8), next=offset + 1))
 
 
 LINEAR_SHIFT = Derivation(
@@ -125,8 +126,8 @@ LINEAR_SHIFT = Derivation(
              r"\begin{pmatrix}PE(k,2i+1) & PE(k,2i)\\ -PE(k,2i) & PE(k,2i+1)\end{pmatrix}"),
         Step(N_("Stacking the d/2 pairs gives a block-diagonal matrix: PE(t + k) is a linear function of PE(t).")),
     ),
-    check="Subtract M_k PE(t) from PE(t + k) for one pair with symbolic t, k, ω; check M_k is orthogonal and free "
-          "of t. Pairs are independent, so one generic pair covers every d.",
+    check=N_("Subtract M_k PE(t) from PE(t + k) for one pair with symbolic t, k, ω; check M_k is orthogonal and free "
+          "of t. Pairs are independent, so one generic pair covers every d."),
     check_function=_linear_shift,
     source=cite("vaswani", "§3.5"),
     notes=(
@@ -151,7 +152,7 @@ DOT_PRODUCT = Derivation(
         Step(N_("The position t has cancelled; cosine is even, so the offsets k and −k give the same value."),
              r"\sum_i \cos(k\omega_i) = \sum_i \cos(-k\omega_i)"),
     ),
-    check="Sum the per-pair residual over i = 0 … N − 1 for a symbolic N and free ω_i, and let sympy evaluate it.",
+    check=N_("Sum the per-pair residual over i = 0 … N − 1 for a symbolic N and free ω_i, and let sympy evaluate it."),
     check_function=_dot_product,
     source=f"{cite('vaswani', '§3.5')}; {cite('su_sinusoidal')}.",
     notes=(
@@ -166,9 +167,9 @@ MONOTONE_DECAY = Derivation(
     topic=TOPIC,
     claim=r"k \mapsto \sum_{i}\cos(k\,\omega_i)\ \text{is decreasing}",
     steps=(),
-    check="Find the first offset where the sum rises (floating point), then confirm it exactly with sympy.",
+    check=N_("Find the first offset where the sum rises (floating point), then confirm it exactly with sympy."),
     check_function=_monotone_decay,
-    source=f"a common restatement (compare {cite('su_sinusoidal')})",
+    source=Deferred(N_("a common restatement (compare {source})"), source=cite("su_sinusoidal")),
     refutes="sinusoidal_dot_product",
     said=N_("as $k$ grows, $PE(t)\\cdot PE(t+k)$ decreases."),
     shows=N_("the sum only decays on average; with $d = 128$, $b = 10\\,000$ it already rises between two neighbouring "
@@ -190,8 +191,8 @@ PERIODS = Derivation(
         Step(N_("The last pair is i = d/2 − 1, so the longest period stops short of 2πb."),
              r"\lambda_{d/2-1} = 2\pi b^{(d-2)/d} = 2\pi b\cdot b^{-2/d} < 2\pi b"),
     ),
-    check="Differentiate λ_i with b = 1 + ε (ε > 0) and let sympy decide the sign; evaluate λ at i = 0 and "
-          "i = d/2 − 1; decide the sign of ln(λ_{d/2−1}/(2πb)).",
+    check=N_("Differentiate λ_i with b = 1 + ε (ε > 0) and let sympy decide the sign; evaluate λ at i = 0 and "
+          "i = d/2 − 1; decide the sign of ln(λ_{d/2−1}/(2πb))."),
     check_function=_periods,
     source=cite("vaswani", "§3.5"),
     notes=(
@@ -207,9 +208,9 @@ PERIOD_RANGE = Derivation(
     topic=TOPIC,
     claim=r"\max_i \lambda_i = 2\pi b",
     steps=(),
-    check="Subtract 2πb from the longest period.",
+    check=N_("Subtract 2πb from the longest period."),
     check_function=_period_range,
-    source=f"a common restatement (the periods: {cite('vaswani', '§3.5')})",
+    source=Deferred(N_("a common restatement (the periods: {source})"), source=cite("vaswani", "§3.5")),
     refutes="sinusoidal_periods",
     said=N_("the period $T = \\text{base}^{i/d}\\cdot 2\\pi$ ranges over $[2\\pi,\\ \\text{base}\\cdot 2\\pi]$."),
     shows=N_("the last pair is $i = d/2 - 1$, so the longest period is $2\\pi b^{(d-2)/d}$, a factor $b^{-2/d}$ short of "
@@ -222,9 +223,9 @@ PERIOD_SHRINKS = Derivation(
     topic=TOPIC,
     claim=r"\frac{d\lambda_i}{di} < 0",
     steps=(),
-    check="Let sympy decide the sign of dλ_i/di for b > 1.",
+    check=N_("Let sympy decide the sign of dλ_i/di for b > 1."),
     check_function=_period_shrinks,
-    source=f"a common slip (the periods: {cite('vaswani', '§3.5')})",
+    source=Deferred(N_("a common slip (the periods: {source})"), source=cite("vaswani", "§3.5")),
     refutes="sinusoidal_periods",
     said=N_("the higher the dimension index $i$, the lower the frequency and the *shorter* the period."),
     shows=N_("lower frequency means a *longer* period: $d\\lambda_i/di = \\lambda_i\\, 2\\ln b/d > 0$. The first half of "

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sympy as sp
 
 from derivations.base import Derivation, Step, all_of, identity, numbers_match, power_zero, truth
-from i18n import N_
+from i18n import N_, Deferred
 from references import cite
 
 TOPIC = N_("NTK-by-parts and YaRN")
@@ -40,27 +40,27 @@ def _correction_dim():
     wavelength_at = 2 * sp.pi * base ** (2 * index / dims)
     logged = sp.Eq(sp.log(rotations), sp.expand_log(sp.log(length / wavelength_at), force=True))
     solved = sp.solve(logged, index)
-    unique = truth(len(solved) == 1, sp.Integer(len(solved)), "taking logs makes r = L/λ_d linear in d; sympy solves "
-                   "it and finds one solution;")
-    matches = identity(solved[0] if solved else sp.S.Zero, correction_index(), "it equals D ln(L/(2πr))/(2 ln b);",
+    unique = truth(len(solved) == 1, sp.Integer(len(solved)), N_("taking logs makes r = L/λ_d linear in d; sympy solves "
+                   "it and finds one solution;"))
+    matches = identity(solved[0] if solved else sp.S.Zero, correction_index(), N_("it equals D ln(L/(2πr))/(2 ln b);"),
                        simplifier=power_zero)
     back = identity(length / wavelength_at.subs(index, correction_index()), rotations,
-                    "substituting it back gives r = L/λ;", simplifier=power_zero)
+                    N_("substituting it back gives r = L/λ;"), simplifier=power_zero)
     from pe_core.rope import yarn_correction_dim
 
     settings = [(32, 128, 10_000, 4096), (1, 128, 10_000, 4096), (32, 64, 500_000, 8192)]
     computed = [yarn_correction_dim(r, d, float(b), n) for r, d, b, n in settings]
     exact = [correction_index().subs({rotations: r, dims: d, base: b, length: n}) for r, d, b, n in settings]
-    code = numbers_match(computed, exact, "and pe_core.rope.yarn_correction_dim agrees for three settings.")
+    code = numbers_match(computed, exact, N_("and pe_core.rope.yarn_correction_dim agrees for three settings."))
     return all_of([unique, matches, back, code])
 
 
 def _ramp_blend():
     blended_wavelength = 2 * sp.pi / blended_frequency(2 * sp.pi / wavelength)
     form = identity(blended_wavelength, wavelength * scale / (1 - gamma + gamma * scale),
-                    "2π/h(θ) = λs/(1 − γ + γs);", simplifier=sp.simplify)
+                    N_("2π/h(θ) = λs/(1 − γ + γs);"), simplifier=sp.simplify)
     ends = identity([blended_frequency().subs(gamma, 0), blended_frequency().subs(gamma, 1)], [theta / scale, theta],
-                    "h = θ/s at γ = 0 and h = θ at γ = 1.")
+                    N_("h = θ/s at γ = 0 and h = θ at γ = 1."))
     return all_of([form, ends])
 
 
@@ -69,28 +69,28 @@ def _paper_wavelength_blend():
     implemented = 2 * sp.pi / blended_frequency(2 * sp.pi / wavelength)
     residual = sp.factor(sp.simplify(paper - implemented))
     point = {gamma: sp.Rational(1, 2), scale: 4, wavelength: 1}
-    example = (f"at γ = 1/2, s = 4 the paper's λ' is {float(paper.subs(point)):g}λ, the implemented wavelength "
-               f"{float(implemented.subs(point)):g}λ")
-    return truth(residual == 0, residual, "sympy factors λ'(paper) − 2π/h(θ).", example)
+    example = Deferred(N_("at γ = 1/2, s = 4 the paper's λ' is {paper}λ, the implemented wavelength {implemented}λ"),
+                       paper=f"{float(paper.subs(point)):g}", implemented=f"{float(implemented.subs(point)):g}")
+    return truth(residual == 0, residual, N_("sympy factors λ'(paper) − 2π/h(θ)."), example)
 
 
 def _attention_scaling():
     dot = sp.Sum(q[i] * k[i], (i, 0, size - 1))
     scaled = sp.Sum((scale_factor * q[i]) * (scale_factor * k[i]), (i, 0, size - 1))
     divides = identity(scaled.subs(scale_factor, sp.sqrt(1 / temperature)), dot / temperature,
-                       "Σ(√(1/t) q_i)(√(1/t) k_i) − (Σ q_i k_i)/t = 0 for a symbolic dimension D;",
+                       N_("Σ(√(1/t) q_i)(√(1/t) k_i) − (Σ q_i k_i)/t = 0 for a symbolic dimension D;"),
                        simplifier=lambda e: sp.simplify(sp.factor_terms(sp.expand(e.doit()))))
     solved_t = sp.solve(sp.Eq(sp.sqrt(1 / temperature), yarn_mscale()), temperature)
     t_value = identity(solved_t[0] if len(solved_t) == 1 else sp.S.Zero, 1 / yarn_mscale() ** 2,
-                       "√(1/t) = 0.1 ln s + 1 gives t = (0.1 ln s + 1)^{−2};", simplifier=sp.simplify)
+                       N_("√(1/t) = 0.1 ln s + 1 gives t = (0.1 ln s + 1)^{−2};"), simplifier=sp.simplify)
     region = sp.solve_univariate_inequality(yarn_mscale() > 1, scale, relational=False)
     sharpen = truth(region == sp.Interval.open(1, sp.oo), region,
-                    "the factor exceeds 1 (so t < 1 and logits grow) exactly for s > 1;")
+                    N_("the factor exceeds 1 (so t < 1 and logits grow) exactly for s > 1;"))
     from pe_core import yarn_get_mscale
 
     scales = (2, 4, 8, 16, 32)
     code = numbers_match([yarn_get_mscale(float(s)) for s in scales], [yarn_mscale(sp.Integer(s)) for s in scales],
-                         "and pe_core.yarn_get_mscale agrees for s = 2 … 32.")
+                         N_("and pe_core.yarn_get_mscale agrees for s = 2 … 32."))
     return all_of([divides, t_value, sharpen, code])
 
 
@@ -99,9 +99,10 @@ def _threshold_e():
     stated = sp.Interval.open(sp.E, sp.oo)
     difference = region - stated
     at_two = yarn_mscale(sp.Integer(2))
-    example = f"at s = 2 < e: √(1/t) = 0.1·ln 2 + 1 ≈ {float(at_two):.4f} > 1" if at_two > 1 else None
+    example = Deferred(N_("at s = 2 < e: √(1/t) = 0.1·ln 2 + 1 ≈ {value} > 1"),
+                       value=f"{float(at_two):.4f}") if at_two > 1 else None
     return truth(difference == sp.EmptySet and stated - region == sp.EmptySet, difference,
-                 "sympy solves 0.1 ln s + 1 > 1 for s > 0 and compares the solution set with (e, ∞).", example)
+                 N_("sympy solves 0.1 ln s + 1 > 1 for s > 0 and compares the solution set with (e, ∞)."), example)
 
 
 CORRECTION_DIM = Derivation(
@@ -118,10 +119,11 @@ CORRECTION_DIM = Derivation(
         Step(N_("Solve for d. NTK-by-parts ramps between the pairs with r = β (32) and r = α (1)."),
              r"d(r) = \frac{D\,\ln\!\big(L/(2\pi r)\big)}{2\ln b}"),
     ),
-    check="Solve the logged equation for d with sympy, compare with the formula, substitute back, and compare "
-          "pe_core.rope.yarn_correction_dim at three settings.",
+    check=N_("Solve the logged equation for d with sympy, compare with the formula, substitute back, and compare "
+          "pe_core.rope.yarn_correction_dim at three settings."),
     check_function=_correction_dim,
-    source=f"{cite('yarn', 'eq. 14')} and the correction-range code ({cite('transformers_rope')}).",
+    source=Deferred(N_("{paper} and the correction-range code ({code})."), paper=cite("yarn", "eq. 14"),
+                    code=cite("transformers_rope")),
 )
 
 RAMP_BLEND = Derivation(
@@ -138,9 +140,10 @@ RAMP_BLEND = Derivation(
         Step(N_("Its wavelength is therefore a harmonic, not a straight, blend of sλ and λ."),
              r"\lambda' = \frac{2\pi}{h(\theta)} = \frac{\lambda s}{1-\gamma+\gamma s}"),
     ),
-    check="Simplify 2π/h(2π/λ) − λs/(1 − γ + γs) to 0 and evaluate h at γ = 0 and γ = 1.",
+    check=N_("Simplify 2π/h(2π/λ) − λs/(1 − γ + γs) to 0 and evaluate h at γ = 0 and γ = 1."),
     check_function=_ramp_blend,
-    source=f"{cite('yarn', 'eq. 18–19')}; transformers' `_compute_yarn_parameters` ({cite('transformers_rope')}).",
+    source=Deferred(N_("{paper}; transformers' `_compute_yarn_parameters` ({code})."), paper=cite("yarn", "eq. 18–19"),
+                    code=cite("transformers_rope")),
 )
 
 PAPER_WAVELENGTH_BLEND = Derivation(
@@ -149,7 +152,7 @@ PAPER_WAVELENGTH_BLEND = Derivation(
     topic=TOPIC,
     claim=r"(1-\gamma)\,s\lambda + \gamma\lambda = \frac{2\pi}{h(\theta)}",
     steps=(),
-    check="Factor the difference between the paper's λ' and the wavelength of h(θ).",
+    check=N_("Factor the difference between the paper's λ' and the wavelength of h(θ)."),
     check_function=_paper_wavelength_blend,
     source=f"{cite('yarn', 'eq. 17 vs eq. 19')}",
     refutes="yarn_ramp_blend",
@@ -176,8 +179,8 @@ ATTENTION_SCALING = Derivation(
         Step(N_("With the fitted factor, t < 1 whenever s > 1: the logits are multiplied by (0.1 ln s + 1)² > 1, which "
                 "sharpens the softmax."), r"t = \frac{1}{(0.1\ln s + 1)^2}"),
     ),
-    check="Simplify the scaled sum for a symbolic dimension, solve √(1/t) = 0.1 ln s + 1 for t, solve the inequality "
-          "0.1 ln s + 1 > 1, and compare pe_core.yarn_get_mscale.",
+    check=N_("Simplify the scaled sum for a symbolic dimension, solve √(1/t) = 0.1 ln s + 1 for t, solve the inequality "
+          "0.1 ln s + 1 > 1, and compare pe_core.yarn_get_mscale."),
     check_function=_attention_scaling,
     source=cite("yarn", "eq. 21–22"),
     notes=(
@@ -193,9 +196,9 @@ THRESHOLD_E = Derivation(
     topic=TOPIC,
     claim=r"0.1\ln s + 1 > 1 \iff s > e",
     steps=(),
-    check="Solve the inequality for s and compare the solution set with (e, ∞).",
+    check=N_("Solve the inequality for s and compare the solution set with (e, ∞)."),
     check_function=_threshold_e,
-    source=f"a common restatement (the factor: {cite('yarn', 'eq. 21–22')})",
+    source=Deferred(N_("a common restatement (the factor: {source})"), source=cite("yarn", "eq. 21–22")),
     refutes="yarn_attention_scaling",
     said=N_("when $k > e$, $\\sqrt{1/t} = 0.1\\ln k + 1 > 1$, so $t < 1$."),
     shows=N_("$0.1\\ln s + 1 > 1$ holds for every $s > 1$ (the residual is the part of the solution set the statement "

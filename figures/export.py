@@ -28,6 +28,8 @@ from typing import Any
 
 import plotly.graph_objects as go
 
+from i18n import N_, _
+
 IMAGE_FORMATS = {"png": "image/png", "svg": "image/svg+xml", "pdf": "application/pdf"}
 FORMATS = {**IMAGE_FORMATS, "html": "text/html", "json": "application/json"}
 DEFAULT_WIDTH = 1000  # px, for figures that do not set their own size
@@ -40,7 +42,7 @@ MAX_STEM_LENGTH = 120
 # draws while the last one's tab reloads.
 TABS = 2
 
-INSTALL_HINT = (
+INSTALL_HINT = N_(
     "Image export draws figures in a headless Chrome or Chromium, and none was found on this machine. "
     "Install one (Debian/Ubuntu: `sudo apt install chromium`; anywhere: `kaleido_get_chrome`), or point "
     "the `BROWSER_PATH` environment variable at one, then restart the app. Meanwhile the camera icon in "
@@ -52,7 +54,7 @@ class BrowserNotFound(RuntimeError):
     """No Chrome/Chromium to render with; the message says how to get one."""
 
     def __init__(self) -> None:
-        super().__init__(INSTALL_HINT)
+        super().__init__(_(INSTALL_HINT))
 
 
 @functools.cache

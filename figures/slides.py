@@ -4,11 +4,16 @@ A figure made for the screen is read from a metre away; on a slide it is read fr
 room. So the slide style keeps every trace and value and changes only how they are drawn: a
 16:9 canvas, type about 1.6x larger, thicker lines and markers, a white background, and
 (optionally) no title, because a slide usually carries its own.
+
+Titles that would overrun the slide at that size are set smaller. Widths are estimated per glyph:
+a Chinese (CJK) character takes a full em, twice a Latin letter's average, so a Chinese title of
+few characters is measured as wide as it really is (see ``text_width``).
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from typing import Any
 
 import plotly.graph_objects as go
@@ -30,6 +35,8 @@ _TITLE_ROOM = 50  # px of top margin a slide title takes
 _AXIS_NAME = re.compile(r"[xy]axis\d*")
 _TAGS = re.compile(r"<[^>]*>")
 _CHAR_WIDTH = 0.55  # average glyph width of a sans-serif font, in font sizes
+_WIDE_CHAR_WIDTH = 1.0  # CJK characters and full-width punctuation are one em wide
+_BREAK = re.compile(r"<br\s*/?>", re.IGNORECASE)
 _MIN_FONT_SIZE = 14
 _LINE_TRACES = {"scatter", "scattergl", "scatterpolar", "scatterpolargl", "scatter3d", "scatterternary"}
 # Keys that hold data, not styling: never walked (they can be long, and hold no fonts).
@@ -77,20 +84,40 @@ def _thicken(trace: dict) -> None:
             marker["size"] = [MARKER_FACTOR * s for s in size]
 
 
+def text_width(text: str, size: float) -> float:
+    """Estimated width in px of plotly text (tags removed; the widest line of a ``<br>``-broken text) at ``size``."""
+    def line_width(line: str) -> float:
+        return sum(_WIDE_CHAR_WIDTH if unicodedata.east_asian_width(ch) in "WF" else _CHAR_WIDTH
+                   for ch in _TAGS.sub("", line))
+
+    return size * max((line_width(line) for line in _BREAK.split(text)), default=0.0)
+
+
+def _fit_title(title: dict, layout: dict, margin: dict) -> None:
+    """Shrink a title that would overrun the slide's width (a long Chinese title at slide size, say)."""
+    text = str(title.get("text") or "")
+    font = title.setdefault("font", {})
+    size = font.get("size") or SLIDE_FONT_SIZE
+    room = SLIDE_WIDTH - (title.get("pad") or {}).get("l", 0) - margin["r"]
+    needed = text_width(text, size)
+    if needed > room:
+        font["size"] = round(max(_MIN_FONT_SIZE, size * room / needed), 1)
+
+
 def _fit_axis_titles(layout: dict, margin: dict) -> None:
     """Shrink an axis title that would overrun its axis at slide size (larger type, same canvas)."""
     plot_size = {"x": SLIDE_WIDTH - margin["l"] - margin["r"], "y": SLIDE_HEIGHT - margin["t"] - margin["b"]}
     for name, axis in layout.items():
         if not (_AXIS_NAME.fullmatch(name) and isinstance(axis, dict) and isinstance(axis.get("title"), dict)):
             continue
-        text = _TAGS.sub("", str(axis["title"].get("text") or ""))
-        if not text:
+        text = str(axis["title"].get("text") or "")
+        if not _TAGS.sub("", text):
             continue
         low, high = axis.get("domain", (0.0, 1.0))
         room = 0.95 * plot_size[name[0]] * (high - low)
         font = axis["title"].setdefault("font", {})
         size = font.get("size") or layout.get("font", {}).get("size") or SLIDE_FONT_SIZE
-        needed = _CHAR_WIDTH * size * len(text)
+        needed = text_width(text, size)
         if needed > room:
             font["size"] = round(max(_MIN_FONT_SIZE, size * room / needed), 1)
 
@@ -119,6 +146,7 @@ def slide_style(figure: go.Figure, *, title: bool = True) -> go.Figure:
         title_font.setdefault("size", round(TEMPLATE.layout.title.font.size * FONT_FACTOR))
         # the template puts titles flush with the canvas edge; a projector may crop that
         title_spec.setdefault("pad", {}).setdefault("l", 16)
+        _fit_title(title_spec, layout, margin)
     for shape in layout.get("shapes", []):
         line = shape.setdefault("line", {})
         if line.get("width") != 0:  # a borderless band stays borderless

@@ -67,8 +67,47 @@ def _(message: str) -> str:
     """``message`` in the current language (itself where no translation exists)."""
     if not message:
         return message
+    if isinstance(message, Deferred):
+        return message.translated()
     catalog = _translations(current_language())
     return catalog.gettext(message) if catalog is not None else message
+
+
+class Deferred(str):
+    """A message with its values, translated where it is shown rather than where it is made.
+
+    For text built once and kept (sympy's verdicts are computed once per process, then shown in
+    every reader's language): ``Deferred(N_("at {where}: residual ≈ {value}"), where=..., value=...)``.
+    As a ``str`` it is the English text, so it compares, searches and prints as before; ``_()`` of it
+    translates the message and fills in the values (``Deferred`` values are translated too).
+    ``Deferred.join(parts)`` keeps sentences that are translated one by one.
+    """
+
+    message: str
+    values: dict
+    parts: tuple[str, ...]
+
+    def __new__(cls, message: str, /, **values) -> Deferred:
+        self = super().__new__(cls, message.format(**values) if values else message)
+        self.message, self.values, self.parts = message, values, ()
+        return self
+
+    @classmethod
+    def join(cls, parts, separator: str = " ") -> Deferred:
+        """Sentences shown one after another, each translated on its own."""
+        parts = tuple(p for p in parts if p)
+        self = super().__new__(cls, separator.join(parts))
+        self.message, self.values, self.parts = "", {}, parts
+        return self
+
+    def translated(self) -> str:
+        if self.parts:
+            pieces = [_(part) for part in self.parts]
+            # Chinese runs sentences together; English puts a space after a full stop or semicolon
+            separator = "" if current_language() == "zh" else " "
+            return separator.join(pieces)
+        values = {name: _(value) if isinstance(value, Deferred) else value for name, value in self.values.items()}
+        return _(self.message).format(**values) if values else _(self.message)
 
 
 def ngettext(singular: str, plural: str, count: int) -> str:

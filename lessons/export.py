@@ -5,12 +5,14 @@
         --set head_dim=64 --set frequencies.base=500000
     python -m figures.export --out figures-json/ --format json
     python -m figures.export --gallery gallery/
+    python -m figures.export --lang zh --out 图/ --format png,json     # titles, axes, legends in Chinese
 
 ``--set KEY=VALUE`` applies to every selected lesson whose settings have KEY (a field name or its
 URL key); ``LESSON.KEY=VALUE`` to that lesson only. A key no selected lesson has, or a value a
 lesson cannot take, stops the export with the valid keys or values. ``--gallery`` draws every
 figure of every lesson at its defaults, for the screen and as a slide, with an ``index.html``
-contact sheet: the page to look at before and after every change to a figure.
+contact sheet: the page to look at before and after every change to a figure. ``--lang zh`` draws
+every figure in Chinese (file names then end in ``_lang-zh``, like the page's downloads).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from typing import Any
 import plotly.graph_objects as go
 
 from figures.export import FORMATS, IMAGE_FORMATS, INSTALL_HINT, PNG_SCALE, browser_available, file_stem, render
+from i18n import DEFAULT_LANGUAGE, LANGUAGES, _, current_language, use_language
 from lessons import all_lessons
 from lessons.base import SCREEN, FigureStyle, Lesson, LessonSettings, SettingsError
 
@@ -111,17 +114,20 @@ def collect(
 
 
 def stem_for(lesson: Lesson, name: str, settings: LessonSettings, style: FigureStyle) -> str:
-    """``frequencies_yarn-ramp_d64_slide``: lesson, figure, the settings that differ from the defaults (by URL key)."""
+    """``frequencies_yarn-ramp_d64_slide``: lesson, figure, the settings that differ from the defaults (by URL key),
+    and the language when it is not English (``_lang-zh``, as in the page's file names)."""
     controls = settings.controls()
     changed = [(controls[field].key, value) for field, value in settings.changed().items()
                if controls[field].widget != "text"]
+    if current_language() != DEFAULT_LANGUAGE:
+        changed.append(("lang", current_language()))
     return file_stem(lesson.name, name, params=changed, tail=style.name_parts)
 
 
 # ---- the gallery ---------------------------------------------------------------------------------
 
 GALLERY_PAGE = """<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>Figure gallery</title>
+<html lang="{lang}"><head><meta charset="utf-8"><title>Figure gallery</title>
 <style>
 body {{ font-family: Inter, 'Helvetica Neue', Arial, 'Noto Sans CJK SC', sans-serif; margin: 24px; color: #222; }}
 h2 {{ margin-top: 40px; border-bottom: 1px solid #ccc; }}
@@ -162,14 +168,14 @@ def gallery(out: Path, lessons: Mapping[str, Lesson] | None = None, *, scale: fl
                 f'<figure><img src="{html.escape(record["files"][s])}" loading="lazy">'
                 f'<figcaption>{s}</figcaption></figure>' for s in ("screen", "slide") if s in record["files"])
             failed = f'<p class="failed">{html.escape(record["error"])}</p>' if record["error"] else ""
-            rows.append(f'<h3>{html.escape(lesson.name)}:{html.escape(name)} - {html.escape(spec.title)}</h3>'
+            rows.append(f'<h3>{html.escape(lesson.name)}:{html.escape(name)} - {html.escape(_(spec.title))}</h3>'
                         f'{failed}<div class="row">{cells}</div>')
-        sections.append(f"<h2>{html.escape(lesson.title)}</h2>" + "".join(rows))
+        sections.append(f"<h2>{html.escape(_(lesson.title))}</h2>" + "".join(rows))
     failures = sum(1 for r in records if r["error"])
     summary = f"{len(records)} figures from {len(sections)} lessons, each for the screen and as a 16:9 slide"
     summary += f"; {failures} failed." if failures else "."
-    (out / "index.html").write_text(GALLERY_PAGE.format(summary=html.escape(summary), sections="\n".join(sections)),
-                                    encoding="utf-8")
+    page = GALLERY_PAGE.format(lang=current_language(), summary=html.escape(summary), sections="\n".join(sections))
+    (out / "index.html").write_text(page, encoding="utf-8")
     return records
 
 
@@ -232,7 +238,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m figures.export",
         description="Write the app's figures to files (PNG, SVG, PDF, self-contained HTML, plotly JSON) "
-                    "without a browser session, or draw the whole gallery.",
+                    "without a browser session, or draw the whole gallery. --lang zh draws them in Chinese "
+                    "(中文: titles, axes, legends, hover text); the app itself switches language in its sidebar.",
     )
     parser.add_argument("--out", type=Path, help="folder to write into (created if missing)")
     parser.add_argument("--only", help="lessons or lesson:figure pairs, comma-separated (default: all)")
@@ -241,6 +248,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--slide", action="store_true", help="16:9 slide style: large type, thick lines")
     parser.add_argument("--no-title", action="store_true", help="with --slide: leave figure titles out")
     parser.add_argument("--scale", type=float, default=PNG_SCALE, help="PNG pixels per layout pixel")
+    parser.add_argument("--lang", choices=list(LANGUAGES), default=DEFAULT_LANGUAGE,
+                        help="language of the figures' text: en (default) or zh (中文; PNG/SVG/PDF need a CJK font, "
+                             "e.g. Debian's fonts-noto-cjk)")
     parser.add_argument("--set", dest="settings", type=parse_setting, action="append", default=[],
                         metavar="KEY=VALUE",
                         help="a setting for every selected lesson that has it, e.g. head_dim=64, methods=pi,ntk, "
@@ -269,6 +279,11 @@ def _list_settings(lessons: Iterable[Lesson]) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    with use_language(args.lang):
+        return _run(parser, args)
+
+
+def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     lessons = all_lessons()
     try:
         chosen = selected(lessons, parse_selection(args.only))

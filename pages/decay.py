@@ -20,7 +20,7 @@ def show_derivation(slug: str) -> None:
     derivation = derivations.get(slug)
     st.latex(derivation.claim)
     if verification(slug).holds:
-        st.caption(_("✓ Verified by sympy when this page loaded: {check}").format(check=derivation.check))
+        st.caption(_("✓ Verified by sympy when this page loaded: {check}").format(check=_(derivation.check)))
     else:
         st.error(_("The sympy check of “{title}” failed.").format(title=_(derivation.title)), icon="⚠️")
 

@@ -24,7 +24,8 @@ with st.expander(_("A 50-minute class"), expanded=True, icon=":material/school:"
         page = pages[stop.path]
         rows.append(f"| {minutes}–{minutes + stop.minutes} | [{_(page.title)}](/{page.url_path}) | {_(stop.activity)} |")
         minutes += stop.minutes
-    st.markdown(f"| {_('minutes')} | {_('page')} | {_('in class')} |\n|---|---|---|\n" + "\n".join(rows))
+    header = "| {} | {} | {} |".format(_("minutes"), _("page"), _("in class"))
+    st.markdown(header + "\n|---|---|---|\n" + "\n".join(rows))
 
 st.header(_("Every page"))
 cards = [page for page in available_pages() if page.path != "pages/home.py"]

@@ -100,7 +100,8 @@ st.markdown(_(
 ))
 page.figure("position-part")
 rows = [f"| {lesson.scheme_title(name)} | {lesson.dependence_note(value)} |" for name, value in result.dependence.items()]
-st.markdown("\n".join([f"| {_('scheme')} | {_('position part')} |", "| --- | --- |", *rows]))
+header = "| {} | {} |".format(_("scheme"), _("position part"))
+st.markdown("\n".join([header, "| --- | --- |", *rows]))
 
 st.header(_("From a distance to a row of the table"))
 st.markdown(_(

@@ -37,14 +37,14 @@ def show_variant(variant: derivations.Derivation, head_dim: int) -> lesson.Verdi
     with st.container(border=True):
         mark = FAILED_MARK.format(text=_("not verified")) if verdict.holds else REFUTED_MARK.format(
             text=_("refuted by sympy"))
-        st.markdown(f"{mark} {markdown_text(_(variant.title))} — *{variant.source}*")
+        st.markdown(f"{mark} {markdown_text(_(variant.title))} — *{_(variant.source)}*")
         st.markdown(_("{lead} {said} **sympy shows** {shows}").format(lead=lead, said=_(variant.said),
                                                                        shows=_(variant.shows)))
         st.latex(variant.claim)
-        detail = _("{checked} Residual: {residual}.").format(checked=markdown_text(verdict.checked),
+        detail = _("{checked} Residual: {residual}.").format(checked=markdown_text(_(verdict.checked)),
                                                             residual=residual_text(verdict.residual))
         if verdict.counterexample:
-            detail += " " + _("Counterexample: {example}.").format(example=verdict.counterexample)
+            detail += " " + _("Counterexample: {example}.").format(example=_(verdict.counterexample))
         st.caption(detail)
         if verdict.holds:
             st.error(_("This claim was expected to fail but sympy could not refute it; please report it."))
@@ -65,12 +65,12 @@ def show_derivation(derivation: derivations.Derivation, head_dim: int) -> lesson
                 if step.latex:
                     st.latex(step.latex)
             if derivation.source:
-                st.caption(_("Source: {source}").format(source=derivation.source))
+                st.caption(_("Source: {source}").format(source=_(derivation.source)))
         residual = "0" if verdict.holds else residual_text(verdict.residual)
         st.caption(_("**What sympy checked:** {checked} Residual: {residual}.").format(
-            checked=markdown_text(verdict.checked), residual=residual))
+            checked=markdown_text(_(verdict.checked)), residual=residual))
         if not verdict.holds:
-            st.error(_("sympy could not confirm this claim. {example}").format(example=verdict.counterexample or ""))
+            st.error(_("sympy could not confirm this claim. {example}").format(example=_(verdict.counterexample or "")))
         for note in derivation.notes:
             st.info(_(note), icon=":material/menu_book:")
         if derivation.slug in lesson.FIGURE_OF:  # the few claims that are clearest as a picture

@@ -5,7 +5,7 @@ import math
 import pandas as pd
 import streamlit as st
 
-from i18n import _
+from i18n import N_, _
 from lessons import precision as lesson
 from lessons.format import base_text, length_text, superscript
 from references import cite
@@ -91,9 +91,9 @@ st.markdown(_(
 page.controls(lesson.ZOOM, columns=3)
 buttons = st.columns(2)
 with buttons[0]:
-    page.view_button("Zoom to where float16 overflows", lesson.FLOAT16_EDGE_VIEW)
+    page.view_button(N_("Zoom to where float16 overflows"), lesson.FLOAT16_EDGE_VIEW)
 with buttons[1]:
-    page.view_button("Zoom to float32's first collisions", lesson.FLOAT32_EDGE_VIEW)
+    page.view_button(N_("Zoom to float32's first collisions"), lesson.FLOAT32_EDGE_VIEW)
 page.figure("collision-window")
 
 # --- RoPE ----------------------------------------------------------------------------------------

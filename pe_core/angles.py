@@ -12,6 +12,7 @@ from typing import NamedTuple
 
 import torch
 
+from i18n import _
 from pe_core.methods import METHODS, MethodSetup, method_setup
 from pe_core.rope import (
     RopeSpec,
@@ -84,7 +85,7 @@ def angle_view(angles: torch.Tensor, view: str) -> torch.Tensor:
         return torch.remainder(angles, 2 * math.pi)
     if view == "cos":
         return torch.cos(angles)
-    raise ValueError(f"view must be one of {', '.join(VIEWS)} (got {view!r}).")
+    raise ValueError(_("view must be one of {choices} (got {view!r}).").format(choices=', '.join(VIEWS), view=view))
 
 
 def view_range(view: str, values: list[torch.Tensor]) -> tuple[float, float]:
@@ -259,7 +260,7 @@ def blend_comparison(scale: float, points: int = 101) -> BlendComparison:
     """NTK-by-parts' new wavelength λ′/λ across the ramp, blending frequencies (as ``rope_frequencies`` does)
     against blending wavelengths; the two agree only at γ = 0 and γ = 1 (Peng et al. 2023)."""
     if not (isinstance(scale, (int, float)) and math.isfinite(scale) and scale >= 1):
-        raise ValueError(f"The scale s must be a number ≥ 1 (got {scale!r}).")
+        raise ValueError(_("The scale s must be a number ≥ 1 (got {scale!r}).").format(scale=scale))
     gamma = torch.linspace(0.0, 1.0, points, dtype=torch.float64)
     kept = (1 - gamma) / scale + gamma  # h(θ)/θ
     return BlendComparison(gamma, 1 / kept, (1 - gamma) * scale + gamma)

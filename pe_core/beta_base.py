@@ -26,6 +26,7 @@ from typing import NamedTuple
 
 import torch
 
+from i18n import N_, _
 from pe_core.rope import positions_tensor
 
 MAX_PLACES = 64
@@ -39,9 +40,10 @@ _EPS = torch.finfo(torch.float64).eps
 _FLOOR_SLACK = 8 * _EPS  # a quotient a few ulps below a whole number counts as it
 
 
-def _require(condition: bool, message: str) -> None:
+def _require(condition: bool, message: str, **values) -> None:
+    """Raise ``ValueError`` with ``message`` (an N_()-marked sentence) translated and filled in, unless ``condition``."""
     if not condition:
-        raise ValueError(message)
+        raise ValueError(_(message).format(**values) if values else _(message))
 
 
 def _is_real(value) -> bool:
@@ -49,7 +51,7 @@ def _is_real(value) -> bool:
 
 
 def check_beta(beta) -> float:
-    _require(_is_real(beta) and beta > 1, f"the base β must be a real number > 1 (got {beta!r}).")
+    _require(_is_real(beta) and beta > 1, N_("the base β must be a real number > 1 (got {beta!r})."), beta=beta)
     return float(beta)
 
 
@@ -57,17 +59,17 @@ def check_places(places, limit: int | None = MAX_PLACES) -> int:
     """Digit arrays stop at ``MAX_PLACES``; formulas that only use P as a number take ``limit=None``."""
     is_count = isinstance(places, int) and not isinstance(places, bool) and places >= 1
     if limit is None:
-        _require(is_count, f"the number of places must be a whole number ≥ 1 (got {places!r}).")
+        _require(is_count, N_("the number of places must be a whole number ≥ 1 (got {places!r})."), places=places)
     else:
         _require(is_count and places <= limit,
-                 f"the number of places must be a whole number from 1 to {limit} (got {places!r}).")
+                 N_("the number of places must be a whole number from 1 to {limit} (got {places!r})."), limit=limit, places=places)
     return places
 
 
 def check_factor(factor) -> float:
     _require(
         _is_real(factor) and factor >= 1,
-        f"the scale s must be a number ≥ 1 (got {factor!r}); it multiplies the range.",
+        N_("the scale s must be a number ≥ 1 (got {factor!r}); it multiplies the range."), factor=factor,
     )
     return float(factor)
 
@@ -75,8 +77,8 @@ def check_factor(factor) -> float:
 def _check_fits(beta: float, places: int) -> None:
     _require(
         places * math.log(beta) <= MAX_LOG_RANGE,
-        f"β^places = {beta:g}^{places} is too large to compute with (more than e^{MAX_LOG_RANGE:g}); "
-        "use a smaller base or fewer places.",
+        N_("β^places = {beta:g}^{places} is too large to compute with (more than "
+           "e^{max_log_range:g}); use a smaller base or fewer places."), beta=beta, places=places, max_log_range=MAX_LOG_RANGE,
     )
 
 
@@ -95,7 +97,7 @@ def places_needed(log_count: float, beta: float) -> int:
     far above ``MAX_PLACES`` (it is a count, not an array size).
     """
     beta = check_beta(beta)
-    _require(_is_real(log_count) and log_count >= 0, f"the count must be ≥ 1 (got e^{log_count!r}).")
+    _require(_is_real(log_count) and log_count >= 0, N_("the count must be ≥ 1 (got e^{log_count!r})."), log_count=log_count)
     exact = log_count / math.log(beta)
     # log(β^P)/log(β) can land a rounding error above P; that must not cost a place.
     return max(1, math.ceil(exact - 1e-9 - 8 * _EPS * exact))
@@ -104,7 +106,7 @@ def places_needed(log_count: float, beta: float) -> int:
 def _numbers(numbers) -> torch.Tensor:
     values = positions_tensor(numbers).reshape(-1)
     _require(bool(torch.isfinite(values).all()) and bool((values >= 0).all()),
-             "digits are defined here for finite numbers ≥ 0.")
+             N_("digits are defined here for finite numbers ≥ 0."))
     return values
 
 
@@ -194,7 +196,7 @@ def digit_views(numbers, beta: float, places: int, factor: float, *, whole_base:
     beta, places, factor = check_beta(beta), check_places(places), check_factor(factor)
     _check_fits(beta, places)
     values = _numbers(numbers)
-    _require(bool((values < MAX_NUMBER).all()), f"numbers must be below 2^53 ≈ {MAX_NUMBER:.3g} to be exact.")
+    _require(bool((values < MAX_NUMBER).all()), N_("numbers must be below 2^53 ≈ {max_number:.3g} to be exact."), max_number=MAX_NUMBER)
     largest = float(values.max()) if values.numel() else 0.0
     log_extended = log_range(beta, places) + math.log(factor)
     log_needed = max(log_extended, math.log1p(largest))
@@ -227,7 +229,7 @@ def log_stretch_bound(factor, beta: float, places: int) -> torch.Tensor:
     """
     beta, places = check_beta(beta), check_places(places, limit=None)
     scale = positions_tensor(factor)
-    _require(bool(torch.isfinite(scale).all()) and bool((scale >= 1).all()), "every scale s must be a number ≥ 1.")
+    _require(bool(torch.isfinite(scale).all()) and bool((scale >= 1).all()), N_("every scale s must be a number ≥ 1."))
     unused_fraction = -math.expm1(-places * math.log(beta))  # 1 − β^−P, accurate when β^P ≈ 1
     return torch.log1p((scale - 1) * unused_fraction) / places
 
@@ -249,7 +251,7 @@ def ntk_stretch(factor, places: int) -> torch.Tensor:
     period gives (λβ)^(P−1) = s·β^(P−1).
     """
     places = check_places(places, limit=None)
-    _require(places >= 2, "NTK-aware scaling needs at least two pairs (d ≥ 4).")
+    _require(places >= 2, N_("NTK-aware scaling needs at least two pairs (d ≥ 4)."))
     return torch.exp(torch.log(positions_tensor(factor)) / (places - 1))
 
 

@@ -6,6 +6,7 @@ import math
 
 import torch
 
+from i18n import _
 from pe_core.rope import check_length
 
 
@@ -51,7 +52,8 @@ def t5_relative_bucket(
     check_length("num_buckets", num_buckets)
     check_length("max_distance", max_distance)
     if bidirectional and num_buckets < 4 or not bidirectional and num_buckets < 2:
-        raise ValueError(f"num_buckets must be ≥ {4 if bidirectional else 2} here (got {num_buckets}).")
+        raise ValueError(_("num_buckets must be ≥ {least} here (got {num_buckets}).").format(
+            least=4 if bidirectional else 2, num_buckets=num_buckets))
     relative_position = torch.as_tensor(relative_position, dtype=torch.long)
     buckets = torch.zeros_like(relative_position)
     if bidirectional:
@@ -62,7 +64,7 @@ def t5_relative_bucket(
         distance = -torch.clamp(relative_position, max=0)
     max_exact = num_buckets // 2
     if max_distance <= max_exact:
-        raise ValueError(f"max_distance ({max_distance}) must exceed the {max_exact} exactly-kept distances.")
+        raise ValueError(_("max_distance ({max_distance}) must exceed the {max_exact} exactly-kept distances.").format(max_distance=max_distance, max_exact=max_exact))
     is_small = distance < max_exact
     # float32, as in the reference, so bucket boundaries match it exactly
     scaled = torch.log(distance.float().clamp(min=1) / max_exact) / math.log(max_distance / max_exact)

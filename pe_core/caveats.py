@@ -18,20 +18,22 @@ from typing import NamedTuple
 
 import torch
 
+from i18n import _
 from pe_core.rope import angle_coverage, check_length, default_inv_freq, ntk_aware_base
 
 
 def _check_dim(dim) -> int:
     if not (isinstance(dim, int) and not isinstance(dim, bool) and dim >= 4 and dim % 2 == 0):
-        raise ValueError(f"The head dimension must be an even integer ≥ 4 (got {dim!r}); NTK's exponent "
-                         "d/(d − 2) needs d > 2.")
+        raise ValueError(_("The head dimension must be an even integer ≥ 4 (got {dim!r}); NTK's exponent d/(d − 2) "
+                            "needs d > 2.").format(dim=dim))
     return dim
 
 
 def _check_number(name: str, value, low: float, *, strict: bool = True) -> float:
     ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
     if not ok or (value <= low if strict else value < low):
-        raise ValueError(f"{name} must be a number {'>' if strict else '≥'} {low:g} (got {value!r}).")
+        raise ValueError(_("{name} must be a number {relation} {low:g} (got {value!r}).").format(
+            name=name, relation=">" if strict else "≥", low=low, value=value))
     return float(value)
 
 
@@ -109,7 +111,7 @@ def kv_cache_error(head_dim: int, base: float, train_length: int, prompt_length:
     check_length("keys", keys)
     check_length("draws", draws)
     if max_length < prompt_length:
-        raise ValueError(f"The longest length ({max_length}) must be at least the prompt length ({prompt_length}).")
+        raise ValueError(_("The longest length ({max_length}) must be at least the prompt length ({prompt_length}).").format(max_length=max_length, prompt_length=prompt_length))
     grid = torch.unique(torch.linspace(prompt_length, max_length, lengths, dtype=torch.float64).round().long())
     # keys sampled per length: slot s of length ℓ is position round(s·(ℓ−1)/(K−1)); the last key is the query's own
     slots = torch.linspace(0, 1, keys, dtype=torch.float64)
@@ -234,7 +236,7 @@ def rerope_cost(model_width: int, lengths) -> ReropeCost:
     check_length("model_width", model_width)
     n = torch.as_tensor(lengths, dtype=torch.float64)
     if bool((n < 1).any()):
-        raise ValueError("Every length must be at least 1.")
+        raise ValueError(_("Every length must be at least 1."))
     width = float(model_width)
     linear_prefill, linear_decode = 24 * n * width**2, torch.full_like(n, 24 * width**2)
     prefill = {
@@ -266,7 +268,7 @@ def leaky_rerope_trained_reach(train_length: int, window: int, k: float) -> floa
     check_length("window", window)
     _check_number("k", k, 1.0, strict=False)
     if window >= train_length:
-        raise ValueError(f"The window ({window}) must be shorter than the training length ({train_length}).")
+        raise ValueError(_("The window ({window}) must be shorter than the training length ({train_length}).").format(window=window, train_length=train_length))
     return window + k * (train_length - 1 - window)
 
 

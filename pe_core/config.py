@@ -12,13 +12,14 @@ import json
 import math
 from collections.abc import Mapping
 
+from i18n import N_, _
 from pe_core.rope import ROPE_TYPES, RopeSpec
 
 # Old names that transformers still accepts for a rope type. Qwen2-VL's "mrope" splits the pairs among
 # time, height and width positions but builds its frequencies as plain RoPE does.
 _TYPE_ALIASES = {"su": "longrope", "ntk-aware": "ntk", "dynamic_ntk": "dynamic", "mrope": "default"}
 # Rope types transformers has that this app does not analyse, with what they are.
-_UNSUPPORTED_TYPES = {"proportional": "Gemma 4's proportional RoPE"}
+_UNSUPPORTED_TYPES = {"proportional": N_("Gemma 4's proportional RoPE")}
 # Where multimodal and composite configs keep the language model's own config.
 SUB_CONFIG_KEYS = ("text_config", "language_config", "llm_config", "thinker_config")
 _TEXT_MODEL_KEYS = ("head_dim", "qk_rope_head_dim", "hidden_size", "num_attention_heads", "rope_theta",
@@ -31,12 +32,12 @@ _MODEL_TYPE_DEFAULTS = {
 }
 # Model families whose positions are not RoPE: named, so a pasted config is refused for the right reason.
 _NOT_ROPE_FAMILIES = {
-    "gpt2": "learned absolute position embeddings", "opt": "learned absolute position embeddings",
-    "bert": "learned absolute position embeddings", "roberta": "learned absolute position embeddings",
-    "distilbert": "learned absolute position embeddings", "bart": "learned absolute position embeddings",
-    "gpt_bigcode": "learned absolute position embeddings", "whisper": "sinusoidal and learned position embeddings",
-    "t5": "T5's relative position buckets", "mt5": "T5's relative position buckets",
-    "bloom": "ALiBi biases", "mpt": "ALiBi biases",
+    "gpt2": N_("learned absolute position embeddings"), "opt": N_("learned absolute position embeddings"),
+    "bert": N_("learned absolute position embeddings"), "roberta": N_("learned absolute position embeddings"),
+    "distilbert": N_("learned absolute position embeddings"), "bart": N_("learned absolute position embeddings"),
+    "gpt_bigcode": N_("learned absolute position embeddings"), "whisper": N_("sinusoidal and learned position embeddings"),
+    "t5": N_("T5's relative position buckets"), "mt5": N_("T5's relative position buckets"),
+    "bloom": N_("ALiBi biases"), "mpt": N_("ALiBi biases"),
 }
 _SCALED_WITH_ORIGINAL = ("llama3", "yarn", "longrope")
 _DEFAULT_THETA = 10000.0
@@ -45,14 +46,14 @@ _DEFAULT_THETA = 10000.0
 def _number(config: Mapping, key: str, where: str = "config.json"):
     value = config[key]
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ValueError(f"{where} field {key!r} must be a number (got {value!r}).")
+        raise ValueError(_("{where} field {key!r} must be a number (got {value!r}).").format(where=where, key=key, value=value))
     return value
 
 
 def _positive_int(config: Mapping, key: str, where: str = "config.json") -> int:
     value = _number(config, key, where)
     if value != int(value) or value < 1:
-        raise ValueError(f"{where} field {key!r} must be a positive integer (got {value!r}).")
+        raise ValueError(_("{where} field {key!r} must be a positive integer (got {value!r}).").format(where=where, key=key, value=value))
     return int(value)
 
 
@@ -63,7 +64,7 @@ def _rope_parameters(config: Mapping) -> dict:
     if params is None:
         return {}
     if not isinstance(params, Mapping):
-        raise ValueError(f"config.json field 'rope_scaling' / 'rope_parameters' must be an object (got {params!r}).")
+        raise ValueError(_("config.json field 'rope_scaling' / 'rope_parameters' must be an object (got {params!r}).").format(params=params))
     nested = [key for key, value in params.items() if isinstance(value, Mapping)]
     if nested:  # per-layer-type parameters (e.g. Gemma 3): show the full-attention layers
         key = "full_attention" if "full_attention" in nested else nested[0]
@@ -91,13 +92,13 @@ def text_config_of(config: Mapping) -> tuple[Mapping, str | None]:
 def _refuse_non_rope(config: Mapping) -> None:
     family = config.get("model_type")
     if isinstance(family, str) and family in _NOT_ROPE_FAMILIES:
-        raise ValueError(f"This is a {family!r} config: it encodes positions with {_NOT_ROPE_FAMILIES[family]}, "
-                         "not RoPE, so there are no rotary frequencies to show.")
+        raise ValueError(_("This is a {family!r} config: it encodes positions with {scheme}, not RoPE, so "
+                            "there are no rotary frequencies to show.").format(family=family, scheme=_(_NOT_ROPE_FAMILIES[family])))
     if config.get("alibi") is True:
-        raise ValueError("This config sets 'alibi': true: the model uses ALiBi biases, not RoPE.")
+        raise ValueError(_("This config sets 'alibi': true: the model uses ALiBi biases, not RoPE."))
     kind = config.get("position_embedding_type")
     if kind in ("absolute", "relative_key", "relative_key_query"):
-        raise ValueError(f"This config sets 'position_embedding_type': {kind!r}: the model does not use RoPE.")
+        raise ValueError(_("This config sets 'position_embedding_type': {kind!r}: the model does not use RoPE.").format(kind=kind))
 
 
 def head_dim_of(config: Mapping) -> int:
@@ -107,8 +108,8 @@ def head_dim_of(config: Mapping) -> int:
             return _positive_int(config, key)
     if config.get("hidden_size") is None or config.get("num_attention_heads") is None:
         raise ValueError(
-            "config.json must give the head width: 'head_dim', or both 'hidden_size' and "
-            "'num_attention_heads' (head_dim = hidden_size // num_attention_heads)."
+            _("config.json must give the head width: 'head_dim', or both 'hidden_size' and "
+               "'num_attention_heads' (head_dim = hidden_size // num_attention_heads).")
         )
     return _positive_int(config, "hidden_size") // _positive_int(config, "num_attention_heads")
 
@@ -122,23 +123,22 @@ def from_hf_config(config: Mapping | str) -> RopeSpec:
         try:
             config = json.loads(config)
         except json.JSONDecodeError as err:
-            raise ValueError(f"That is not valid JSON: {err.msg} (line {err.lineno}, column {err.colno}).") from err
+            raise ValueError(_("That is not valid JSON: {msg} (line {lineno}, column {colno}).").format(msg=err.msg, lineno=err.lineno, colno=err.colno)) from err
     if not isinstance(config, Mapping):
-        raise ValueError("A config.json must be a JSON object ({...}).")
-    config, _ = text_config_of(config)
+        raise ValueError(_("A config.json must be a JSON object ({...})."))
+    config, _path = text_config_of(config)
     _refuse_non_rope(config)
 
     params = _rope_parameters(config)
     where = "rope_scaling"
     rope_type = params.get("rope_type", params.get("type", "default"))
     if not isinstance(rope_type, str):
-        raise ValueError(f"rope_scaling field 'rope_type' must be a string (got {rope_type!r}).")
+        raise ValueError(_("rope_scaling field 'rope_type' must be a string (got {rope_type!r}).").format(rope_type=rope_type))
     rope_type = _TYPE_ALIASES.get(rope_type, rope_type)
     if rope_type in _UNSUPPORTED_TYPES:
-        raise ValueError(f"rope_type {rope_type!r} ({_UNSUPPORTED_TYPES[rope_type]}) is not supported here; "
-                         f"supported: {', '.join(ROPE_TYPES)}.")
+        raise ValueError(_("rope_type {rope_type!r} ({reason}) is not supported here; supported: {choices}.").format(rope_type=rope_type, reason=_(_UNSUPPORTED_TYPES[rope_type]), choices=', '.join(ROPE_TYPES)))
     if rope_type not in ROPE_TYPES:
-        raise ValueError(f"rope_scaling field 'rope_type' must be one of {', '.join(ROPE_TYPES)} (got {rope_type!r}).")
+        raise ValueError(_("rope_scaling field 'rope_type' must be one of {choices} (got {rope_type!r}).").format(choices=', '.join(ROPE_TYPES), rope_type=rope_type))
 
     if "rope_theta" in params:
         base = _number(params, "rope_theta", where)
@@ -156,7 +156,7 @@ def from_hf_config(config: Mapping | str) -> RopeSpec:
 
     def need_max_positions() -> int:
         if max_positions is None:
-            raise ValueError(f"config.json needs 'max_position_embeddings' for rope_type {rope_type!r}.")
+            raise ValueError(_("config.json needs 'max_position_embeddings' for rope_type {rope_type!r}.").format(rope_type=rope_type))
         return max_positions
 
     values: dict = {"head_dim": head_dim_of(config), "base": float(base), "rope_type": rope_type,
@@ -177,7 +177,7 @@ def from_hf_config(config: Mapping | str) -> RopeSpec:
 
     if rope_type in ("linear", "ntk", "dynamic", "llama3", "ntk_by_parts"):
         if params.get("factor") is None:
-            raise ValueError(f"rope_scaling needs 'factor' for rope_type {rope_type!r}.")
+            raise ValueError(_("rope_scaling needs 'factor' for rope_type {rope_type!r}.").format(rope_type=rope_type))
         values["factor"] = float(_number(params, "factor", where))
     elif rope_type in ("yarn", "longrope"):
         if params.get("factor") is not None:
@@ -195,12 +195,12 @@ def from_hf_config(config: Mapping | str) -> RopeSpec:
     if rope_type == "llama3":
         for key in ("low_freq_factor", "high_freq_factor"):
             if params.get(key) is None:
-                raise ValueError(f"rope_scaling needs {key!r} for rope_type 'llama3'.")
+                raise ValueError(_("rope_scaling needs {key!r} for rope_type 'llama3'.").format(key=key))
             values[key] = float(_number(params, key, where))
     if rope_type == "longrope":
         for key in ("short_factor", "long_factor"):
             if not isinstance(params.get(key), list):
-                raise ValueError(f"rope_scaling needs {key!r} (a list of numbers) for rope_type 'longrope'.")
+                raise ValueError(_("rope_scaling needs {key!r} (a list of numbers) for rope_type 'longrope'.").format(key=key))
             values[key] = tuple(params[key])
     return RopeSpec(**values)
 
@@ -228,7 +228,7 @@ def extended_length(config: Mapping | str) -> int:
 
 def original_length_given(config: Mapping) -> bool:
     """Does the config say the length the model was trained at before scaling (original_max_position_embeddings)?"""
-    text, _ = text_config_of(config)
+    text, _path = text_config_of(config)
     return text.get("original_max_position_embeddings") is not None or \
         _rope_parameters(text).get("original_max_position_embeddings") is not None
 

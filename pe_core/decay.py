@@ -17,6 +17,7 @@ from typing import NamedTuple
 
 import torch
 
+from i18n import _
 from pe_core.device import compute_device
 from pe_core.family import sinusoidal_encoding, sinusoidal_frequencies  # the one sinusoidal table
 from pe_core.rope import check_length, positions_tensor, wavelengths
@@ -260,7 +261,7 @@ def correlated_queries_keys(draws: int, head_dim: int, correlation: float, seed:
     """``draws`` pairs q, k ~ N(0, I_d) with corr(q_a, k_a) = ρ: k = ρ·q + √(1 − ρ²)·ε (reproducible by seed)."""
     check_length("draws", draws)
     if not -1 <= correlation <= 1:
-        raise ValueError(f"correlation must be between −1 and 1 (got {correlation!r}).")
+        raise ValueError(_("correlation must be between −1 and 1 (got {correlation!r}).").format(correlation=correlation))
     generator = _generator(seed)
     q = torch.randn(draws, head_dim, generator=generator, dtype=torch.float64)
     noise = torch.randn(draws, head_dim, generator=generator, dtype=torch.float64)

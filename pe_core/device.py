@@ -7,6 +7,8 @@ import os
 
 import torch
 
+from i18n import _, ngettext
+
 
 @functools.lru_cache(maxsize=1)
 def compute_device() -> torch.device:
@@ -38,9 +40,9 @@ def device_label(device: torch.device | None = None) -> str:
     if device.type == "cuda":
         return f"CUDA ({torch.cuda.get_device_name(device)})"
     if device.type == "mps":
-        return "MPS (Apple GPU)"
+        return _("MPS (Apple GPU)")
     threads = torch.get_num_threads()
-    return f"CPU ({threads} thread{'' if threads == 1 else 's'})"
+    return ngettext("CPU ({count} thread)", "CPU ({count} threads)", threads).format(count=threads)
 
 
 def use_server_threads() -> None:

@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 import torch
 
+from i18n import _
 from pe_core.biases import alibi_slopes, t5_relative_bucket
 from pe_core.rope import check_length, default_inv_freq, rotation_angles
 
@@ -21,13 +22,13 @@ from pe_core.rope import check_length, default_inv_freq, rotation_angles
 
 def _check_even_dim(dim) -> int:
     if not (isinstance(dim, int) and not isinstance(dim, bool) and dim >= 2 and dim % 2 == 0):
-        raise ValueError(f"The embedding dimension must be an even integer ≥ 2 (got {dim!r}); sin and cos come in pairs.")
+        raise ValueError(_("The embedding dimension must be an even integer ≥ 2 (got {dim!r}); sin and cos come in pairs.").format(dim=dim))
     return dim
 
 
 def _check_base(base) -> float:
     if not (isinstance(base, (int, float)) and not isinstance(base, bool) and math.isfinite(base) and base > 1):
-        raise ValueError(f"The base must be a number > 1 (got {base!r}).")
+        raise ValueError(_("The base must be a number > 1 (got {base!r}).").format(base=base))
     return float(base)
 
 
@@ -55,7 +56,7 @@ def sinusoidal_periods(dim: int, base: float = 10000.0) -> torch.Tensor:
 def position_similarity(embeddings: torch.Tensor) -> torch.Tensor:
     """Cosine similarity between every pair of position vectors (rows) of a [positions, dim] matrix."""
     if embeddings.ndim != 2 or embeddings.shape[0] < 1 or embeddings.shape[1] < 1:
-        raise ValueError(f"Position embeddings must be a [positions, dim] matrix (got shape {tuple(embeddings.shape)}).")
+        raise ValueError(_("Position embeddings must be a [positions, dim] matrix (got shape {shape}).").format(shape=tuple(embeddings.shape)))
     vectors = embeddings.detach().to("cpu", torch.float64)
     unit = vectors / vectors.norm(dim=1, keepdim=True).clamp(min=1e-300)
     return unit @ unit.T
@@ -83,7 +84,7 @@ def alibi_head_biases(num_heads: int, length: int, heads) -> torch.Tensor:
     slopes = alibi_slopes(num_heads)
     index = torch.as_tensor(list(heads), dtype=torch.long)
     if index.numel() and (index.min() < 0 or index.max() >= num_heads):
-        raise ValueError(f"Head indices must lie in 0 .. {num_heads - 1} (got {index.tolist()}).")
+        raise ValueError(_("Head indices must lie in 0 .. {last} (got {given}).").format(last=num_heads - 1, given=index.tolist()))
     positions = torch.arange(length, dtype=torch.float64)
     distance = (positions[:, None] - positions[None, :]).clamp(min=0)
     return -slopes[index][:, None, None] * distance
@@ -104,7 +105,7 @@ def relative_distances(length: int, causal: bool = True) -> torch.Tensor:
 
 def _check_positive(name: str, value) -> float:
     if not (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0):
-        raise ValueError(f"{name} must be a positive number (got {value!r}).")
+        raise ValueError(_("{name} must be a positive number (got {value!r}).").format(name=name, value=value))
     return float(value)
 
 
@@ -124,7 +125,7 @@ def leaky_rerope_positions(distance: torch.Tensor, window: int, k: float) -> tor
     """Leaky ReRoPE (Su, 2023): i − j inside the window, then w + (i − j − w)/k (slope 1/k, k > 1)."""
     check_length("window", window)
     if _check_positive("k", k) < 1:
-        raise ValueError(f"k must be ≥ 1 (got {k!r}); the slope beyond the window is 1/k.")
+        raise ValueError(_("k must be ≥ 1 (got {k!r}); the slope beyond the window is 1/k.").format(k=k))
     distance = distance.to(torch.float64)
     return torch.where(distance <= window, distance, window + (distance - window) / k)
 
@@ -137,7 +138,7 @@ def leaky_k_to_fit(target_length: int, window: int, train_length: int) -> float:
     for name, value in (("target_length", target_length), ("window", window), ("train_length", train_length)):
         check_length(name, value)
     if window >= train_length:
-        raise ValueError(f"The window ({window}) must be shorter than the training length ({train_length}).")
+        raise ValueError(_("The window ({window}) must be shorter than the training length ({train_length}).").format(window=window, train_length=train_length))
     return max(1.0, (target_length - 1 - window) / (train_length - 1 - window))
 
 
@@ -164,12 +165,12 @@ def dual_chunk_positions(
     check_length("chunk_size", chunk_size)
     check_length("train_length", train_length)
     if chunk_size > train_length:
-        raise ValueError(f"The chunk size s ({chunk_size}) must not exceed the pretraining length c ({train_length}).")
+        raise ValueError(_("The chunk size s ({chunk_size}) must not exceed the pretraining length c ({train_length}).").format(chunk_size=chunk_size, train_length=train_length))
     window = train_length - chunk_size if local_window is None else local_window
     if not (isinstance(window, int) and 0 <= window <= train_length - chunk_size):
         raise ValueError(
-            f"The local window w must be an integer in [0, c − s] = [0, {train_length - chunk_size}] (got {window!r}); "
-            "a larger window would give positions beyond the pretraining length."
+            _("The local window w must be an integer in [0, c − s] = [0, {value}] (got {window!r}); a "
+               "larger window would give positions beyond the pretraining length.").format(value=train_length - chunk_size, window=window)
         )
     index = torch.arange(length)
     within = (index % chunk_size).to(torch.float64)
@@ -197,10 +198,10 @@ def log_n_scale(lengths: torch.Tensor, train_length: int) -> torch.Tensor:
     """
     check_length("train_length", train_length)
     if train_length < 2:
-        raise ValueError("The training length must be at least 2 for log_L(n) to exist.")
+        raise ValueError(_("The training length must be at least 2 for log_L(n) to exist."))
     lengths = torch.as_tensor(lengths, dtype=torch.float64)
     if bool((lengths < 1).any()):
-        raise ValueError("Every length n must be ≥ 1.")
+        raise ValueError(_("Every length n must be ≥ 1."))
     return lengths.log() / math.log(train_length)
 
 
@@ -217,7 +218,7 @@ def yarn_sqrt_inverse_temperature(scales: torch.Tensor) -> torch.Tensor:
     """
     scales = torch.as_tensor(scales, dtype=torch.float64)
     if bool((scales <= 0).any()):
-        raise ValueError("Every scale s must be positive.")
+        raise ValueError(_("Every scale s must be positive."))
     return torch.where(scales > 1, 0.1 * scales.log() + 1, torch.ones_like(scales))
 
 
@@ -259,8 +260,9 @@ def check_t5_settings(num_buckets: int, max_distance: int) -> None:
     exact = t5_exact_buckets(num_buckets, bidirectional=False)
     if max_distance <= exact:
         raise ValueError(
-            f"max_distance ({max_distance}) must exceed the {exact} exact buckets that {num_buckets} causal buckets "
-            f"give (num_buckets/2); T5's logarithmic buckets span the distances from there to max_distance."
+            _("max_distance ({max_distance}) must exceed the {exact} exact buckets that {num_buckets} "
+               "causal buckets give (num_buckets/2); T5's logarithmic buckets span the distances from "
+               "there to max_distance.").format(max_distance=max_distance, exact=exact, num_buckets=num_buckets)
         )
 
 
@@ -286,7 +288,7 @@ def learned_and_sinusoidal_similarity(embeddings: torch.Tensor, max_positions: i
     stay small (each entry is still exact for the two positions it compares).
     """
     if embeddings.ndim != 2 or min(embeddings.shape) < 1:
-        raise ValueError(f"Position embeddings must be a [positions, dim] matrix (got shape {tuple(embeddings.shape)}).")
+        raise ValueError(_("Position embeddings must be a [positions, dim] matrix (got shape {shape}).").format(shape=tuple(embeddings.shape)))
     check_length("max_positions", max_positions)
     count, dim = embeddings.shape
     positions = torch.linspace(0, count - 1, min(count, max_positions), dtype=torch.float64).round().long().unique()

@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 import torch
 
-from i18n import N_
+from i18n import N_, _
 from pe_core.rope import RopeFrequencies, RopeSpec, check_length, rope_frequencies
 
 # The LongRoPE factors published for Phi-3.5-mini are for 48 pairs and s = 32; LongRoPE finds
@@ -115,7 +115,7 @@ def _longrope(p: MethodParams) -> RopeSpec:
     num_pairs = RopeSpec(head_dim=p.head_dim, base=p.base).num_pairs
     factors = longrope_factors(num_pairs, p.scale)
     if factors is None:
-        raise ValueError("LongRoPE needs the Phi-3.5 preset's factors, which are not available.")
+        raise ValueError(_("LongRoPE needs the Phi-3.5 preset's factors, which are not available."))
     return p.spec(rope_type="longrope", factor=p.scale, short_factor=(1.0,) * num_pairs, long_factor=factors)
 
 
@@ -155,7 +155,7 @@ def method_setup(
     check_length("train_length", train_length)
     check_length("target_length", target_length)
     if method not in METHODS:
-        raise ValueError(f"method must be one of {', '.join(METHODS)} (got {method!r}).")
+        raise ValueError(_("method must be one of {choices} (got {method!r}).").format(choices=', '.join(METHODS), method=method))
     params = MethodParams(head_dim, base, train_length, target_length, abf_base, beta_fast, beta_slow,
                           low_freq_factor, high_freq_factor)
     definition = METHODS[method]

@@ -16,6 +16,7 @@ from typing import NamedTuple
 
 import torch
 
+from i18n import _
 from pe_core.rope import check_length
 
 PRECISION_DTYPES = ("bfloat16", "float16", "float32", "float64")
@@ -44,7 +45,7 @@ def resolve_dtype(dtype) -> torch.dtype:
             return dtype
     elif isinstance(dtype, str) and dtype.strip().lower() in _DTYPE_ALIASES:
         return _DTYPE_ALIASES[dtype.strip().lower()]
-    raise ValueError(f"dtype must be one of {', '.join(PRECISION_DTYPES)} (got {dtype!r}).")
+    raise ValueError(_("dtype must be one of {choices} (got {dtype!r}).").format(choices=', '.join(PRECISION_DTYPES), dtype=dtype))
 
 
 def dtype_name(dtype) -> str:
@@ -54,7 +55,7 @@ def dtype_name(dtype) -> str:
 def _check_analysed_length(length) -> int:
     check_length("length", length)
     if length > MAX_ANALYSED_LENGTH:
-        raise ValueError(f"length must be at most {MAX_ANALYSED_LENGTH:,} positions (got {length:,}).")
+        raise ValueError(_("length must be at most {max_analysed_length:,} positions (got {length:,}).").format(max_analysed_length=MAX_ANALYSED_LENGTH, length=length))
     return length
 
 
@@ -132,7 +133,7 @@ def first_inexact_position(dtype) -> int:
     candidates = torch.cat([torch.tensor([0, 1], dtype=torch.int64), (1 << exponents) + 1])
     inexact = ~exact_mask(candidates, dtype)
     if not bool(inexact.any()):
-        raise ValueError(f"{dtype_name(dtype)} stores every integer below 2^62 exactly.")
+        raise ValueError(_("{dtype_name} stores every integer below 2^62 exactly.").format(dtype_name=dtype_name(dtype)))
     return int(candidates[inexact][0])
 
 
@@ -213,7 +214,7 @@ def collision_summary(length: int, dtype) -> CollisionSummary:
     exact = distinct = largest = 0
     finite_count = 0
     previous_value, open_run = None, 0  # the last run of the previous chunk, which may go on in this one
-    for _, positions in _chunks(length):
+    for _start, positions in _chunks(length):
         stored, is_exact = _stored_and_exact(positions, dtype)
         exact += int(is_exact.sum())
         finite = torch.isfinite(stored)
@@ -255,7 +256,7 @@ class CollisionWindow(NamedTuple):
 def collision_window(start: int, width: int, dtype) -> CollisionWindow:
     """Positions start .. start+width−1, the value each becomes in ``dtype`` and its collision group."""
     if not (isinstance(start, int) and start >= 0):
-        raise ValueError(f"start must be a non-negative integer (got {start!r}).")
+        raise ValueError(_("start must be a non-negative integer (got {start!r}).").format(start=start))
     check_length("width", width)
     _check_analysed_length(start + width)
     positions = torch.arange(start, start + width, dtype=torch.int64)
@@ -313,7 +314,7 @@ ORDERS = ("safe", "positions", "inv_freq", "cos_sin", "all_low")
 
 def check_order(order: str) -> str:
     if order not in ORDERS:
-        raise ValueError(f"order must be one of {', '.join(ORDERS)} (got {order!r}).")
+        raise ValueError(_("order must be one of {choices} (got {order!r}).").format(choices=', '.join(ORDERS), order=order))
     return order
 
 

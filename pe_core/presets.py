@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import NamedTuple
 
+from i18n import _
 from pe_core.config import context_length_of, from_hf_config
 from pe_core.rope import RopeSpec
 
@@ -48,4 +49,4 @@ def preset_by_name(name: str) -> Preset:
         if preset.name == name:
             return preset
     names = ", ".join(p.name for p in load_presets())
-    raise ValueError(f"Unknown preset {name!r}; choose one of: {names}.")
+    raise ValueError(_("Unknown preset {name!r}; choose one of: {names}.").format(name=name, names=names))

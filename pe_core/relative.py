@@ -29,6 +29,7 @@ from typing import NamedTuple
 
 import torch
 
+from i18n import _
 from pe_core.biases import t5_relative_bucket
 from pe_core.rope import check_length, default_inv_freq
 
@@ -40,13 +41,13 @@ def _as_matrix(name: str, value: torch.Tensor, rows: int | None = None, cols: in
     value = torch.as_tensor(value, dtype=torch.float64)
     if value.ndim != 2 or (rows is not None and value.shape[0] != rows) or (cols is not None and value.shape[1] != cols):
         want = f"[{rows if rows is not None else 'n'}, {cols if cols is not None else 'd'}]"
-        raise ValueError(f"{name} must be a {want} matrix (got shape {tuple(value.shape)}).")
+        raise ValueError(_("{name} must be a {want} matrix (got shape {shape}).").format(name=name, want=want, shape=tuple(value.shape)))
     return value
 
 
 def _check_even(name: str, value) -> int:
     if not (isinstance(value, int) and not isinstance(value, bool) and value >= 2 and value % 2 == 0):
-        raise ValueError(f"{name} must be an even integer ≥ 2 (got {value!r}); sin and cos come in pairs.")
+        raise ValueError(_("{name} must be an even integer ≥ 2 (got {value!r}); sin and cos come in pairs.").format(name=name, value=value))
     return value
 
 
@@ -112,8 +113,8 @@ def deberta_log_bucket(relative: torch.Tensor, bucket_size: int, max_position: i
     check_length("max_position", max_position)
     mid = bucket_size // 2
     if mid < 2 or max_position - 1 <= mid:
-        raise ValueError(f"Log buckets need bucket_size ≥ 4 and max_position > bucket_size/2 + 1 "
-                         f"(got bucket_size {bucket_size}, max_position {max_position}).")
+        raise ValueError(_("Log buckets need bucket_size ≥ 4 and max_position > bucket_size/2 + 1 (got bucket_size "
+                            "{bucket_size}, max_position {max_position}).").format(bucket_size=bucket_size, max_position=max_position))
     relative = torch.as_tensor(relative, dtype=torch.long)
     inside = (relative < mid) & (relative > -mid)
     magnitude = torch.where(inside, torch.full_like(relative, mid - 1), relative.abs()).to(torch.float64)
@@ -172,7 +173,7 @@ def shaw_attention(x: torch.Tensor, w_q: torch.Tensor, w_k: torch.Tensor, w_v: t
     rel_k = _as_matrix("w^K", rel_k, cols=q.shape[1])
     rel_v = _as_matrix("w^V", rel_v, rel_k.shape[0], v.shape[1])
     if rel_k.shape[0] % 2 != 1:
-        raise ValueError(f"Shaw's tables have 2k + 1 rows, an odd number (got {rel_k.shape[0]}).")
+        raise ValueError(_("Shaw's tables have 2k + 1 rows, an odd number (got {shape}).").format(shape=rel_k.shape[0]))
     index = shaw_index(offsets(n), rel_k.shape[0] // 2)
     scale = 1 / math.sqrt(q.shape[1])
     content = q @ k.T * scale
@@ -329,7 +330,8 @@ SCHEME_FUNCTIONS = {"absolute": absolute_scheme, "shaw": shaw_scheme, "xl": xl_s
 def scheme_scores(params: SchemeParameters, schemes=SCHEMES) -> tuple[SchemeScore, ...]:
     unknown = [s for s in schemes if s not in SCHEME_FUNCTIONS]
     if unknown:
-        raise ValueError(f"Unknown scheme(s) {', '.join(map(str, unknown))}; choose from {', '.join(SCHEMES)}.")
+        raise ValueError(_("Unknown scheme(s) {unknown}; choose from {choices}.").format(
+            unknown=", ".join(map(str, unknown)), choices=", ".join(SCHEMES)))
     return tuple(SCHEME_FUNCTIONS[s](params) for s in schemes)
 
 
@@ -339,7 +341,7 @@ def offset_dependence(matrix: torch.Tensor) -> float:
     matrix = _as_matrix("matrix", matrix)
     n = matrix.shape[0]
     if matrix.shape != (n, n):
-        raise ValueError(f"The matrix must be square (got shape {tuple(matrix.shape)}).")
+        raise ValueError(_("The matrix must be square (got shape {shape}).").format(shape=tuple(matrix.shape)))
     index = (offsets(n) + n - 1).reshape(-1)
     values = matrix.reshape(-1)
     sums = torch.zeros(2 * n - 1, dtype=torch.float64).scatter_add_(0, index, values)

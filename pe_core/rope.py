@@ -15,6 +15,8 @@ from typing import NamedTuple
 
 import torch
 
+from i18n import N_, _
+
 ROPE_TYPES = ("default", "linear", "ntk", "dynamic", "ntk_by_parts", "yarn", "llama3", "longrope")
 
 ROPE_TYPE_TITLES = {
@@ -61,7 +63,7 @@ class RopeSpec:
                 try:
                     object.__setattr__(self, name, tuple(float(v) for v in value))
                 except (TypeError, ValueError) as err:
-                    raise ValueError(f"{name} must be a list of positive numbers (got {value!r}).") from err
+                    raise ValueError(_("{name} must be a list of positive numbers (got {value!r}).").format(name=name, value=value)) from err
         _validate(self)
 
     @property
@@ -88,79 +90,80 @@ def _is_number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def _require(condition: bool, message: str) -> None:
+def _require(condition: bool, message: str, **values) -> None:
+    """Raise ``ValueError`` with ``message`` (an N_()-marked sentence) translated and filled in, unless ``condition``."""
     if not condition:
-        raise ValueError(message)
+        raise ValueError(_(message).format(**values) if values else _(message))
 
 
 def _validate(spec: RopeSpec) -> None:
     _require(
         spec.rope_type in ROPE_TYPES,
-        f"rope_type must be one of {', '.join(ROPE_TYPES)} (got {spec.rope_type!r}).",
+        N_("rope_type must be one of {choices} (got {rope_type!r})."), choices=', '.join(ROPE_TYPES), rope_type=spec.rope_type,
     )
     _require(
         isinstance(spec.head_dim, int) and not isinstance(spec.head_dim, bool) and spec.head_dim >= 2,
-        f"head_dim must be an even integer ≥ 2 (got {spec.head_dim!r}).",
+        N_("head_dim must be an even integer ≥ 2 (got {head_dim!r})."), head_dim=spec.head_dim,
     )
     _require(
         _is_number(spec.partial_rotary_factor) and 0 < spec.partial_rotary_factor <= 1,
-        f"partial_rotary_factor must be in (0, 1] (got {spec.partial_rotary_factor!r}).",
+        N_("partial_rotary_factor must be in (0, 1] (got {partial_rotary_factor!r})."), partial_rotary_factor=spec.partial_rotary_factor,
     )
     _require(
         spec.rotary_dim >= 2 and spec.rotary_dim % 2 == 0,
-        "head_dim × partial_rotary_factor must be an even integer ≥ 2, because RoPE rotates "
-        f"dimensions in pairs (got head_dim={spec.head_dim}, partial_rotary_factor="
-        f"{spec.partial_rotary_factor}, i.e. {spec.rotary_dim} rotated dimensions).",
+        N_("head_dim × partial_rotary_factor must be an even integer ≥ 2, because RoPE rotates "
+           "dimensions in pairs (got head_dim={head_dim}, "
+           "partial_rotary_factor={partial_rotary_factor}, i.e. {rotary_dim} rotated dimensions)."), head_dim=spec.head_dim, partial_rotary_factor=spec.partial_rotary_factor, rotary_dim=spec.rotary_dim,
     )
     _require(
         _is_number(spec.base) and spec.base > 1,
-        f"base (rope_theta) must be a number > 1 (got {spec.base!r}); with base ≤ 1 the "
-        "frequencies would not decrease along the dimensions.",
+        N_("base (rope_theta) must be a number > 1 (got {base!r}); with base ≤ 1 the frequencies "
+           "would not decrease along the dimensions."), base=spec.base,
     )
     _require(
         _is_number(spec.factor) and spec.factor >= 1,
-        f"factor must be a number ≥ 1 (got {spec.factor!r}); it is the context-extension ratio L'/L.",
+        N_("factor must be a number ≥ 1 (got {factor!r}); it is the context-extension ratio L'/L."), factor=spec.factor,
     )
     _require(
         isinstance(spec.original_max_position_embeddings, int)
         and not isinstance(spec.original_max_position_embeddings, bool)
         and spec.original_max_position_embeddings >= 1,
-        "original_max_position_embeddings (the training length L) must be a positive integer "
-        f"(got {spec.original_max_position_embeddings!r}).",
+        N_("original_max_position_embeddings (the training length L) must be a positive integer (got "
+           "{original_max_position_embeddings!r})."), original_max_position_embeddings=spec.original_max_position_embeddings,
     )
     if spec.rope_type in ("yarn", "ntk_by_parts"):
         _require(
             _is_number(spec.beta_fast) and _is_number(spec.beta_slow) and 0 < spec.beta_slow < spec.beta_fast,
-            "beta_fast and beta_slow must satisfy 0 < beta_slow < beta_fast "
-            f"(got beta_slow={spec.beta_slow!r}, beta_fast={spec.beta_fast!r}).",
+            N_("beta_fast and beta_slow must satisfy 0 < beta_slow < beta_fast (got "
+               "beta_slow={beta_slow!r}, beta_fast={beta_fast!r})."), beta_slow=spec.beta_slow, beta_fast=spec.beta_fast,
         )
     if spec.attention_factor is not None:
         _require(
             _is_number(spec.attention_factor) and spec.attention_factor > 0,
-            f"attention_factor must be a positive number (got {spec.attention_factor!r}).",
+            N_("attention_factor must be a positive number (got {attention_factor!r})."), attention_factor=spec.attention_factor,
         )
     for name in ("mscale", "mscale_all_dim"):
         value = getattr(spec, name)
-        _require(value is None or (_is_number(value) and value >= 0), f"{name} must be a number ≥ 0 (got {value!r}).")
+        _require(value is None or (_is_number(value) and value >= 0), N_("{name} must be a number ≥ 0 (got {value!r})."), name=name, value=value)
     if spec.rope_type == "llama3":
         _require(
             _is_number(spec.low_freq_factor)
             and _is_number(spec.high_freq_factor)
             and 0 < spec.low_freq_factor < spec.high_freq_factor,
-            "low_freq_factor and high_freq_factor must satisfy 0 < low_freq_factor < high_freq_factor "
-            f"(got low_freq_factor={spec.low_freq_factor!r}, high_freq_factor={spec.high_freq_factor!r}).",
+            N_("low_freq_factor and high_freq_factor must satisfy 0 < low_freq_factor < high_freq_factor "
+               "(got low_freq_factor={low_freq_factor!r}, high_freq_factor={high_freq_factor!r})."), low_freq_factor=spec.low_freq_factor, high_freq_factor=spec.high_freq_factor,
         )
     if spec.rope_type == "longrope":
         for name in ("short_factor", "long_factor"):
             values = getattr(spec, name)
-            _require(values is not None, f"LongRoPE needs {name}: a list of {spec.num_pairs} positive numbers.")
+            _require(values is not None, N_("LongRoPE needs {name}: a list of {num_pairs} positive numbers."), name=name, num_pairs=spec.num_pairs)
             _require(
                 len(values) == spec.num_pairs,
-                f"{name} must have rotary_dim / 2 = {spec.num_pairs} entries (got {len(values)}).",
+                N_("{name} must have rotary_dim / 2 = {num_pairs} entries (got {count})."), name=name, num_pairs=spec.num_pairs, count=len(values),
             )
             _require(
                 all(_is_number(v) and v > 0 for v in values),
-                f"every entry of {name} must be a positive number.",
+                N_("every entry of {name} must be a positive number."), name=name,
             )
 
 
@@ -168,7 +171,7 @@ def check_length(name: str, value) -> int:
     """Validate a sequence length or position count and return it as an int."""
     _require(
         isinstance(value, int) and not isinstance(value, bool) and value >= 1,
-        f"{name} must be a positive integer (got {value!r}).",
+        N_("{name} must be a positive integer (got {value!r})."), name=name, value=value,
     )
     return value
 

@@ -23,18 +23,19 @@ from typing import NamedTuple
 
 import torch
 
+from i18n import _
 from pe_core.rope import check_length
 
 
 def _check_dim(dim) -> int:
     if not (isinstance(dim, int) and not isinstance(dim, bool) and dim >= 2 and dim % 2 == 0):
-        raise ValueError(f"The head dimension must be an even integer ≥ 2 (got {dim!r}); RoPE rotates pairs.")
+        raise ValueError(_("The head dimension must be an even integer ≥ 2 (got {dim!r}); RoPE rotates pairs.").format(dim=dim))
     return dim
 
 
 def _check_base(base) -> float:
     if not (isinstance(base, (int, float)) and not isinstance(base, bool) and math.isfinite(base) and base > 1):
-        raise ValueError(f"The base must be a number > 1 (got {base!r}).")
+        raise ValueError(_("The base must be a number > 1 (got {base!r}).").format(base=base))
     return float(base)
 
 
@@ -59,7 +60,8 @@ def apply_rotary_emb(xq: torch.Tensor, xk: torch.Tensor, freqs_cis: torch.Tensor
     xq_ = torch.view_as_complex(xq.to(torch.float64).reshape(*xq.shape[:-1], -1, 2).contiguous())
     xk_ = torch.view_as_complex(xk.to(torch.float64).reshape(*xk.shape[:-1], -1, 2).contiguous())
     if freqs_cis.shape != xq_.shape[-2:]:
-        raise ValueError(f"freqs_cis has shape {tuple(freqs_cis.shape)}; the queries need {tuple(xq_.shape[-2:])}.")
+        raise ValueError(_("freqs_cis has shape {shape}; the queries need {needed}.").format(
+            shape=tuple(freqs_cis.shape), needed=tuple(xq_.shape[-2:])))
     xq_out = torch.view_as_real(xq_ * freqs_cis).flatten(-2)
     xk_out = torch.view_as_real(xk_ * freqs_cis).flatten(-2)
     return xq_out, xk_out
@@ -150,16 +152,16 @@ def walkthrough(dim: int, position: int, base: float = 10_000.0, x: torch.Tensor
     """Run LLaMA's and transformers' RoPE on the same vector at position m and keep every intermediate."""
     _check_dim(dim)
     if not (isinstance(position, int) and not isinstance(position, bool) and position >= 0):
-        raise ValueError(f"The position must be a whole number ≥ 0 (got {position!r}).")
+        raise ValueError(_("The position must be a whole number ≥ 0 (got {position!r}).").format(position=position))
     x = example_vector(dim) if x is None else torch.as_tensor(x, dtype=torch.float64).reshape(-1)
     if x.shape[0] != dim:
-        raise ValueError(f"The vector needs {dim} values (got {x.shape[0]}).")
+        raise ValueError(_("The vector needs {dim} values (got {shape}).").format(dim=dim, shape=x.shape[0]))
     freqs_cis = precompute_freqs_cis(dim, position + 1, base)[position]
-    complex_out, _ = apply_rotary_emb(x[None, :], x[None, :], freqs_cis[None, :])
+    complex_out, _key = apply_rotary_emb(x[None, :], x[None, :], freqs_cis[None, :])
     order = half_split_order(dim)
     half_in = x[order]
     cos, sin = rope_cos_sin(dim, [position], base)
-    half_out, _ = apply_rotary_pos_emb(half_in[None, :], half_in[None, :], cos, sin)
+    half_out, _key = apply_rotary_pos_emb(half_in[None, :], half_in[None, :], cos, sin)
     theta = 1.0 / (_check_base(base) ** (torch.arange(0, dim, 2, dtype=torch.float64) / dim))
     return Walkthrough(dim, position, float(base), x, theta, position * theta, freqs_cis,
                        torch.view_as_complex(x.reshape(-1, 2).contiguous()), complex_out[0], half_in,
@@ -181,15 +183,16 @@ def pairing_scores(dim: int, length: int, query_position: int, base: float = 10_
     _check_dim(dim)
     check_length("length", length)
     if not (0 <= query_position < length):
-        raise ValueError(f"The query position must lie in 0 … {length - 1} (got {query_position}).")
+        raise ValueError(_("The query position must lie in 0 … {last} (got {query_position}).").format(
+            last=length - 1, query_position=query_position))
     generator = torch.Generator().manual_seed(seed)
     w_q = torch.randn(dim, dim, generator=generator, dtype=torch.float64) / math.sqrt(dim)
     w_k = torch.randn(dim, dim, generator=generator, dtype=torch.float64) / math.sqrt(dim)
     tokens = torch.randn(length, dim, generator=generator, dtype=torch.float64)
     q, k = tokens[query_position] @ w_q.T, tokens @ w_k.T  # rows of W produce coordinates
     freqs_cis = precompute_freqs_cis(dim, length, base)
-    q_rot, _ = apply_rotary_emb(q[None, :], q[None, :], freqs_cis[query_position:query_position + 1])
-    _, k_rot = apply_rotary_emb(k, k, freqs_cis)
+    q_rot, _key = apply_rotary_emb(q[None, :], q[None, :], freqs_cis[query_position:query_position + 1])
+    _query, k_rot = apply_rotary_emb(k, k, freqs_cis)
     interleaved = k_rot @ q_rot[0]
 
     cos, sin = rope_cos_sin(dim, torch.arange(length), base)
@@ -197,9 +200,9 @@ def pairing_scores(dim: int, length: int, query_position: int, base: float = 10_
 
     def half_split_score(wq: torch.Tensor, wk: torch.Tensor) -> torch.Tensor:
         qh, kh = tokens[query_position] @ wq.T, tokens @ wk.T
-        qh_rot, _ = apply_rotary_pos_emb(qh[None, :], qh[None, :], cos[query_position:query_position + 1],
+        qh_rot, _key = apply_rotary_pos_emb(qh[None, :], qh[None, :], cos[query_position:query_position + 1],
                                          sin[query_position:query_position + 1])
-        _, kh_rot = apply_rotary_pos_emb(kh, kh, cos, sin)
+        _query, kh_rot = apply_rotary_pos_emb(kh, kh, cos, sin)
         return kh_rot @ qh_rot[0]
 
     return PairingScores(torch.arange(length), interleaved, half_split_score(w_q[order], w_k[order]),

@@ -100,7 +100,8 @@ def share_link() -> str:
 
 def _size_note(figure: go.Figure) -> str:
     width, height = export_size(figure)
-    return f"PNG {width * PNG_SCALE:g}×{height * PNG_SCALE:g} px · SVG and PDF {width}×{height}"
+    return _("PNG {png_width}×{png_height} px · SVG and PDF {width}×{height}").format(
+        png_width=f"{width * PNG_SCALE:g}", png_height=f"{height * PNG_SCALE:g}", width=width, height=height)
 
 
 def modebar_config(base: dict, figure: go.Figure, stem: str) -> dict:
@@ -113,11 +114,11 @@ def modebar_config(base: dict, figure: go.Figure, stem: str) -> dict:
 def figure_buttons(figure: go.Figure, key: str, stem: str) -> None:
     """PNG / SVG / PDF download buttons for one figure, in a small popover under it."""
     available = browser_available()
-    with st.popover("Export", icon=":material/download:"):
+    with st.popover(_("Export"), icon=":material/download:"):
         if available:
             st.caption(f"**{stem}** · {_size_note(figure)}")
         else:
-            st.caption(INSTALL_HINT)
+            st.caption(_(INSTALL_HINT))
         with st.container(horizontal=True):
             for fmt in PAGE_FORMATS:
                 needs_browser = fmt in IMAGE_FORMATS
@@ -181,7 +182,7 @@ def _zip_controls(slot, figures: list[tuple[str, go.Figure]], stems: dict[str, s
                        key=_ZIP_FORMAT_KEY)
         name = file_stem(page_name(), params=view_params(), tail=current_style().name_parts)
         st.download_button(
-            "Download all figures on this page (ZIP)", icon=":material/folder_zip:",
+            _("Download all figures on this page (ZIP)"), icon=":material/folder_zip:",
             data=_zip_callable(figures, stems, st.session_state.setdefault(_LESSONS_STATE, {}), fmt, share_link()),
             file_name=f"{name}.zip",
             mime="application/zip", key="_export_zip", on_click="ignore",
@@ -198,11 +199,11 @@ def sidebar_controls() -> None:
     st.session_state[_LESSONS_STATE] = {}
     st.session_state[_STYLE_STATE] = SCREEN
     slide_on = str(st.session_state.get(SLIDE_KEY, st.query_params.get(SLIDE_KEY, ""))).lower() == "true"
-    with st.sidebar.expander("Slides & sharing", icon=":material/slideshow:", expanded=slide_on):
-        slide = params.toggle("Slide style (16:9, large type)", SLIDE_KEY, False,
-                              help="Thicker lines, larger type, white background: on screen and in every export.")
-        titles = params.toggle("Keep figure titles", TITLES_KEY, True) if slide else True
+    with st.sidebar.expander(_("Slides & sharing"), icon=":material/slideshow:", expanded=slide_on):
+        slide = params.toggle(_("Slide style (16:9, large type)"), SLIDE_KEY, False,
+                              help=_("Thicker lines, larger type, white background: on screen and in every export."))
+        titles = params.toggle(_("Keep figure titles"), TITLES_KEY, True) if slide else True
         st.session_state[_STYLE_STATE] = FigureStyle(slide=slide, titles=titles)
-        st.caption("Link to this view (copy it with the icon):")
-        st.code(share_link() or "(no link outside a browser session)", language=None, wrap_lines=True)
+        st.caption(_("Link to this view (copy it with the icon):"))
+        st.code(share_link() or _("(no link outside a browser session)"), language=None, wrap_lines=True)
         st.session_state[_ZIP_SLOT_STATE] = st.empty()

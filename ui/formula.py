@@ -18,9 +18,9 @@ def show_checked(slug: str, *, with_variants: bool = True) -> None:
     formula = checked(slug)
     st.latex(formula.claim)
     if formula.holds:
-        st.caption(_("✓ Verified by sympy on this server: {check}").format(check=_plain(formula.check)))
+        st.caption(_("✓ Verified by sympy on this server: {check}").format(check=_plain(_(formula.check))))
     else:
-        st.error(_("The sympy check of “{title}” failed.").format(title=formula.title), icon="⚠️")
+        st.error(_("The sympy check of “{title}” failed.").format(title=_(formula.title)), icon="⚠️")
     if with_variants:
         for variant in variants(slug):
             show_refuted(variant.slug)
@@ -31,11 +31,11 @@ def show_refuted(slug: str) -> None:
     variant = checked(slug)
     with st.container(border=True):
         lead = _("**What if** {said}") if variant.counterfactual else _("**A common slip:** {said}")
-        st.markdown(lead.format(said=variant.said))
+        st.markdown(lead.format(said=_(variant.said)))
         st.latex(variant.claim)
         if variant.holds:
             st.error(_("sympy could not refute this variant; please report it."), icon="⚠️")
         else:
-            st.markdown(_("**sympy shows** {shows}").format(shows=variant.shows))
+            st.markdown(_("**sympy shows** {shows}").format(shows=_(variant.shows)))
             if variant.counterexample:
-                st.caption(_("Counterexample: {where}.").format(where=variant.counterexample))
+                st.caption(_("Counterexample: {where}.").format(where=_(variant.counterexample)))

@@ -12,8 +12,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import streamlit as st
+from streamlit.errors import StreamlitAPIException
 
-from i18n import LANGUAGES, use_language
+from i18n import LANGUAGES, _, use_language
 
 
 def _raw_values(key: str) -> list[str] | None:
@@ -55,10 +56,8 @@ def _check(key: str, label: str, raw: list[str] | None, default: Any, format_fun
     shown = ", ".join(raw) if len(raw) != 1 else raw[0]
     fmt = format_func or str
     default_text = ", ".join(map(fmt, default)) if isinstance(default, (list, tuple)) else fmt(default)
-    note = (
-        f"The link set **{label}** to `{shown}`, which this control cannot take; "
-        f"showing the default ({default_text}) instead."
-    )
+    note = _("The link set **{label}** to `{value}`, which this control cannot take; showing the default "
+             "({default}) instead.").format(label=label, value=shown, default=default_text)
     st.warning(note, icon="🔗")
 
 
@@ -99,9 +98,12 @@ def _option_widget(widget, label: str, key: str, options: Sequence, fallback, fo
                    **kwargs):
     """An option widget bound to the URL whose links work in every language.
 
-    A link made in one language names options by that language's labels. On first sight such a value
-    is handed to the widget through session state (Streamlit lets code-set state win on a rerun, so a
-    link it half understands costs one extra rerun); the widget then rewrites the URL in this language.
+    A link made in one language names options by that language's labels, and Streamlit reads only the
+    current language's (dropping the others from the address bar as well). On first sight, before the
+    widget is bound, the link's value is written back into the URL in this language's labels and the
+    page reruns once, so the widget and the address bar both take the whole value. Should the widget be
+    bound already, the value is handed over through session state instead (code-set state wins on a
+    rerun, so that costs one extra rerun too).
     """
     pending: dict = st.session_state.setdefault(_LINK_VALUES, {})
     if key in pending:
@@ -109,7 +111,13 @@ def _option_widget(widget, label: str, key: str, options: Sequence, fallback, fo
     raw = _raw_values(key)
     meant = None if key in st.session_state else _meant_by_link(raw, options, format_func, many)
     if meant is not None:
-        st.session_state[key] = meant
+        shown = format_func or str
+        try:
+            st.query_params[key] = [str(shown(v)) for v in meant] if many else str(shown(meant))
+        except StreamlitAPIException:  # bound to the widget already
+            st.session_state[key] = meant
+        else:
+            st.rerun()
     extra = {"format_func": format_func} if format_func else {}
     result = widget(label, options, key=key, bind="query-params", **extra, **kwargs)
     if meant is not None:
