@@ -2,12 +2,10 @@
 
 import streamlit as st
 
-from pe_core.device import use_server_threads
-from ui.layout import start_page
+from ui.layout import finish_page, start_page
 from ui.pages import available_pages
 
 st.set_page_config(page_title="Positional-encoding explorer", page_icon="🌀", layout="wide")
-use_server_threads()
 
 sections: dict[str, list] = {}
 for page in available_pages():
@@ -18,4 +16,7 @@ for page in available_pages():
 
 navigation = st.navigation(sections)
 start_page()
-navigation.run()
+try:
+    navigation.run()
+finally:
+    finish_page()

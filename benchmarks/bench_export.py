@@ -19,7 +19,7 @@ import plotly.graph_objects as go
 from benchmarks import Case
 from figures import export
 from figures.slides import slide_style
-from figures.theme import method_colour, new_figure
+from figures.theme import new_figure, series_colour
 
 
 def lines_figure(traces: int = 9, points: int = 2000) -> go.Figure:
@@ -29,7 +29,7 @@ def lines_figure(traces: int = 9, points: int = 2000) -> go.Figure:
     x = np.linspace(0, 32768, points)
     for i in range(traces):
         figure.add_trace(go.Scatter(x=x, y=x * 10000.0 ** (-i / traces), name=f"method {i}",
-                                    line_color=method_colour(i)))
+                                    line_color=series_colour(i)))
     figure.update_yaxes(type="log")
     return figure
 

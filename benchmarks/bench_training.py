@@ -1,40 +1,48 @@
-"""Tiny-transformer timings: training throughput, evaluation per method, and the page's figures.
+"""Tiny-transformer timings: training throughput, evaluation per method, the store's lookup, core maths.
 
-Training tokens/s is the number that decides whether a default run fits in a minute:
-``python -m benchmarks --filter training`` prints a step's time; tokens/s = 2048 / step time.
+Training tokens/s decides whether a default run fits in 30 s: ``python -m benchmarks --filter training``
+prints a step's time (tokens/s = 2,048 / step time). The lesson's figures are timed by bench_lessons
+(it skips this expensive lesson) and the page by bench_pages.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import math
 import os
+import tempfile
 
 import torch
 
 from benchmarks import Case
-from figures import training as figs
-from pe_core.data import EVAL_CHARACTERS_PER_LENGTH, load_corpus
+from pe_core.data import load_corpus
 from pe_core.methods import method_setup
-from pe_core.model import ModelConfig, Rotary, rotate
-from pe_core.train import DEFAULT_METHODS, Experiment, TrainConfig, TrainingRun, evaluate, summary_table
+from pe_core.model import Rotary, rotate
+from pe_core.train import ExperimentConfig, TrainingRun, open_store, run_experiment
+from pe_core.train.evaluate import evaluate
+from pe_core.train.spectrum import unseen_angle_share
 
 STEPS_PER_CASE = 5
+DEFAULT = ExperimentConfig()
 
 
 @functools.lru_cache(maxsize=4)
-def _run(position: str = "rope", device: str = "cpu") -> TrainingRun:
-    run = TrainingRun(ModelConfig(position=position, max_positions=64 * 16), TrainConfig(steps=10**6), device=device)
+def _run(encoding: str = "rope", device: str = "cpu") -> TrainingRun:
+    config = DEFAULT.replace(encoding=encoding)
+    endless = dataclasses.replace(config.train_config(), steps=10**6)
+    run = TrainingRun(config.model_config(), endless, device=device)
     for _ in run.steps(2):  # warm: allocator, kernels
         pass
     return run
 
 
-def _train_steps(position: str, device: str = "cpu", threads: int | None = None) -> None:
+def _train_steps(encoding: str, device: str = "cpu", threads: int | None = None) -> None:
     saved = os.environ.get("PE_TRAIN_THREADS")
     if threads is not None:
         os.environ["PE_TRAIN_THREADS"] = str(threads)
     try:
-        for _ in _run(position, device).steps(STEPS_PER_CASE):
+        for _ in _run(encoding, device).steps(STEPS_PER_CASE):
             pass
     finally:
         if saved is None:
@@ -45,44 +53,62 @@ def _train_steps(position: str, device: str = "cpu", threads: int | None = None)
 
 def _evaluate(method: str, multiple: int) -> None:
     run = _run("rope")
-    evaluate(run.model, run.corpus, [64 * multiple], [method], tokens_per_length=EVAL_CHARACTERS_PER_LENGTH)
+    evaluate(run.model, run.corpus, [DEFAULT.train_length * multiple], [method], tokens_per_length=16_384)
+
+
+_QUERIES = torch.randn(4, 2, 512, 64)
+
+
+def _cos_sin():
+    spec = method_setup("yarn", 64, 50.0, 64, 512).spec
+    return Rotary(spec, "interleaved").cos_sin(512, torch.device("cpu"), torch.float32)
 
 
 def _rotate_vectorised() -> torch.Tensor:
-    spec = method_setup("yarn", 32, 10000.0, 64, 512).spec
-    cos, sin = Rotary(spec, "interleaved").cos_sin(512, torch.device("cpu"), torch.float32)
+    cos, sin = _cos_sin()
     return rotate(_QUERIES, cos, sin, "interleaved")
 
 
 def _rotate_loop() -> torch.Tensor:
-    # the naive version: one position and one pair at a time
-    spec = method_setup("yarn", 32, 10000.0, 64, 512).spec
-    cos, sin = Rotary(spec, "interleaved").cos_sin(512, torch.device("cpu"), torch.float32)
+    cos, sin = _cos_sin()
     out = _QUERIES.clone()
     for m in range(512):
-        for i in range(16):
+        for i in range(32):
             a, b = _QUERIES[..., m, 2 * i], _QUERIES[..., m, 2 * i + 1]
             out[..., m, 2 * i] = a * cos[m, i] - b * sin[m, i]
             out[..., m, 2 * i + 1] = a * sin[m, i] + b * cos[m, i]
     return out
 
 
-_QUERIES = torch.randn(4, 4, 512, 32)
+_LLAMA_THETA = 10_000.0 ** (-torch.arange(64, dtype=torch.float64) / 64)
 
 
-@functools.lru_cache(maxsize=2)
-def _finished_experiment(multiples: tuple[int, ...]) -> Experiment:
-    """A (briefly trained) experiment with a full evaluation, for timing what a page rerun draws."""
-    run = TrainingRun(ModelConfig(max_positions=64 * max(multiples)), TrainConfig(steps=5), device="cpu")
-    experiment = Experiment(run, multiples, DEFAULT_METHODS, tokens_per_length=2048)
-    experiment.train_work()
-    return experiment
+def _unseen_vectorised() -> float:
+    return unseen_angle_share(_LLAMA_THETA, 4096, 8 * 4096)
 
 
-def _page_figures(multiples: tuple[int, ...]) -> None:
-    experiment = _finished_experiment(multiples)
-    figs.experiment_figures(experiment)
-    summary_table(experiment.evaluation)
+def _unseen_loop() -> float:
+    # naive: one pair at a time, one position at a time (a slice of the positions, scaled up)
+    unseen = 0
+    for theta in _LLAMA_THETA.tolist():
+        arc = 4095 * theta
+        for m in range(0, 8 * 4096, 64):
+            unseen += arc < 2 * math.pi and (m * theta) % (2 * math.pi) > arc
+    return unseen * 64 / (8 * 4096 * 64)
+
+
+@functools.lru_cache(maxsize=1)
+def _stored():
+    """A store holding one tiny run, and its config (what a "stored rerun" looks up)."""
+    config = DEFAULT.replace(steps=2, eval_tokens=512, fine_tune_steps=1)
+    store = open_store(os.path.join(tempfile.mkdtemp(prefix="bench-store-"), "runs.sqlite3"))
+    store.put(run_experiment(config, device="cpu"))
+    return store, config
+
+
+def _lookup() -> None:
+    store, config = _stored()
+    assert store.get(config.hash) is not None
 
 
 def _corpus_cold() -> None:
@@ -91,24 +117,21 @@ def _corpus_cold() -> None:
 
 
 CASES = [
-    Case("training", "train step: default RoPE model (2 layers × 128, 4 heads, L=64, batch 32), 5 steps",
-         functools.partial(_train_steps, "rope"), repeats=3),
-    Case("training", f"train step: default RoPE model, all {os.cpu_count()} cores, 5 steps",
-         functools.partial(_train_steps, "rope", "cpu", os.cpu_count()), repeats=3),
-    Case("training", "train step: ALiBi, same size, 5 steps", functools.partial(_train_steps, "alibi"), repeats=3),
-    Case("training", "train step: T5 bias, same size, 5 steps", functools.partial(_train_steps, "t5"), repeats=3),
-    *[Case("training", f"evaluate {method} at 8× (512), 16k characters", functools.partial(_evaluate, method, 8),
-           repeats=3) for method in ("direct", "pi", "ntk", "dynamic", "yarn")],
-    Case("training", "evaluate direct at 16× (1024), 16k characters", functools.partial(_evaluate, "direct", 16),
+    Case("training", f"train step: default RoPE model ({DEFAULT.d_model} wide, {DEFAULT.n_head}×{DEFAULT.head_size} "
+         f"heads, L={DEFAULT.train_length}), {STEPS_PER_CASE} steps", functools.partial(_train_steps, "rope"),
          repeats=3),
-    Case("training", "rotate q: yarn spec, 4×4 heads × 512 positions × d=32", _rotate_vectorised, _rotate_loop),
+    Case("training", f"train step: default RoPE model, all {os.cpu_count()} cores, {STEPS_PER_CASE} steps",
+         functools.partial(_train_steps, "rope", "cpu", os.cpu_count()), repeats=3),
+    Case("training", "train step: ALiBi, same size", functools.partial(_train_steps, "alibi"), repeats=3),
+    *[Case("training", f"evaluate {method} at 8×, 16k characters", functools.partial(_evaluate, method, 8), repeats=3)
+      for method in ("direct", "dynamic", "yarn")],
+    Case("training", "rotate q: 4×2 heads × 512 positions × d=64", _rotate_vectorised, _rotate_loop),
+    Case("training", "share of unseen angles, Llama 2 at 8× (vs a loop over pairs and every 64th position)",
+         _unseen_vectorised, _unseen_loop, repeats=3),
+    Case("training", "run store: look up a stored run (SQLite)", _lookup, repeats=20),
     Case("training", "corpus: parse stdlib docstrings (cold)", _corpus_cold, repeats=2),
-    Case("page: training", "results figures + table, defaults (1-8×, 5 methods)",
-         functools.partial(_page_figures, (1, 2, 4, 8)), repeats=5),
-    Case("page: training", "results figures + table, heaviest (1-16×, 5 methods)",
-         functools.partial(_page_figures, (1, 2, 4, 8, 16)), repeats=5),
 ]
 
 if torch.cuda.is_available():
-    CASES.append(Case("training", "train step: default model on CUDA, 5 steps",
+    CASES.append(Case("training", "train step: default model on CUDA (bf16 autocast)",
                       functools.partial(_train_steps, "rope", "cuda"), repeats=3))

@@ -1,7 +1,8 @@
 """Drive the app: run a page script with AppTest, or the real app in headless Chromium (start
 `streamlit run app.py`, open pages, move sliders).
 
-Shared by the benchmarks, the load check (``python -m benchmarks.load``) and the end-to-end tests.
+Shared by the benchmarks and the end-to-end tests (the classroom load test, ``python -m benchmarks.loadtest``,
+speaks Streamlit's protocol itself: benchmarks/protocol.py).
 """
 
 from __future__ import annotations

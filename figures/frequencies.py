@@ -13,7 +13,17 @@ import numpy as np
 import plotly.graph_objects as go
 import torch
 
-from figures.theme import CYCLIC, DIVERGING, HIGHLIGHT, LEGEND_BELOW, MUTED, SEQUENTIAL, keyed, new_figure
+from figures.theme import (
+    CYCLIC,
+    DIVERGING,
+    HIGHLIGHT,
+    LEGEND_BELOW,
+    MUTED,
+    SEQUENTIAL,
+    keyed,
+    new_figure,
+    reference_line,
+)
 from i18n import N_, _
 from pe_core.angles import FrequencyProfile, HeatmapPanel, RampComparison
 
@@ -192,15 +202,6 @@ def unseen_angles_figure(profile: FrequencyProfile, *, train_length: int, target
     )
 
 
-def _reference_line(value: float, text: str, *, dash: str, log_axis: bool, below: bool = False) -> tuple[dict, dict]:
-    """A labelled horizontal line (shape, annotation); placed by hand because add_hline mislabels log axes."""
-    shape = dict(type="line", xref="x domain", x0=0, x1=1, y0=value, y1=value,
-                 line=dict(color=MUTED, width=1, dash=dash))
-    label = dict(xref="x domain", x=0.01, xanchor="left", y=math.log10(value) if log_axis else value,
-                 yanchor="top" if below else "bottom", text=text, showarrow=False, font=dict(size=12))
-    return shape, label
-
-
 def _method_lines(profile: FrequencyProfile, values, hover: str) -> list[go.Scatter]:
     lines = []
     for row_values, title, method in zip(values, profile.titles, profile.methods, strict=True):
@@ -223,7 +224,7 @@ def wavelength_figure(profile: FrequencyProfile, *, train_length: int, target_le
         marks = [(train_length, "L", "dash")]
         if target_length != train_length:
             marks.append((target_length, "L′", "dot"))
-        lines = [_reference_line(length, f"λ = {label} = {_length(length)}", dash=dash, log_axis=True)
+        lines = [reference_line(length, f"λ = {label} = {_length(length)}", dash=dash, log_axis=True)
                  for length, label, dash in marks]
     return _assemble(_(FREQUENCY_TITLE if as_frequency else WAVELENGTH_TITLE), traces, dict(
         height=480, legend=LEGEND_BELOW, margin=dict(b=150), shapes=[shape for shape, _label in lines],
@@ -237,9 +238,9 @@ def wavelength_figure(profile: FrequencyProfile, *, train_length: int, target_le
 def ratio_figure(profile: FrequencyProfile, *, scale: float) -> go.Figure:
     """θ′ᵢ/θᵢ per pair: 1 is extrapolation (θ kept), 1/s is interpolation (PI)."""
     traces = _method_lines(profile, _array(profile.ratio, np.float64), "θ′/θ = %{y:.4g}")
-    lines = [_reference_line(1.0, _("1: extrapolate (θ kept)"), dash="dash", log_axis=True)]
+    lines = [reference_line(1.0, _("1: extrapolate (θ kept)"), dash="dash", log_axis=True)]
     if scale > 1:
-        lines.append(_reference_line(1 / scale, _("1/s = 1/{scale}: interpolate (PI)").format(scale=f"{scale:g}"),
+        lines.append(reference_line(1 / scale, _("1/s = 1/{scale}: interpolate (PI)").format(scale=f"{scale:g}"),
                                      dash="dot", log_axis=True, below=True))
     ratio = _array(profile.ratio, np.float64)
     finite = ratio[np.isfinite(ratio) & (ratio > 0)]

@@ -15,7 +15,17 @@ import plotly.graph_objects as go
 import torch
 
 from figures.frequencies import power_of_two_ticks
-from figures.theme import HIGHLIGHT, LEGEND_BELOW, MUTED, colour_of, keyed, new_figure, series_colour, translucent
+from figures.theme import (
+    HIGHLIGHT,
+    LEGEND_BELOW,
+    MUTED,
+    colour_of,
+    keyed,
+    new_figure,
+    reference_line,
+    series_colour,
+    translucent,
+)
 from i18n import N_, _
 
 CHECK_THETA_TITLE = N_("Expected θᵢ and yours")
@@ -128,14 +138,6 @@ def check_error_figure(*, errors: Sequence[float | None], tolerances: Sequence[f
 # ---- plan ----------------------------------------------------------------------------------------
 
 
-def _reference_line(value: float, text: str, *, dash: str, log_axis: bool, below: bool = False) -> tuple[dict, dict]:
-    shape = dict(type="line", xref="x domain", x0=0, x1=1, y0=value, y1=value,
-                 line=dict(color=MUTED, width=1, dash=dash))
-    label = dict(xref="x domain", x=0.01, xanchor="left", y=math.log10(value) if log_axis else value,
-                 yanchor="top" if below else "bottom", text=text, showarrow=False, font=dict(size=12))
-    return shape, label
-
-
 def plan_ratio_figure(methods: Sequence[tuple[str, str, torch.Tensor]], *, scale: float) -> go.Figure:
     """θ′ᵢ/θᵢ per pair for each method (key, title, ratio): 1 keeps a pair, 1/s interpolates it."""
     traces = []
@@ -149,8 +151,8 @@ def plan_ratio_figure(methods: Sequence[tuple[str, str, torch.Tensor]], *, scale
         traces.append(go.Scatter(x=np.arange(len(values)), y=values, name=name,
                                  hovertemplate=name + "<br>" + _("pair %{x}") + ": θ′/θ = %{y:.4g}<extra></extra>",
                                  **keyed(key)))
-    lines = [_reference_line(1.0, _("1: θ kept"), dash="dash", log_axis=True),
-             _reference_line(1 / scale, _("1/s = 1/{scale}: interpolated").format(scale=f"{scale:g}"), dash="dot",
+    lines = [reference_line(1.0, _("1: θ kept"), dash="dash", log_axis=True),
+             reference_line(1 / scale, _("1/s = 1/{scale}: interpolated").format(scale=f"{scale:g}"), dash="dot",
                              log_axis=True, below=True)]
     return _assemble(_(PLAN_RATIO_TITLE), traces, dict(
         height=460, legend=LEGEND_BELOW, margin=dict(b=150), shapes=[s for s, _l in lines],
@@ -307,7 +309,7 @@ def compare_ratio_figure(ratio: torch.Tensor | None, *, differs: Sequence[bool],
     finite = values[np.isfinite(values) & (values > 0)]
     lowest = min(float(finite.min()) if finite.size else 1.0, 0.5)
     highest = max(float(finite.max()) if finite.size else 1.0, 2.0)
-    shape, annotation = _reference_line(1.0, _("1: same θ"), dash="dash", log_axis=True)
+    shape, annotation = reference_line(1.0, _("1: same θ"), dash="dash", log_axis=True)
     return _assemble(_(COMPARE_RATIO_TITLE), traces, dict(
         height=420, legend=LEGEND_BELOW, margin=dict(b=150), shapes=[shape], annotations=[annotation],
         xaxis=dict(title=dict(text=_("pair index i"))),

@@ -1,7 +1,9 @@
-"""Figures of the tiny-transformer experiment: live loss curve, per-position loss, results table.
+"""Figures of the tiny-transformer experiment: the toy's spectrum, loss curves, accuracy over seeds,
+per-position losses, fine-tuning, and how each encoding represents position.
 
-Pure functions of plain values (lists, tensors); ``export_figures`` runs the experiment through
-``pe_core.train`` at the default settings to build every figure of the page.
+Pure drawing: every function takes plain values (numbers, tuples, tensors already computed by
+``pe_core``) and returns a figure in the project's visual language; ``lessons.training``
+decides what to draw. A trace that shows one method or encoding takes its look from the theme.
 """
 
 from __future__ import annotations
@@ -13,17 +15,49 @@ from typing import NamedTuple
 import plotly.graph_objects as go
 import torch
 
-from figures.theme import method_colour, new_figure
+from figures.theme import HIGHLIGHT, LEGEND_BELOW, MUTED, colour_of, keyed, new_figure, series_colour, style_of
+from i18n import N_, _
 
 MAX_LINE_POINTS = 2000
 POSITION_BINS = 64  # per-position curves are averaged over bins of positions: readable, ≤ 64 points
 
+SPECTRUM_TITLE = N_("Does the toy turn like a real model? Turns per pair within the training length")
+LOSS_TITLE = N_("Training loss")
+TABLE_TITLE = N_("Next-character accuracy (%) by length, mean ± sd over seeds")
+SEEDS_TITLE = N_("Accuracy at the longest length, every encoding and method")
+PER_POSITION_TITLE = N_("Loss at each position")
+PER_LENGTH_TITLE = N_("Accuracy against evaluation length")
+FINE_TUNE_TITLE = N_("A short fine-tune at the longest length")
+POSITION_TITLE = N_("How the encoding represents position")
+COMPARE_TITLE = N_("Two stored runs compared")
 
-class Curve(NamedTuple):
-    name: str
-    values: Sequence[float] | torch.Tensor  # one value per position (or per step)
-    colour_index: int = 0
-    dash: str | None = None
+
+class Keyed(NamedTuple):
+    """A series that shows one method or one encoding (its look comes from the theme)."""
+
+    key: str
+    kind: str  # "method" or "encoding"
+    name: str  # already translated
+    values: Sequence[float] | torch.Tensor
+    spread: Sequence[float] | None = None  # ± per value (error bars), if any
+
+
+class SpectrumLine(NamedTuple):
+    name: str  # already translated, with its numbers
+    turns: Sequence[float] | torch.Tensor  # L/λᵢ per pair
+
+
+class SeedRow(NamedTuple):
+    """One row of the seed chart: mean ± sd at the longest length, and the mean at L."""
+
+    key: str
+    kind: str
+    name: str  # already translated
+    mean: float
+    sd: float
+    n: int
+    at_train_length: float | None
+    fine_tuned: bool = False
 
 
 def _decimate(xs: Sequence[float], ys: Sequence[float], limit: int = MAX_LINE_POINTS) -> tuple[list, list]:
@@ -49,272 +83,242 @@ def binned(values: Sequence[float] | torch.Tensor, bins: int = POSITION_BINS) ->
     return centres.tolist(), means.tolist()
 
 
-def loss_curve_figure(
-    steps: Sequence[int],
-    losses: Sequence[float],
-    validation: Sequence[tuple[int, float]] = (),
-    unigram_baseline: float | None = None,
-    *,
-    total_steps: int | None = None,
-    title: str = "Training loss (live)",
-) -> go.Figure:
+def _legend_below(figure: go.Figure, bottom: int = 130) -> go.Figure:
+    """The legend under the x axis's ticks and title (placed in pixels: the plot's height varies)."""
+    layout = figure.layout
+    top = layout.margin.t if layout.margin.t is not None else 60
+    plot_height = max(80, (layout.height or 450) - top - bottom)
+    below_axis = 62 if layout.xaxis.title.text else 34
+    figure.update_layout(legend={**LEGEND_BELOW, "y": -below_axis / plot_height}, margin=dict(b=bottom))
+    return figure
+
+
+def spectrum_figure(lines: Sequence[SpectrumLine], scale: int) -> go.Figure:
+    """L/λᵢ per pair for the toy and real models (pair index as a fraction of the pairs, so sizes compare).
+
+    Above 1: the pair turns fully within L (every angle seen). Below 1: only an arc is seen, and at
+    s·L the pair goes past it. Below 1/s: even at s·L the pair does not complete one turn.
+    """
+    figure = new_figure(_(SPECTRUM_TITLE), height=480,
+                        xaxis_title=_("pair i / number of pairs (fast → slow)"),
+                        yaxis_title=_("turns within L: L / λᵢ"))
+    for index, line in enumerate(lines):
+        turns = torch.as_tensor(line.turns, dtype=torch.float64)
+        count = turns.numel()
+        x = ((torch.arange(count, dtype=torch.float64) + 0.5) / count).tolist()
+        figure.add_scatter(x=x, y=turns.tolist(), mode="lines+markers", name=line.name,
+                           line=dict(color=series_colour(index), width=3 if index == 0 else 2,
+                                     dash="solid" if index == 0 else ("dash", "dot", "dashdot")[index % 3]),
+                           marker=dict(size=7 if index == 0 else 4, color=series_colour(index)),
+                           hovertemplate=_("pair %{x:.2f} of the spectrum: %{y:.3g} turns within L") + "<extra></extra>")
+    for level, label in ((1.0, _("one turn within L: every angle seen")),
+                         (1.0 / scale, _("one turn within {scale}·L").format(scale=scale))):
+        figure.add_scatter(x=[0, 1], y=[level, level], mode="lines", name=label, hoverinfo="skip",
+                           line=dict(color=MUTED if level == 1 else HIGHLIGHT, dash="dot", width=1.5))
+    figure.update_yaxes(type="log", exponentformat="power")
+    figure.update_xaxes(range=[0, 1])
+    return _legend_below(figure, 170)
+
+
+def loss_curve_figure(steps: Sequence[int], losses: Sequence[float], validation: Sequence[tuple[int, float]] = (),
+                      unigram_baseline: float | None = None, *, total_steps: int | None = None,
+                      title: str | None = None) -> go.Figure:
     """Training loss per step, validation loss where measured, and the unigram baseline."""
-    figure = new_figure(title, xaxis_title="optimiser step", yaxis_title="loss (nats/char)",
-                        height=360, legend=dict(orientation="h", y=-0.25))
+    figure = new_figure(title or _(LOSS_TITLE), xaxis_title=_("optimiser step"),
+                        yaxis_title=_("loss (nats per character)"), height=380)
     x, y = _decimate(list(steps), list(losses))
-    figure.add_scatter(x=x, y=y, mode="lines", name="training batch", line=dict(color=method_colour(0), width=1.6))
+    figure.add_scatter(x=x, y=y, mode="lines", name=_("training batch"), line=dict(color=series_colour(0), width=1.6))
     if validation:
-        figure.add_scatter(x=[s for s, _ in validation], y=[v for _, v in validation], mode="lines+markers",
-                           name="validation", line=dict(color=method_colour(1)))
+        figure.add_scatter(x=[s for s, _v in validation], y=[v for _s, v in validation], mode="lines+markers",
+                           name=_("validation"), line=dict(color=series_colour(1)))
     if unigram_baseline is not None:
-        figure.add_hline(y=unigram_baseline, line=dict(color="#888", dash="dash"),
-                         annotation_text="unigram baseline (letter frequencies only)",
-                         annotation_position="top right")
+        figure.add_scatter(x=[0, total_steps or (max(steps) if steps else 1)], y=[unigram_baseline] * 2, mode="lines",
+                           name=_("letter frequencies only (unigram baseline)"), hoverinfo="skip",
+                           line=dict(color=MUTED, dash="dash", width=1.5))
     if total_steps:
         figure.update_xaxes(range=[0, total_steps])
+    return _legend_below(figure, 110)
+
+
+def accuracy_table_figure(header: Sequence[str], rows: Sequence[Sequence[str]], *, title: str | None = None,
+                          note: str = "") -> go.Figure:
+    """One row per encoding or method, one column per evaluation length (cells already formatted)."""
+    figure = new_figure(title or _(TABLE_TITLE), height=100 + 34 * (len(rows) + 1),
+                        margin=dict(l=10, r=10, t=60, b=30 if note else 5))
+    columns = list(zip(*rows, strict=True)) if rows else [[] for _h in header]
+    figure.add_trace(go.Table(
+        header=dict(values=[f"<b>{h}</b>" for h in header], fill_color="#eef2f7", align="left", font=dict(size=14)),
+        cells=dict(values=columns, align=["left"] * 2 + ["right"] * (len(header) - 2), height=30, font=dict(size=14),
+                   fill_color="white"),
+        columnwidth=[3.6, 0.8] + [1.5] * (len(header) - 2),
+    ))
+    if note:
+        figure.add_annotation(text=note, x=0, y=0, xref="paper", yref="paper", yanchor="top", xanchor="left",
+                              showarrow=False, font=dict(size=12, color=MUTED))
     return figure
 
 
-def per_position_figure(
-    curves: Sequence[Curve],
-    train_length: int,
-    *,
-    title: str,
-    yaxis_title: str = "loss at position (nats)",
-    bins: int = POSITION_BINS,
-) -> go.Figure:
-    """One line per method: the value at each position (binned), with the training length marked."""
-    figure = new_figure(title, xaxis_title="position in the sequence (tokens)", yaxis_title=yaxis_title,
-                        height=440, legend=dict(orientation="h", y=-0.22))
-    longest = 0
+def seed_chart_figure(rows: Sequence[SeedRow], *, longest_label: str, train_label: str) -> go.Figure:
+    """Mean ± sd over seeds at the longest length (one row each), with the mean at L as an open marker."""
+    names = [row.name for row in rows]
+    figure = new_figure(_(SEEDS_TITLE), height=190 + 34 * len(rows), xaxis_title=_("next-character accuracy"),
+                        margin=dict(l=10, r=20, t=60, b=120))
+    for row in rows:
+        colour = colour_of(row.key, row.kind)
+        style = keyed(row.key, row.kind, lines=False, markers=True,
+                      marker=dict(size=12, symbol=style_of(row.key, row.kind).marker.replace("-open", ""),
+                                  line=dict(width=2.5, color=colour)))  # line-only symbols (x-thin) need a line
+        hover = _("{name}: {mean:.1%} ± {sd:.1%} over {n} seeds").format(name=row.name, mean=row.mean, sd=row.sd,
+                                                                       n=row.n)
+        figure.add_scatter(x=[row.mean], y=[row.name], name=row.name, showlegend=False,
+                           error_x=dict(type="data", array=[row.sd], color=colour_of(row.key, row.kind), thickness=2,
+                                        width=6),
+                           hovertemplate=hover + "<extra></extra>", **style)
+    trained = [(row.name, row.at_train_length) for row in rows if row.at_train_length is not None]
+    if trained:
+        figure.add_scatter(x=[v for _n, v in trained], y=[n for n, _v in trained], mode="markers",
+                           name=train_label, marker=dict(symbol="line-ns-open", size=16, color=MUTED, line_width=2),
+                           hovertemplate="%{y}: %{x:.1%}<extra></extra>")
+    figure.add_scatter(x=[None], y=[None], mode="markers", name=longest_label,
+                       marker=dict(symbol="circle", size=10, color=MUTED), hoverinfo="skip")
+    figure.update_yaxes(categoryorder="array", categoryarray=list(reversed(names)), automargin=True, title=None)
+    figure.update_xaxes(tickformat=".0%", rangemode="tozero")
+    return _legend_below(figure, 120)
+
+
+def per_position_figure(curves: Sequence[Keyed], train_length: int, length: int, *,
+                        title: str | None = None, bins: int = POSITION_BINS) -> go.Figure:
+    """One line per method: the loss at each position (binned), with the training length marked."""
+    figure = new_figure(title or _("Loss at each position, evaluated at L′ = {length} ({scale}× L)").format(
+        length=f"{length:,}", scale=length // train_length),
+        xaxis_title=_("position in the sequence (characters)"), yaxis_title=_("loss at the position (nats)"),
+        height=460)
+    top = 0.0
     for curve in curves:
         x, y = binned(curve.values, bins)
-        longest = max(longest, len(curve.values))
-        figure.add_scatter(x=x, y=y, mode="lines", name=curve.name,
-                           line=dict(color=method_colour(curve.colour_index), dash=curve.dash))
-    if longest > train_length:
-        figure.add_vrect(x0=train_length, x1=longest, fillcolor="#999", opacity=0.08, line_width=0)
-    figure.add_vline(x=train_length, line=dict(color="#444", dash="dot"),
-                     annotation_text=f"training length L = {train_length}", annotation_position="top left")
-    return figure
+        top = max(top, max(y, default=0.0))
+        figure.add_scatter(x=x, y=y, name=curve.name, **keyed(curve.key, curve.kind))
+    if length > train_length:
+        figure.add_vrect(x0=train_length, x1=length, fillcolor=HIGHLIGHT, opacity=0.05, line_width=0)
+    figure.add_scatter(x=[train_length, train_length], y=[0, top * 1.05], mode="lines",
+                       name=_("training length L = {length}").format(length=train_length), hoverinfo="skip",
+                       line=dict(color=MUTED, dash="dot", width=1.5))
+    return _legend_below(figure, 140)
 
 
-def length_figure(
-    multiples: Sequence[int],
-    curves: Sequence[Curve],
-    *,
-    title: str = "Mean loss against evaluation length",
-    yaxis_title: str = "mean loss (nats/char)",
-) -> go.Figure:
-    """Mean loss over whole sequences of each length (x: multiple of the training length, log scale)."""
-    figure = new_figure(title, xaxis_title="evaluation length L' / training length L", yaxis_title=yaxis_title,
-                        height=400, legend=dict(orientation="h", y=-0.25))
+def per_length_figure(multiples: Sequence[int], curves: Sequence[Keyed], *, title: str | None = None,
+                      seeds: int | None = None) -> go.Figure:
+    """Mean accuracy over whole sequences of each length (± sd over seeds), x: L′/L on a log scale."""
+    if title is None and seeds is not None:
+        title = (_("{title} (one seed so far)") if seeds == 1 else _("{title} (mean ± sd over {n} seeds)")).format(
+            title=_(PER_LENGTH_TITLE), n=seeds)
+    figure = new_figure(title or _(PER_LENGTH_TITLE), xaxis_title=_("evaluation length L′ / training length L"),
+                        yaxis_title=_("next-character accuracy"), height=460)
     for curve in curves:
-        figure.add_scatter(x=list(multiples), y=list(curve.values), mode="lines+markers", name=curve.name,
-                           line=dict(color=method_colour(curve.colour_index), dash=curve.dash))
+        extra = {}
+        if curve.spread is not None:
+            extra["error_y"] = dict(type="data", array=list(curve.spread), color=colour_of(curve.key, curve.kind),
+                                    thickness=1.5, width=5)
+        figure.add_scatter(x=list(multiples), y=list(curve.values), name=curve.name,
+                           **keyed(curve.key, curve.kind, markers=True), **extra)
     figure.update_xaxes(type="log", tickvals=list(multiples), ticktext=[f"{m:g}×" for m in multiples])
-    return figure
+    figure.update_yaxes(tickformat=".0%")
+    return _legend_below(figure, 150)
 
 
-def results_table_figure(
-    header: Sequence[str], rows: Sequence[Sequence[str]], *, title: str = "Next-character accuracy by length"
-) -> go.Figure:
-    """A table in the style of Su's (seed 001): one row per method, one column per evaluation length."""
-    figure = new_figure(title, height=70 + 31 * (len(rows) + 1), margin=dict(l=10, r=10, t=50, b=0))
-    columns = list(zip(*rows, strict=True)) if rows else [[] for _ in header]
-    figure.add_trace(go.Table(
-        header=dict(values=[f"<b>{h}</b>" for h in header], fill_color="#eef2f7", align="left",
-                    font=dict(size=14)),
-        cells=dict(values=columns, align=["left"] + ["right"] * (len(header) - 1), height=30, font=dict(size=14),
-                   fill_color="white"),
-    ))
-    return figure
+def fine_tune_figure(curves: Sequence[Keyed], train_length: int, length: int, steps: int) -> go.Figure:
+    """Per-position loss at L′ before (dotted) and after (solid) fine-tuning, for each fine-tuned method."""
+    figure = new_figure(_("{title}: {steps} steps at L′ = {length}").format(title=_(FINE_TUNE_TITLE), steps=steps,
+                                                                           length=f"{length:,}"),
+                        xaxis_title=_("position in the sequence (characters)"),
+                        yaxis_title=_("loss at the position (nats)"), height=460)
+    top = 0.0
+    for curve in curves:
+        x, y = binned(curve.values, POSITION_BINS)
+        top = max(top, max(y, default=0.0))
+        after = curve.spread is None
+        figure.add_scatter(x=x, y=y, name=curve.name,
+                           **keyed(curve.key, curve.kind, line=dict(dash="solid" if after else "dot"),
+                                   opacity=1.0 if after else 0.7))
+    figure.add_scatter(x=[train_length, train_length], y=[0, top * 1.05], mode="lines",
+                       name=_("training length L = {length}").format(length=train_length), hoverinfo="skip",
+                       line=dict(color=MUTED, dash="dot", width=1.5))
+    return _legend_below(figure, 150)
 
 
-def fine_tune_figure(
-    before: Sequence[float] | torch.Tensor,
-    after: Sequence[float] | torch.Tensor,
-    train_length: int,
-    *,
-    method_title: str,
-    steps: int,
-    reference: Sequence[float] | torch.Tensor | None = None,
-    reference_name: str = "",
-    title: str | None = None,
-) -> go.Figure:
-    """Per-position loss of one method at L' before and after a short fine-tune at L'."""
-    curves = [Curve(f"{method_title}, no fine-tuning", before, 1, "dot"),
-              Curve(f"{method_title}, after {steps} fine-tuning steps at L'", after, 1)]
-    if reference is not None:
-        curves.append(Curve(reference_name, reference, 0, "dash"))
-    return per_position_figure(
-        curves, train_length, title=title or f"Fine-tuning {method_title} at L' = {len(before)}"
-    )
-
-
-def pair_wavelength_figure(
-    wavelengths: Sequence[float] | torch.Tensor,
-    train_length: int,
-    longest: int,
-    *,
-    title: str,
-    xaxis_title: str = "RoPE pair i (fast → slow)",
-) -> go.Figure:
-    """λ_i per pair (log scale) against L and the longest evaluation length L'.
-
-    Pairs with λ_i > L never complete a turn in training, so at L' they meet angles never seen.
-    """
+def pair_wavelength_figure(wavelengths: Sequence[float] | torch.Tensor, train_length: int, longest: int, *,
+                           title: str, xaxis_title: str) -> go.Figure:
+    """λᵢ per pair (log scale) against L and the longest evaluation length L′."""
     wavelengths = torch.as_tensor(wavelengths, dtype=torch.float64)
     index = list(range(wavelengths.numel()))
     turns = wavelengths <= train_length
-    figure = new_figure(title, xaxis_title=xaxis_title, yaxis_title="wavelength λ (tokens)",
-                        height=380, legend=dict(orientation="h", y=-0.3))
-    for name, mask, colour in (("completes a turn within L", turns, method_colour(2)),
-                               ("never completes a turn within L", ~turns, method_colour(1))):
+    figure = new_figure(title, xaxis_title=xaxis_title, yaxis_title=_("wavelength λᵢ (characters)"), height=400)
+    for name, mask, colour in ((_("completes a turn within L"), turns, series_colour(2)),
+                               (_("never completes a turn within L"), ~turns, HIGHLIGHT)):
         figure.add_scatter(x=[i for i in index if mask[i]], y=wavelengths[mask].tolist(), mode="markers",
                            name=name, marker=dict(color=colour, size=9))
-    # reference lengths as traces, not shapes: shapes on a log axis take exponents, not lengths
-    span = [-0.5, len(index) - 0.5]
-    figure.add_scatter(x=span, y=[train_length] * 2, mode="lines", name=f"training length L = {train_length:,}",
-                       line=dict(color="#444", dash="dot", width=1.5))
+    span = [-0.5, len(index) - 0.5]  # reference lengths as traces: shapes on a log axis take exponents
+    figure.add_scatter(x=span, y=[train_length] * 2, mode="lines", hoverinfo="skip",
+                       name=_("training length L = {length}").format(length=f"{train_length:,}"),
+                       line=dict(color=MUTED, dash="dot", width=1.5))
     if longest > train_length:
-        figure.add_scatter(x=span, y=[longest] * 2, mode="lines", name=f"longest evaluation L' = {longest:,}",
-                           line=dict(color="#888", dash="dash", width=1.5))
+        figure.add_scatter(x=span, y=[longest] * 2, mode="lines", hoverinfo="skip",
+                           name=_("longest evaluation L′ = {length}").format(length=f"{longest:,}"),
+                           line=dict(color=MUTED, dash="dash", width=1.5))
     figure.update_yaxes(type="log", exponentformat="power")
-    return figure
+    return _legend_below(figure, 130)
 
 
-def alibi_bias_figure(slopes: Sequence[float] | torch.Tensor, train_length: int, longest: int,
-                      *, title: str = "ALiBi's penalty on attention scores, per head") -> go.Figure:
+def alibi_bias_figure(slopes: Sequence[float] | torch.Tensor, train_length: int, longest: int) -> go.Figure:
     """−m_h·distance for each head: straight lines, so two points per head are exact."""
     slopes = torch.as_tensor(slopes, dtype=torch.float64)
-    figure = new_figure(title, xaxis_title="distance i − j (tokens)", yaxis_title="bias added to the score",
-                        height=340, legend=dict(orientation="h", y=-0.3))
+    figure = new_figure(_("ALiBi's penalty on attention scores, per head"), xaxis_title=_("distance i − j (characters)"),
+                        yaxis_title=_("bias added to the score"), height=380)
     for head, slope in enumerate(slopes.tolist()):
         inverse = 1 / slope
         shown = f"1/{inverse:.0f}" if abs(inverse - round(inverse)) < 1e-9 else f"{slope:.4g}"
         figure.add_scatter(x=[0, longest], y=[0.0, -slope * longest], mode="lines",
-                           name=f"head {head + 1}: m = {shown}", line=dict(color=method_colour(head)))
-    figure.add_vline(x=train_length, line=dict(color="#444", dash="dot"),
-                     annotation_text=f"L = {train_length:,}", annotation_position="top right")
-    return figure
+                           name=_("head {head}: m = {slope}").format(head=head + 1, slope=shown),
+                           line=dict(color=series_colour(head)))
+    figure.add_scatter(x=[train_length, train_length], y=[-float(slopes.max()) * longest, 0], mode="lines",
+                       name=_("training length L = {length}").format(length=f"{train_length:,}"), hoverinfo="skip",
+                       line=dict(color=MUTED, dash="dot", width=1.5))
+    return _legend_below(figure, 130)
 
 
-def t5_bucket_figure(buckets: Sequence[int] | torch.Tensor, train_length: int,
-                     *, title: str = "T5's distance buckets (one learned bias per bucket and head)") -> go.Figure:
+def t5_bucket_figure(buckets: Sequence[int] | torch.Tensor, train_length: int) -> go.Figure:
     """Bucket index against distance; beyond max_distance every distance shares the last bucket."""
     buckets = torch.as_tensor(buckets)
-    distances = list(range(buckets.numel()))
-    x, y = _decimate(distances, buckets.tolist())
-    figure = new_figure(title, xaxis_title="distance i − j (tokens)", yaxis_title="bucket", height=340)
-    figure.add_scatter(x=x, y=y, mode="lines", line=dict(shape="hv", color=method_colour(0)), name="bucket",
-                       showlegend=False)
-    figure.add_vline(x=train_length, line=dict(color="#444", dash="dot"),
-                     annotation_text=f"L = {train_length:,}", annotation_position="bottom right")
+    x, y = _decimate(list(range(buckets.numel())), buckets.tolist())
+    figure = new_figure(_("T5's distance buckets (one learned bias per bucket and head)"),
+                        xaxis_title=_("distance i − j (characters)"), yaxis_title=_("bucket"), height=380)
+    figure.add_scatter(x=x, y=y, mode="lines", line=dict(shape="hv", color=series_colour(0)), name=_("bucket"))
+    figure.add_scatter(x=[train_length, train_length], y=[0, max(y, default=0)], mode="lines", hoverinfo="skip",
+                       name=_("training length L = {length}").format(length=f"{train_length:,}"),
+                       line=dict(color=MUTED, dash="dot", width=1.5))
+    return _legend_below(figure, 110)
+
+
+def no_position_figure(text: str) -> go.Figure:
+    """For encodings with nothing to draw (NoPE, a learned table): the reason, as a note."""
+    figure = new_figure(_(POSITION_TITLE), height=220, xaxis=dict(visible=False), yaxis=dict(visible=False))
+    figure.add_annotation(text=text, x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False,
+                          font=dict(size=15, color=MUTED))
     return figure
 
 
-def position_figure(config, longest: int) -> go.Figure | None:
-    """The figure of how ``config``'s encoding represents position (None for learned and NoPE)."""
-    from pe_core.biases import alibi_slopes
-    from pe_core.model import position_wavelengths, t5_buckets_by_distance
-
-    wavelengths = position_wavelengths(config)
-    if wavelengths is not None:
-        rope = config.position == "rope"
-        kind, size = ("RoPE pair", f"head size {config.head_dim}") if rope else ("sin/cos pair",
-                                                                                 f"d_model {config.d_model}")
-        return pair_wavelength_figure(wavelengths, config.train_length, longest, xaxis_title=f"{kind} i (fast → slow)",
-                                      title=f"Wavelength of each {kind} ({size}, base {config.rope_base:,.0f})")
-    if config.position == "alibi":
-        return alibi_bias_figure(alibi_slopes(config.n_head), config.train_length, longest)
-    if config.position == "t5":
-        return t5_bucket_figure(t5_buckets_by_distance(config, longest), config.train_length)
-    return None
-
-
-# --- export ---------------------------------------------------------------------------------
-
-
-def experiment_figures(experiment, *, shown_length: int | None = None) -> dict[str, go.Figure]:
-    """Every result figure of a finished ``pe_core.train.Experiment`` (keyed by slug)."""
-    from pe_core.train import method_title, summary_table
-
-    run, evaluation = experiment.run, experiment.evaluation
-    figures = {
-        "loss": loss_curve_figure(
-            [p.step for p in run.history], [p.loss for p in run.history],
-            [(p.step, p.validation_loss) for p in run.history if p.validation_loss is not None],
-            experiment.unigram_baseline, total_steps=run.train_config.steps, title="Training loss",
-        )
-    }
-    position = position_figure(run.model_config, run.model_config.train_length * max(experiment.multiples))
-    if position is not None:
-        figures["position"] = position
-    if evaluation is None or not evaluation.results:
-        return figures
-    train_length = evaluation.train_length
-    methods = evaluation.methods
-    lengths = evaluation.lengths
-    length = shown_length if shown_length in lengths else max(lengths)
-    header, rows = summary_table(evaluation)
-    figures["table"] = results_table_figure(header, rows)
-    figures["per_position"] = per_position_figure(
-        [Curve(method_title(m), evaluation.get(m, length).loss, i) for i, m in enumerate(methods)
-         if (m, length) in evaluation],
-        train_length, title=f"Loss at each position, evaluated at L' = {length} ({length // train_length}× L)",
-    )
-    figures["per_length"] = length_figure(
-        [n // train_length for n in lengths],
-        [Curve(method_title(m), [evaluation.get(m, n).mean_loss for n in lengths], i) for i, m in enumerate(methods)
-         if all((m, n) in evaluation for n in lengths)],
-    )
-    for tune in experiment.fine_tunes:
-        if tune.after is not None and tune.before is not None:
-            figures[f"fine_tune_{tune.method}"] = fine_tune_figure(
-                tune.before.loss, tune.after.loss, train_length, method_title=method_title(tune.method),
-                steps=tune.steps,
-            )
-    return figures
-
-
-# What export_figures() returns at DEFAULTS, so `python -m figures.export --list` need not train a model.
-FIGURE_SLUGS = ("loss", "position", "table", "per_position", "per_length", "fine_tune_pi", "fine_tune_yarn")
-
-# What ``python -m figures.export --set key=value`` can change for this topic (the page's defaults).
-DEFAULTS = {
-    "encoding": "rope",
-    "pairing": "half",
-    "base": 10_000.0,
-    "train_length": 64,
-    "width": 128,
-    "heads": 4,
-    "layers": 2,
-    "steps": 600,
-    "seed": 0,
-    "multiples": (1, 2, 4, 8),
-    "methods": ("direct", "pi", "ntk", "dynamic", "yarn"),
-    "fine_tune": ("pi", "yarn"),
-    "fine_tune_steps": 50,
-}
-
-
-def export_figures(**overrides) -> dict[str, go.Figure]:
-    """Train the page's default experiment and return its figures (about a minute on a 2-core CPU).
-
-    Keys of ``DEFAULTS`` override the settings, e.g. ``encoding="alibi"``, ``steps=100``.
-    """
-    from pe_core.train import default_experiment
-
-    unknown = set(overrides) - set(DEFAULTS)
-    if unknown:
-        raise ValueError(f"Unknown setting(s) for the training figures: {', '.join(sorted(unknown))}.")
-    settings = {**DEFAULTS, **overrides}
-    experiment = default_experiment(
-        position=settings["encoding"], rope_pairing=settings["pairing"], rope_base=float(settings["base"]),
-        train_length=int(settings["train_length"]), d_model=int(settings["width"]), n_head=int(settings["heads"]),
-        n_layer=int(settings["layers"]), steps=int(settings["steps"]), seed=int(settings["seed"]),
-        multiples=tuple(int(m) for m in settings["multiples"]), methods=tuple(settings["methods"]),
-    )
-    experiment.run_to_end(tuple(settings["fine_tune"]), int(settings["fine_tune_steps"]))
-    return experiment_figures(experiment)
+def compare_figure(multiples: Sequence[int], first: Sequence[Keyed], second: Sequence[Keyed], *,
+                   first_label: str, second_label: str) -> go.Figure:
+    """Accuracy against length for two runs: the first solid and filled, the second dotted and open."""
+    figure = new_figure(_(COMPARE_TITLE), xaxis_title=_("evaluation length L′ / training length L"),
+                        yaxis_title=_("next-character accuracy"), height=460)
+    for curves, label, solid in ((first, first_label, True), (second, second_label, False)):
+        for curve in curves:
+            look = keyed(curve.key, curve.kind, markers=True,
+                         line=dict(dash="solid" if solid else "dot"),
+                         marker=dict(symbol="circle" if solid else "circle-open", size=9))
+            figure.add_scatter(x=list(multiples), y=list(curve.values), name=f"{label}: {curve.name}",
+                               legendgroup=label, **look)
+    figure.update_xaxes(type="log", tickvals=list(multiples), ticktext=[f"{m:g}×" for m in multiples])
+    figure.update_yaxes(tickformat=".0%")
+    return _legend_below(figure, 170)

@@ -14,9 +14,8 @@ import torch
 
 from figures import practitioner as draw
 from i18n import N_, _
-from lessons.base import FigureSpec, Lesson, LessonSettings, SettingsError, figure_registry, setting
-from lessons.model_source import SOURCES, config_of, preset_names, source_title, spec_of
-from lessons.rope_setup import EXAMPLE_CONFIG, OLD_STYLE_LINEAR_CONFIG
+from lessons.base import FigureSpec, Lesson, SettingsError, figure_registry, override, setting
+from lessons.model_source import MODEL, ModelSettings, config_of, spec_of
 from pe_core import RopeSpec, preset_by_name, rope_frequencies
 from pe_core.check import (
     BUG_CLASSES,
@@ -32,7 +31,7 @@ from pe_core.check import (
 )
 from pe_core.inputs import numbers_text, parse_numbers
 
-MODEL, NUMBERS = "model", "numbers"
+NUMBERS = "numbers"
 DEFAULT_PRESET = "Llama-3.1-8B"
 MAX_SEQ_LEN = 1 << 22
 
@@ -58,16 +57,9 @@ CORRECT_NUMBERS = example_numbers(preset_by_name(DEFAULT_PRESET).spec)[0]
 
 
 @dataclasses.dataclass(frozen=True)
-class Settings(LessonSettings):
-    source: str = setting("preset", N_("Model from"), key="src", widget="radio", group=MODEL, options=SOURCES,
-                          format=source_title)
-    preset: str = setting(DEFAULT_PRESET, N_("Model"), key="preset", widget="selectbox", group=MODEL,
-                          options=preset_names(), when={"source": ("preset",)},
-                          examples=("Llama-2-7B", "Qwen2.5-7B-Instruct (+YaRN x4)"))
-    config: str = setting(EXAMPLE_CONFIG, N_("config.json"), key="config", widget="text", group=MODEL,
-                          when={"source": ("config",)}, examples=(OLD_STYLE_LINEAR_CONFIG,),
-                          help=N_("The model's config.json as transformers writes it (rope_theta, head_dim or "
-                                  "hidden_size / num_attention_heads, max_position_embeddings, rope_scaling)."))
+class Settings(ModelSettings):
+    preset: str = override(ModelSettings, "preset", DEFAULT_PRESET,
+                           examples=("Llama-2-7B", "Qwen2.5-7B-Instruct (+YaRN x4)"))
     numbers: str = setting(DEFAULT_NUMBERS, N_("Your θᵢ"), key="theta", widget="text", group=NUMBERS,
                            examples=(CORRECT_NUMBERS,),
                            help=N_("One θᵢ per rotated pair (your inv_freq buffer, in pair order), or one value per "

@@ -3,12 +3,14 @@ becomes pasted text on the page, so the CLI, the tests and the page read it the 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 from i18n import N_, _
-from lessons.base import SettingsError
+from lessons.base import LessonSettings, SettingsError, setting
 from pe_core import RopeSpec, from_hf_config, load_presets
 
+MODEL = "model"
 SOURCES = ("preset", "config")
 SOURCE_TITLES = {"preset": N_("A real model"), "config": N_("Paste config.json")}
 
@@ -21,10 +23,8 @@ def source_title(source: str) -> str:
     return _(SOURCE_TITLES[source])
 
 
-def config_of(source: str, preset: str, text: str) -> dict:
-    """The config dict the settings name; ``SettingsError`` with a readable sentence for a bad paste."""
-    if source == "preset":
-        return dict(next(p.config for p in load_presets() if p.name == preset))
+def parse_config(text: str) -> dict:
+    """A pasted config.json as a dict; ``SettingsError`` with a readable sentence for a bad paste."""
     if not text.strip():
         raise SettingsError(_("Paste a model's config.json (or upload it)."))
     try:
@@ -35,6 +35,33 @@ def config_of(source: str, preset: str, text: str) -> dict:
     if not isinstance(config, dict):
         raise SettingsError(_("A config.json must be a JSON object ({...})."))
     return config
+
+
+def config_of(source: str, preset: str, text: str) -> dict:
+    """The config dict the settings name: a preset's, or the pasted text's."""
+    if source == "preset":
+        return dict(next(p.config for p in load_presets() if p.name == preset))
+    return parse_config(text)
+
+
+def _example_configs():
+    from lessons.rope_setup import EXAMPLE_CONFIG, OLD_STYLE_LINEAR_CONFIG
+
+    return EXAMPLE_CONFIG, OLD_STYLE_LINEAR_CONFIG
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelSettings(LessonSettings):
+    """A model from a preset or a pasted config.json (the practitioner pages' first group of settings)."""
+
+    source: str = setting("preset", N_("Model from"), key="src", widget="radio", group=MODEL, options=SOURCES,
+                          format=source_title)
+    preset: str = setting("Llama-3-8B", N_("Model"), key="preset", widget="selectbox", group=MODEL,
+                          options=preset_names(), when={"source": ("preset",)}, examples=("Llama-2-7B", "gpt-oss-20b"))
+    config: str = setting(_example_configs()[0], N_("config.json"), key="config", widget="text", group=MODEL,
+                          when={"source": ("config",)}, examples=(_example_configs()[1],),
+                          help=N_("The model's config.json as transformers writes it (rope_theta, head_dim or "
+                                  "hidden_size / num_attention_heads, max_position_embeddings, rope_scaling)."))
 
 
 def spec_of(config: dict) -> RopeSpec:

@@ -12,14 +12,12 @@ import torch
 
 from figures import practitioner as draw
 from i18n import N_, _
-from lessons.base import FigureSpec, Lesson, LessonSettings, SettingsError, figure_registry, setting
-from lessons.model_source import SOURCES, config_of, preset_names, source_title, spec_of
-from lessons.rope_setup import EXAMPLE_CONFIG, OLD_STYLE_LINEAR_CONFIG
+from lessons.base import FigureSpec, Lesson, SettingsError, figure_registry, setting
+from lessons.model_source import MODEL, ModelSettings, config_of, spec_of
 from pe_core.base_bound import base_lower_bound, similarity_envelope
 from pe_core.plan import MAX_TARGET, PLAN_METHODS, Plan, dynamic_base, plan, plan_json, unrotated_pairs
 
-MODEL, TARGET = "model", "target"
-DEFAULT_PRESET = "Llama-3-8B"
+TARGET = "target"
 DEFAULT_SCALE = 4  # a target of 0 means this many times the training length
 SIMILARITY_BINS = 600
 COARSE_STEPS = 50  # the bound at the lengths between L and L′ (the figure's curve) on a 4.7 % grid
@@ -33,15 +31,7 @@ PARAMETER_TITLES = {
 
 
 @dataclasses.dataclass(frozen=True)
-class Settings(LessonSettings):
-    source: str = setting("preset", N_("Model from"), key="src", widget="radio", group=MODEL, options=SOURCES,
-                          format=source_title)
-    preset: str = setting(DEFAULT_PRESET, N_("Model"), key="preset", widget="selectbox", group=MODEL,
-                          options=preset_names(), when={"source": ("preset",)},
-                          examples=("Llama-2-7B", "gpt-oss-20b"))
-    config: str = setting(EXAMPLE_CONFIG, N_("config.json"), key="config", widget="text", group=MODEL,
-                          when={"source": ("config",)}, examples=(OLD_STYLE_LINEAR_CONFIG,),
-                          help=N_("The model's config.json as transformers writes it."))
+class Settings(ModelSettings):
     target: int = setting(0, N_("Target length L′ (0: 4 × the training length)"), key="target", widget="number",
                           group=TARGET, min_value=0, max_value=MAX_TARGET, step=1024, examples=(65_536,),
                           help=N_("The context length you want to run the model at."))

@@ -127,16 +127,9 @@ def model_config(settings: RopeSettings) -> dict | None:
     if settings.source == "preset":
         return next(p.config for p in load_presets() if p.name == settings.preset)
     if settings.source == "config":
-        if not settings.config.strip():
-            raise SettingsError(_("Paste a model's config.json to see its RoPE."))
-        try:
-            config = json.loads(settings.config)
-        except json.JSONDecodeError as err:
-            raise SettingsError(_("That is not valid JSON: {message} (line {line}, column {column}).").format(
-                message=err.msg, line=err.lineno, column=err.colno)) from err
-        if not isinstance(config, dict):
-            raise SettingsError(_("A config.json must be a JSON object ({...})."))
-        return config
+        from lessons.model_source import parse_config
+
+        return parse_config(settings.config)
     return None
 
 

@@ -26,9 +26,11 @@ import torch
 # A fixed vocabulary (not the corpus's own character set) so a model's shape does not depend on
 # the Python version: newline, printable ASCII, and one symbol for everything else.
 UNKNOWN = "\N{REPLACEMENT CHARACTER}"
-VOCABULARY = "\n" + "".join(chr(c) for c in range(32, 127)) + UNKNOWN
+START = "\N{START OF TEXT}"  # the first token of every window, as a language model's sequences start with one
+VOCABULARY = "\n" + "".join(chr(c) for c in range(32, 127)) + UNKNOWN + START
 _INDEX = {ch: i for i, ch in enumerate(VOCABULARY)}
 _UNKNOWN_INDEX = _INDEX[UNKNOWN]
+START_INDEX = _INDEX[START]
 _ASCII_TO_ID = torch.tensor([_INDEX.get(chr(c), _UNKNOWN_INDEX) for c in range(128)], dtype=torch.long)
 VALIDATION_ONE_IN = 10
 # Validation characters an evaluation reads per length: enough windows for smooth per-position curves.
@@ -132,6 +134,13 @@ def evenly_spaced_windows(tokens: torch.Tensor, length: int, count: int) -> torc
     last_start = tokens.numel() - length - 1
     starts = torch.linspace(0, last_start, count).round().long().unique()
     return tokens[starts[:, None] + torch.arange(length + 1)]
+
+
+def with_start(windows: torch.Tensor) -> torch.Tensor:
+    """The windows with their first token replaced by START (an input only: targets begin at column 1)."""
+    marked = windows.clone()
+    marked[:, 0] = START_INDEX
+    return marked
 
 
 def unigram_baseline(train: torch.Tensor, validation: torch.Tensor, vocab_size: int = len(VOCABULARY)) -> float:

@@ -1,10 +1,12 @@
 """Background jobs with a server-wide limit: a class of students cannot exhaust the machine.
 
 Each job runs in its own daemon thread, but only ``max_running`` jobs compute at once; the
-others wait their turn in submission order (and say where they are in the queue). When
-``max_waiting`` jobs already wait, a new one is refused with ``ServerBusy``. A job can be
-asked to stop at any time: the work function checks ``job.should_stop()`` and returns,
-keeping what it has done. Plain Python threading, no Streamlit, so tests and scripts use it too.
+others wait their turn in submission order (and say where they are in the queue, and when
+they should start). When ``max_waiting`` jobs already wait, a new one is refused with
+``ServerBusy``. Jobs submitted with the same ``key`` while one is unfinished share it: the
+second request gets the first job (coalescing), and the job stops only when every requester
+has withdrawn. The work function checks ``job.should_stop()`` and returns, keeping what it
+has done. Plain Python threading, no Streamlit, so tests and scripts use it too.
 """
 
 from __future__ import annotations
@@ -30,9 +32,15 @@ class Job:
 
     _ids = itertools.count(1)
 
-    def __init__(self, name: str, work: Callable[[Job], Any], limiter: JobLimiter):
+    def __init__(self, name: str, work: Callable[[Job], Any], limiter: JobLimiter, *, key: str | None = None,
+                 estimate_s: float | None = None):
         self.id = next(self._ids)
         self.name = name
+        self.key = key
+        self.estimate_s = estimate_s  # how long the work should take, if known (from earlier runs)
+        self.requests = 1  # how many requesters share this job
+        self.started_at: float | None = None
+        self.ended_at: float | None = None
         self.state = QUEUED
         self.result: Any = None
         self.error: str | None = None
@@ -66,6 +74,36 @@ class Job:
         self._stop.set()
         self._limiter._wake()
 
+    def withdraw(self) -> bool:
+        """One requester no longer wants the result; the job stops when none does. True if it stops."""
+        with self._limiter._condition:
+            self.requests = max(0, self.requests - 1)
+            last = self.requests == 0
+        if last:
+            self.stop()
+        return last
+
+    def running_s(self) -> float:
+        """Seconds spent computing so far (0 while queued)."""
+        if self.started_at is None:
+            return 0.0
+        return (self.ended_at or time.monotonic()) - self.started_at
+
+    def remaining_s(self) -> float | None:
+        """Seconds left, from the speed so far (after the first few per cent) or the estimate; None if unknown."""
+        if self.finished:
+            return 0.0
+        elapsed = self.running_s()
+        if self.started_at is not None and self.fraction >= 0.03 and elapsed >= 1.0:
+            return elapsed * (1 - self.fraction) / self.fraction
+        if self.estimate_s is not None:
+            return max(0.0, self.estimate_s - elapsed)
+        return None
+
+    def wait_s(self) -> float | None:
+        """Seconds until a queued job should start (0 once it runs); None if some job ahead has no estimate."""
+        return self._limiter.wait_s(self)
+
     def reports(self) -> list[Any]:
         """A snapshot of everything reported so far."""
         with self._lock:
@@ -89,6 +127,7 @@ class Job:
                 self.phase = "stopped before it started"
                 return
             self.state = RUNNING
+            self.started_at = time.monotonic()
             self.phase = "starting"
             try:
                 self.result = self._work(self)
@@ -98,6 +137,7 @@ class Job:
                 self.traceback = traceback.format_exc()
                 self.state = FAILED
             finally:
+                self.ended_at = time.monotonic()
                 self._limiter._release(self)
         finally:
             self._finished.set()
@@ -115,18 +155,45 @@ class JobLimiter:
         self._waiting: deque[Job] = deque()
         self._running: set[Job] = set()
 
-    def submit(self, name: str, work: Callable[[Job], Any]) -> Job:
-        """Start ``work(job)`` in a thread as soon as a slot is free; ``ServerBusy`` if the line is full."""
+    def submit(self, name: str, work: Callable[[Job], Any], *, key: str | None = None,
+               estimate_s: float | None = None) -> Job:
+        """Start ``work(job)`` in a thread as soon as a slot is free; ``ServerBusy`` if the line is full.
+
+        With a ``key``, an unfinished job of the same key is returned instead (one more requester).
+        """
         with self._condition:
+            if key is not None:
+                for job in (*self._running, *self._waiting):
+                    if job.key == key and not job.should_stop():
+                        job.requests += 1
+                        return job
             if len(self._running) >= self.max_running and len(self._waiting) >= self.max_waiting:
                 raise ServerBusy(
                     f"The server is busy: {len(self._running)} training job(s) running and "
                     f"{len(self._waiting)} waiting. Please try again in a minute."
                 )
-            job = Job(name, work, self)
+            job = Job(name, work, self, key=key, estimate_s=estimate_s)
             self._waiting.append(job)
         job.thread.start()
         return job
+
+    def wait_s(self, job: Job) -> float | None:
+        """When ``job`` should start: each slot frees as its job ends, and the jobs ahead take the slots in turn."""
+        with self._condition:
+            if job not in self._waiting:
+                return 0.0
+            ahead = list(self._waiting)[: self._waiting.index(job)]
+            running = list(self._running)
+        slots = [j.remaining_s() for j in running] + [0.0] * (self.max_running - len(running))
+        if any(s is None for s in slots):
+            return None
+        for earlier in ahead:
+            duration = earlier.remaining_s()
+            if duration is None:
+                return None
+            slots.sort()
+            slots[0] += duration
+        return min(slots)
 
     def position(self, job: Job) -> int:
         with self._condition:
@@ -170,7 +237,7 @@ def default_max_running() -> int:
 
     import torch
 
-    from pe_core.train import cpu_threads
+    from pe_core.train.loop import cpu_threads
 
     forced = os.environ.get("PE_TRAINING_JOBS", "").strip()
     if forced.isdigit() and int(forced) > 0:

@@ -24,30 +24,43 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from i18n import N_
 from pe_core.biases import alibi_slopes, t5_relative_bucket
 from pe_core.family import sinusoidal_encoding
 from pe_core.rope import RopeSpec, default_inv_freq, rope_frequencies, rotation_angles, wavelengths
 
-POSITION_ENCODINGS = ("none", "learned", "sinusoidal", "rope", "alibi", "t5")
-ENCODING_TITLES = {
-    "none": "No position encoding (NoPE)",
-    "learned": "Learned absolute",
-    "sinusoidal": "Sinusoidal absolute",
-    "rope": "RoPE",
-    "alibi": "ALiBi",
-    "t5": "T5 relative bias",
+
+class EncodingDef(NamedTuple):
+    """One way of telling the model where a token is (the registry below, as ``pe_core.methods.METHODS``)."""
+
+    title: str  # N_()-marked
+    reference: str  # the source that introduced it (a key of the References page)
+    uses_base: bool = False  # reads ``rope_base`` (RoPE's and the sinusoidal table's b)
+    scalable: bool = False  # has RoPE scaling methods (evaluated per method, fine-tunable)
+
+
+ENCODINGS: dict[str, EncodingDef] = {
+    "none": EncodingDef(N_("No position encoding (NoPE)"), "nope"),
+    "learned": EncodingDef(N_("Learned absolute"), "vaswani"),
+    "sinusoidal": EncodingDef(N_("Sinusoidal absolute"), "vaswani", uses_base=True),
+    "rope": EncodingDef(N_("RoPE"), "roformer", uses_base=True, scalable=True),
+    "alibi": EncodingDef(N_("ALiBi"), "alibi"),
+    "t5": EncodingDef(N_("T5 relative bias"), "t5"),
 }
+POSITION_ENCODINGS = tuple(ENCODINGS)
+ENCODING_TITLES = {name: encoding.title for name, encoding in ENCODINGS.items()}
 ROPE_PAIRINGS = ("half", "interleaved")
 
 
 @dataclass(frozen=True)
 class ModelConfig:
-    vocab_size: int = 97
+    vocab_size: int = 98
     n_layer: int = 2
     n_head: int = 4
     d_model: int = 128
@@ -59,6 +72,7 @@ class ModelConfig:
     t5_num_buckets: int = 32
     t5_max_distance: int | None = None  # None: the training length (so every bucket is trained), ≥ num_buckets
     dropout: float = 0.0
+    head_size: int | None = None  # None: d_model / n_head; else heads × head_size may differ from d_model
 
     def __post_init__(self) -> None:
         if self.position not in POSITION_ENCODINGS:
@@ -69,10 +83,12 @@ class ModelConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{name} must be a positive integer (got {value!r}).")
-        if self.d_model % self.n_head:
+        if self.head_size is None and self.d_model % self.n_head:
             raise ValueError(f"d_model ({self.d_model}) must be divisible by n_head ({self.n_head}).")
+        if self.head_size is not None and (not isinstance(self.head_size, int) or self.head_size < 1):
+            raise ValueError(f"head_size must be a positive integer (got {self.head_size!r}).")
         if self.position == "rope" and self.head_dim % 2:
-            raise ValueError(f"RoPE rotates pairs, so the head size d_model/n_head must be even (got {self.head_dim}).")
+            raise ValueError(f"RoPE rotates pairs, so the head size must be even (got {self.head_dim}).")
         if self.position == "sinusoidal" and self.d_model % 2:
             raise ValueError(f"The sinusoidal encoding needs an even d_model (got {self.d_model}).")
         if self.max_positions < self.train_length:
@@ -80,7 +96,12 @@ class ModelConfig:
 
     @property
     def head_dim(self) -> int:
-        return self.d_model // self.n_head
+        return self.head_size or self.d_model // self.n_head
+
+    @property
+    def attention_width(self) -> int:
+        """Heads × head size: the width of queries, keys and values."""
+        return self.n_head * self.head_dim
 
     def default_rope(self) -> RopeSpec:
         """Plain RoPE with this model's head size and base, trained at ``train_length``."""
@@ -156,23 +177,25 @@ class Rotary(nn.Module):
 class CausalSelfAttention(nn.Module):
     def __init__(self, config: ModelConfig):
         super().__init__()
-        self.n_head = config.n_head
-        self.qkv = nn.Linear(config.d_model, 3 * config.d_model, bias=False)
-        self.out = nn.Linear(config.d_model, config.d_model, bias=False)
+        self.n_head, self.head_dim = config.n_head, config.head_dim
+        self.qkv = nn.Linear(config.d_model, 3 * config.attention_width, bias=False)
+        self.out = nn.Linear(config.attention_width, config.d_model, bias=False)
         self.dropout = config.dropout
 
     def forward(self, x: torch.Tensor, rotary: Rotary | None, bias: torch.Tensor | None) -> torch.Tensor:
-        batch, length, width = x.shape
-        q, k, v = self.qkv(x).view(batch, length, 3, self.n_head, width // self.n_head).permute(2, 0, 3, 1, 4)
+        batch, length, _width = x.shape
+        q, k, v = self.qkv(x).view(batch, length, 3, self.n_head, self.head_dim).permute(2, 0, 3, 1, 4)
         if rotary is not None:
-            cos, sin = rotary.cos_sin(length, x.device, x.dtype)
-            q, k = rotate(q, cos, sin, rotary.pairing), rotate(k, cos, sin, rotary.pairing)
+            # rotated in float32 even under bf16 autocast: low-precision angles blur positions
+            cos, sin = rotary.cos_sin(length, x.device, torch.float32)
+            q = rotate(q.float(), cos, sin, rotary.pairing).to(v.dtype)
+            k = rotate(k.float(), cos, sin, rotary.pairing).to(v.dtype)
         dropout = self.dropout if self.training else 0.0
         if bias is None:
             y = F.scaled_dot_product_attention(q, k, v, is_causal=True, dropout_p=dropout)
         else:  # the bias already holds −inf above the diagonal
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, dropout_p=dropout)
-        return self.out(y.transpose(1, 2).reshape(batch, length, width))
+        return self.out(y.transpose(1, 2).reshape(batch, length, self.n_head * self.head_dim))
 
 
 class Block(nn.Module):
@@ -278,7 +301,8 @@ class TinyTransformer(nn.Module):
 def parameter_count(config: ModelConfig) -> int:
     """Parameters of a model with this config, counted without building it (tests check the formula)."""
     width = config.d_model
-    per_block = 4 * width * width + 2 * (4 * width * width) + 4 * width + width + 2 * (2 * width)  # attn, mlp, norms
+    inner = config.attention_width
+    per_block = 4 * width * inner + 2 * (4 * width * width) + 4 * width + width + 2 * (2 * width)  # attn, mlp, norms
     count = config.vocab_size * width + config.n_layer * per_block + 2 * width  # tied embedding, final norm
     if config.position == "learned":
         count += config.max_positions * width

@@ -38,6 +38,13 @@ _ALL = (
     Reference("vaswani", "Vaswani, Shazeer, Parmar, Uszkoreit, Jones, Gomez, Kaiser, Polosukhin",
               "Vaswani et al. 2017", 2017, "Attention Is All You Need", "NeurIPS 2017", _arxiv("1706.03762"),
               "1706.03762", N_("Sinusoidal position encodings and learned position embeddings.")),
+    Reference("nope", "Haviv, Ram, Press, Izsak, Levy", "Haviv et al. 2022", 2022,
+              "Transformer Language Models without Positional Encodings Still Learn Positional Information",
+              "Findings of EMNLP 2022", _arxiv("2203.16634"), "2203.16634",
+              N_("A causal transformer with no position encoding (NoPE) still infers positions from the mask.")),
+    Reference("llama2", "Touvron, Martin, Stone, et al.", "Touvron et al. 2023", 2023,
+              "Llama 2: Open Foundation and Fine-Tuned Chat Models", "arXiv", _arxiv("2307.09288"), "2307.09288",
+              N_("Llama 2: RoPE with base 10,000 and head size 128, trained at 4,096 tokens.")),
     Reference("su_sinusoidal", "Su Jianlin", "Su 2021a", 2021,
               "Transformer升级之路：1、Sinusoidal位置编码追根溯源 (Tracing sinusoidal position encoding to its roots)",
               "Scientific Spaces (kexue.fm)", "https://kexue.fm/archives/8231", note=N_(

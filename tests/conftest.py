@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+os.environ.setdefault("PE_EXPLORER_WARMUP", "0")  # nothing here is timed; no background work on two shared cores
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))

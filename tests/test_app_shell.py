@@ -74,3 +74,19 @@ def test_garbage_url_values_fall_back_with_a_visible_note():
     assert len(notes) == 5
     assert "Length" in notes[0] and "`1e9`" in notes[0] and "default (10)" in notes[0]
     assert "Method" in notes[1] and "DIRECT" in notes[1]
+
+
+def test_home_has_three_questions_for_every_page_and_titles_match_lessons():
+    from lessons import all_lessons
+    from ui.front_door import CLASS_PLAN, QUESTIONS
+
+    lessons = all_lessons()
+    pages = {page.path: page for page in available_pages()}
+    for page in pages.values():
+        if page.path == "pages/home.py":
+            continue
+        assert len(QUESTIONS.get(page.path, ())) == 3, page.path
+        if page.lesson:
+            assert page.title == lessons[page.lesson].title, (page.path, lessons[page.lesson].title)
+    assert sum(stop.minutes for stop in CLASS_PLAN) == 50
+    assert all(stop.path in pages for stop in CLASS_PLAN)

@@ -1,4 +1,4 @@
-"""Corpus, trainer, evaluation, fine-tuning, CLI and the job limiter, all small enough for CI."""
+"""Corpus, the training loop, evaluation, the experiment, the CLI, the job limiter and the service: all tiny."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import sys
 import threading
 import time
 import zlib
+from pathlib import Path
 
 import pytest
 import torch
@@ -17,20 +18,24 @@ from pe_core.jobs import DONE, FAILED, QUEUED, RUNNING, STOPPED, JobLimiter, Ser
 from pe_core.model import ModelConfig
 from pe_core.train import (
     AS_TRAINED,
-    Evaluation,
-    Experiment,
-    FineTune,
+    FINE_TUNING,
+    TRAINING,
+    ExperimentConfig,
+    ExperimentRun,
+    Grid,
     Progress,
+    RunRecord,
     TrainConfig,
     TrainingRun,
     evaluate,
-    fine_tune,
     main,
-    summary_table,
+    open_store,
+    run_experiment,
 )
+from pe_core.train.evaluate import method_spec
+from pe_core.train.service import TrainingService
 
-ROOT = __import__("pathlib").Path(__file__).resolve().parent.parent
-
+ROOT = Path(__file__).resolve().parent.parent
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -46,6 +51,12 @@ def tiny_run(position: str = "rope", steps: int = 30, **changes) -> TrainingRun:
     train = TrainConfig(steps=steps, batch_size=16, learning_rate=1e-2, warmup_steps=5, validate_every=10,
                         validation_windows=8)
     return TrainingRun(model, train, device="cpu")
+
+
+def tiny_config(**changes) -> ExperimentConfig:
+    values = dict(d_model=32, n_head=2, head_size=16, n_layer=1, train_length=16, steps=6, multiples=(1, 2), eval_tokens=128,
+                  fine_tune=("pi",), fine_tune_steps=2, methods=("direct", "pi", "dynamic"))
+    return ExperimentConfig(**{**values, **changes})
 
 
 # --- corpus -------------------------------------------------------------------------------------------
@@ -95,7 +106,7 @@ def test_windows_are_reproducible_slices_of_the_text():
         data.evenly_spaced_windows(tokens, 1000, 2)
 
 
-# --- training -------------------------------------------------------------------------------------------
+# --- the training loop ----------------------------------------------------------------------------------
 
 
 def test_training_reduces_the_loss_below_the_unigram_baseline():
@@ -185,104 +196,19 @@ def test_other_encodings_are_evaluated_as_trained_and_stop_early():
     seen = []
     evaluation = evaluate(run.model, run.corpus, [16, 32, 64], ("pi", "yarn"), tokens_per_length=128,
                           on_result=lambda result: seen.append(result.length) or len(seen) == 2)
-    assert evaluation.methods == [AS_TRAINED] and evaluation.lengths == [16, 32]
+    assert [(r.method, r.length) for r in evaluation.results] == [(AS_TRAINED, 16), (AS_TRAINED, 32)]
 
 
-def test_summary_table_reads_like_sus_table():
-    evaluation = Evaluation(16)
-    for method, accuracies in (("direct", (0.5, 0.25)), ("ntk", (0.5, 0.4))):
-        for length, accuracy in zip((16, 128), accuracies, strict=True):
-            from pe_core.train import LengthResult
-
-            evaluation.results.append(LengthResult(method, length, torch.zeros(length),
-                                                   torch.full((length,), accuracy), 0.0))
-    header, rows = summary_table(evaluation)
-    assert header == ["Method", "16 (trained)", "128 (8×)"]
-    assert rows == [["Direct extrapolation", "50.00%", "25.00%"], ["NTK-aware", "50.00%", "40.00%"]]
-
-
-def test_fine_tuning_trains_a_copy_at_the_longer_length(trained_rope):
+def test_fine_tuning_is_the_same_loop_from_a_copy_at_the_longer_length(trained_rope):
     original = [p.detach().clone() for p in trained_rope.model.parameters()]
-    items = list(fine_tune(trained_rope, "pi", 4, 6, tokens_per_length=256))
-    progress, result = items[:-1], items[-1]
-    assert [p.step for p in progress] == list(range(1, 7)) and isinstance(result, FineTune)
-    assert result.length == 64 and result.before.loss.shape == result.after.loss.shape == (64,)
-    assert result.model.rope_spec.rope_type == "linear" and result.model.rope_spec.factor == 4
+    spec = method_spec(trained_rope.model, "pi", 64)
+    tune = TrainingRun.fine_tune_of(trained_rope, spec, 64, 6, learning_rate=1e-3)
+    records = list(tune.steps())
+    assert [p.step for p in records] == list(range(1, 7)) and tune.length == 64
+    assert tune.train_config.batch_size * 64 == trained_rope.train_config.batch_size * 16  # same characters a step
+    assert tune.model.rope_spec.rope_type == "linear" and tune.model.rope_spec.factor == 4
     assert all(p.equal(q) for p, q in zip(original, trained_rope.model.parameters(), strict=True))
-    assert not result.after.loss.allclose(result.before.loss, atol=1e-4)
-    with pytest.raises(ValueError, match="RoPE model"):
-        next(fine_tune(tiny_run("alibi"), "pi", 2, 1))
-
-
-# --- the experiment as the page runs it -----------------------------------------------------------------
-
-
-class FakeJob:
-    def __init__(self, stop_after: int | None = None):
-        self.reports, self.phases, self.stop_after = [], [], stop_after
-
-    def should_stop(self) -> bool:
-        return self.stop_after is not None and len(self.reports) >= self.stop_after
-
-    def report(self, item=None, *, phase=None, fraction=None):
-        if item is not None:
-            self.reports.append(item)
-        if phase:
-            self.phases.append(phase)
-
-
-def test_experiment_stop_keeps_the_partial_run_and_resume_finishes_it():
-    experiment = Experiment(tiny_run(steps=10), multiples=(2, 1), methods=("direct", "ntk"), tokens_per_length=128)
-    job = FakeJob(stop_after=4)
-    experiment.train_work(job)
-    assert experiment.run.step == 4 and experiment.evaluation is None
-    assert "stopped after 4 of 10 steps" in job.phases
-    experiment.train_work(FakeJob())
-    assert experiment.run.step == 10 and len(experiment.run.history) == 10
-    assert experiment.lengths == [16, 32]
-    assert sorted((r.method, r.length) for r in experiment.evaluation.results) == [
-        ("direct", 16), ("direct", 32), ("ntk", 16), ("ntk", 32)]
-
-
-def test_a_stopped_evaluation_keeps_what_it_measured():
-    experiment = Experiment(tiny_run(steps=2), multiples=(1, 2), methods=("direct", "pi"), tokens_per_length=64)
-    list(experiment.run.steps())
-
-    class StopAfterFirstResult(FakeJob):
-        def should_stop(self) -> bool:
-            return any(phase.startswith("evaluated") for phase in self.phases)
-
-    experiment.evaluate_work(StopAfterFirstResult())
-    assert [(r.method, r.length) for r in experiment.evaluation.results] == [("direct", 16)]
-    assert experiment.run.model.rope_spec == experiment.run.model_config.default_rope()
-
-
-# --- CLI -------------------------------------------------------------------------------------------------
-
-TINY_CLI = ["--steps", "3", "--train-length", "16", "--width", "32", "--layers", "1", "--heads", "2",
-            "--multiples", "1", "2", "--eval-tokens", "128", "--quiet"]
-
-
-def test_cli_writes_json_with_config_curve_and_results(tmp_path):
-    out = tmp_path / "run.json"
-    main(TINY_CLI + ["--encodings", "rope", "alibi", "--methods", "direct", "pi", "--fine-tune", "pi",
-                     "--fine-tune-steps", "2", "--out", str(out)])
-    report = json.loads(out.read_text())
-    rope, alibi = report["runs"]
-    assert rope["model_config"]["position"] == "rope" and alibi["model_config"]["position"] == "alibi"
-    assert [p["step"] for p in rope["loss_curve"]] == [1, 2, 3]
-    assert rope["evaluation"]["lengths"] == [16, 32] and rope["evaluation"]["methods"] == ["direct", "pi"]
-    entry = next(e for e in rope["evaluation"]["per_position"] if e["method"] == "pi" and e["length"] == 32)
-    assert len(entry["loss"]) == 32 and entry["mean_loss"] == pytest.approx(sum(entry["loss"]) / 32, abs=1e-3)
-    assert alibi["evaluation"]["methods"] == [AS_TRAINED] and alibi["fine_tunes"] == []
-    assert rope["fine_tunes"][0]["method"] == "pi" and len(rope["fine_tunes"][0]["loss_curve"]) == 2
-    assert rope["corpus"]["sha256"] == alibi["corpus"]["sha256"]
-
-
-def test_cli_is_a_runnable_module():
-    completed = subprocess.run([sys.executable, "-m", "pe_core.train", "--help"], cwd=ROOT, check=True, timeout=120,
-                               capture_output=True, text=True)
-    assert "--encodings" in completed.stdout and "--fine-tune" in completed.stdout
+    assert trained_rope.model.rope_spec == trained_rope.model_config.default_rope()
 
 
 # --- job limiter -------------------------------------------------------------------------------------------
@@ -338,9 +264,6 @@ def test_a_running_job_stops_when_asked_and_keeps_its_reports():
     assert 5 <= job.result < 999 and job.reports()[: job.result + 1] == list(range(job.result + 1))
 
 
-# --- figures of the page (pure functions) ------------------------------------------------------------------
-
-
 def test_binning_averages_consecutive_positions_and_keeps_the_tail():
     from figures.training import binned
 
@@ -350,17 +273,219 @@ def test_binning_averages_consecutive_positions_and_keeps_the_tail():
     assert centres == [0.0, 1.0] and means == [2.0, 4.0]
 
 
-def test_export_builds_every_figure_of_the_page_from_a_real_run():
-    from figures.training import export_figures
 
-    figures = export_figures(steps=4, width=32, heads=2, layers=1, train_length=16, multiples=(1, 2),
-                             methods=("direct", "pi"), fine_tune=("pi",), fine_tune_steps=2)
-    assert sorted(figures) == ["fine_tune_pi", "loss", "per_length", "per_position", "position", "table"]
-    assert len(figures["position"].data[0].x) + len(figures["position"].data[1].x) == 8  # 16/2 = 8 RoPE pairs
-    assert all(f.layout.title.text for f in figures.values())
-    assert list(figures["loss"].data[0].x) == [1, 2, 3, 4]
-    assert [t.name for t in figures["per_position"].data] == ["Direct extrapolation", "Position Interpolation"]
-    assert len(figures["per_position"].data[0].y) == 32  # L' = 32 positions, ≤ 128 bins: one per position
-    assert list(figures["per_length"].data[1].x) == [1, 2]
-    with pytest.raises(ValueError, match="head_dim"):
-        export_figures(head_dim=64)
+
+def test_coalescing_and_queue_estimates():
+    limiter = JobLimiter(max_running=1, max_waiting=4)
+    release = threading.Event()
+    first = limiter.submit("first", lambda job: release.wait(5), key="a", estimate_s=10.0)
+    while first.state != RUNNING:
+        time.sleep(0.01)
+    again = limiter.submit("first again", lambda job: None, key="a")
+    assert again is first and first.requests == 2
+    second = limiter.submit("second", lambda job: "b", key="b", estimate_s=4.0)
+    third = limiter.submit("third", lambda job: "c", key="c", estimate_s=2.0)
+    assert (second.queue_position(), third.queue_position()) == (1, 2)
+    # the running job should need about 10 s more; the second waits for it, the third for both
+    assert second.wait_s() == pytest.approx(10.0, abs=0.5) and third.wait_s() == pytest.approx(14.0, abs=0.5)
+    unknown = limiter.submit("unknown", lambda job: None, key="d")
+    assert unknown.wait_s() is not None and limiter.submit("after", lambda job: None, key="e").wait_s() is None
+    assert not first.withdraw() and not first.should_stop()  # another requester still wants it
+    assert first.withdraw() and first.should_stop()
+    release.set()
+    assert third.wait(5) and third.result == "c"
+
+
+# --- the experiment as data -------------------------------------------------------------------------------
+
+
+def test_the_hash_ignores_what_does_not_apply_and_the_order_of_choices():
+    rope = tiny_config()
+    assert rope.hash == tiny_config(methods=("dynamic", "pi", "direct", "pi")).hash
+    assert rope.hash != tiny_config(rope_base=100.0).hash != tiny_config(seed=1).hash
+    alibi = tiny_config(encoding="alibi")
+    assert alibi.hash == tiny_config(encoding="alibi", rope_base=7.0, methods=("yarn",), fine_tune=()).hash
+    assert alibi.evaluated_methods == (AS_TRAINED,) and alibi.fine_tuned_methods == ()
+    # the family is what the seed table compares: other encodings and seeds, same model and lengths
+    assert rope.family == alibi.family == tiny_config(seed=3, rope_base=1e4).family != tiny_config(steps=7).family
+    assert ExperimentConfig.from_json(json.loads(json.dumps(rope.to_json()))) == rope
+    assert tiny_config(multiples=(4, 2)).multiples == (1, 2, 4)  # L itself is always measured
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"encoding": "xpos"}, "encoding must be one of"),
+    ({"methods": ("magic",)}, "Unknown method"),
+    ({"fine_tune": ("dynamic",)}, "Fine-tune with one of"),
+    ({"head_size": 15}, "must be even"),
+    ({"steps": 0}, "positive"),
+])
+def test_bad_experiments_are_explained(changes, message):
+    with pytest.raises(ValueError, match=message):
+        tiny_config(**changes)
+
+
+def test_the_default_grid_is_every_encoding_times_five_seeds_rope_first():
+    configs = Grid().configs()
+    assert len(configs) == 6 * 5 == len({c.hash for c in configs})
+    assert configs[0] == ExperimentConfig()
+    assert {c.seed for c in configs} == {0, 1, 2, 3, 4} and len({c.family for c in configs}) == 1
+
+
+def test_an_experiment_stopped_anywhere_resumes_to_the_same_record():
+    config = tiny_config()
+    straight = run_experiment(config, device="cpu")
+    assert [(r.method, r.length) for r in straight.results] == [
+        ("direct", 16), ("pi", 16), ("dynamic", 16), ("direct", 32), ("pi", 32), ("dynamic", 32)]
+    assert [f.method for f in straight.fine_tunes] == ["pi"] and len(straight.fine_tunes[0].loss_curve) == 2
+    assert straight.fine_tunes[0].before == straight.result("pi", 32)
+
+    experiment = ExperimentRun(config, device="cpu")
+    phases = []
+    for stop_after in (3, 5, 3, 10**6):  # stop in training, in evaluation, in fine-tuning; then finish
+        for count, status in enumerate(experiment.work(), 1):
+            phases.append(status.phase)
+            if count == stop_after:
+                break
+    assert experiment.done and phases.count(TRAINING) == 6 and FINE_TUNING in phases
+    fractions = [experiment.fraction()]
+    assert fractions == [1.0]
+    resumed = experiment.record()
+    assert resumed.results == straight.results and resumed.fine_tunes == straight.fine_tunes
+    assert [p.loss for p in resumed.loss_curve] == [p.loss for p in straight.loss_curve]
+    assert RunRecord.from_json(json.loads(json.dumps(resumed.to_json()))) == resumed
+    with pytest.raises(ValueError, match="not finished"):
+        ExperimentRun(config, device="cpu").record()
+
+
+# --- the CLI -------------------------------------------------------------------------------------------------
+
+TINY_CLI = ["--steps", "3", "--train-length", "16", "--d-model", "32", "--n-layer", "1", "--n-head", "2", "--head-size", "16",
+            "--multiples", "1", "2", "--eval-tokens", "128", "--fine-tune-steps", "2", "--quiet"]
+
+
+def test_cli_trains_stores_and_a_rerun_is_a_lookup(tmp_path, capsys):
+    store, out = tmp_path / "runs.sqlite3", tmp_path / "run.json"
+    started = time.perf_counter()
+    report = main(TINY_CLI + ["--encoding", "rope", "alibi", "--methods", "direct", "pi", "--fine-tune", "pi",
+                              "--store", str(store), "--out", str(out)])
+    first_time = time.perf_counter() - started
+    rope, alibi = json.loads(out.read_text())["runs"]
+    assert rope == report["runs"][0]
+    assert rope["config"]["encoding"] == "rope" and alibi["config"]["encoding"] == "alibi"
+    assert [p[0] for p in rope["loss_curve"]] == [1, 2, 3]
+    assert {(r["method"], r["length"]) for r in rope["results"]} == {("direct", 16), ("pi", 16), ("direct", 32),
+                                                                      ("pi", 32)}
+    assert {r["method"] for r in alibi["results"]} == {AS_TRAINED} and alibi["fine_tunes"] == []
+    assert rope["fine_tunes"][0]["method"] == "pi" and len(rope["fine_tunes"][0]["after"]["loss"]) == 32
+    with open_store(str(store)) as opened:
+        assert opened.count() == 2 and opened.get(rope["hash"]).to_json() == rope
+
+    started = time.perf_counter()
+    again = main(TINY_CLI + ["--encoding", "rope", "alibi", "--methods", "direct", "pi", "--fine-tune", "pi",
+                             "--store", str(store)])
+    assert again == report and time.perf_counter() - started < min(2.0, first_time)
+
+
+def test_cli_prepare_fills_the_store_and_table_summarises_it(tmp_path, capsys):
+    store = str(tmp_path / "runs.sqlite3")
+    main(TINY_CLI + ["--prepare", "--encoding", "rope", "alibi", "--seed", "0", "1", "--methods", "direct", "pi",
+                     "--fine-tune", "--store", store])
+    with open_store(store) as opened:
+        assert opened.count() == 4
+    capsys.readouterr()
+    table = main(TINY_CLI + ["--table", "--methods", "direct", "pi", "--fine-tune", "--store", store])["table"]
+    printed = capsys.readouterr().out
+    assert "| RoPE | Direct extrapolation | 2 |" in printed and "| ALiBi | as trained | 2 |" in printed
+    assert {(row["encoding"], row["method"], len(row["seeds"])) for row in table} == {
+        ("rope", "direct", 2), ("rope", "pi", 2), ("alibi", AS_TRAINED, 2)}
+
+
+def test_cli_refuses_a_damaged_store_without_touching_it(tmp_path, capsys):
+    store = tmp_path / "runs.sqlite3"
+    store.write_bytes(b"not a database" * 50)
+    with pytest.raises(SystemExit) as exit_:
+        main(TINY_CLI + ["--store", str(store)])
+    assert exit_.value.code == 2 and "left untouched" in capsys.readouterr().err
+    assert store.read_bytes() == b"not a database" * 50
+
+
+def test_cli_is_a_runnable_module():
+    completed = subprocess.run([sys.executable, "-m", "pe_core.train", "--help"], cwd=ROOT, check=True, timeout=120,
+                               capture_output=True, text=True)
+    assert "--prepare" in completed.stdout and "--store" in completed.stdout and "--fine-tune" in completed.stdout
+
+
+# --- the service: a class shares one machine ---------------------------------------------------------------
+
+
+def service_on(path, max_running: int = 1) -> TrainingService:
+    return TrainingService(open_store(str(path)), JobLimiter(max_running, 8), device="cpu")
+
+
+def test_two_identical_requests_share_one_training_run(tmp_path):
+    service = service_on(tmp_path / "runs.sqlite3")
+    config = tiny_config(steps=20)
+    first, second = service.request(config), service.request(config)
+    assert first is second and first.requests == 2
+    assert first.wait(60) and first.state == DONE
+    assert service.trained == 1 and service.store.count() == 1
+    record = service.request(config)  # now a lookup, not a job
+    assert isinstance(record, RunRecord) and record == first.result
+
+
+def test_queued_runs_start_in_request_order(tmp_path):
+    service = service_on(tmp_path / "runs.sqlite3")
+    configs = [tiny_config(seed=seed, steps=4) for seed in (3, 1, 2)]
+    jobs = [service.request(c) for c in configs]
+    assert [j.queue_position() for j in jobs[1:]] == [1, 2] or jobs[0].state == QUEUED
+    assert all(j.wait(60) for j in jobs)
+    starts = [j.started_at for j in jobs]
+    assert starts == sorted(starts)
+    created = [service.store.get(c.hash).created_at for c in configs]
+    assert created == sorted(created)
+
+
+def test_stored_runs_survive_a_restart_and_a_stopped_run_resumes(tmp_path):
+    path = tmp_path / "runs.sqlite3"
+    service = service_on(path)
+    config = tiny_config(steps=400)
+    job = service.request(config)
+    while not [s for s in job.reports() if s.phase == TRAINING and s.step >= 3]:
+        time.sleep(0.01)
+    job.withdraw()
+    assert job.wait(30) and job.state == STOPPED and service.store.count() == 0
+    paused = service.paused(config)
+    stopped_at = paused.run.step
+    assert 3 <= stopped_at < 400
+    resumed = service.request(config)
+    assert resumed.wait(120) and resumed.state == DONE
+    assert [s.step for s in resumed.reports() if s.phase == TRAINING][0] == stopped_at + 1
+    record = resumed.result
+    service.store.close()
+
+    restarted = service_on(path)  # a new server process on the same database
+    started = time.perf_counter()
+    assert restarted.request(config) == record and time.perf_counter() - started < 2
+    assert restarted.trained == 0
+
+
+def test_a_failed_store_open_is_reported_and_the_server_keeps_runs_in_memory(tmp_path, monkeypatch):
+    from pe_core.train import service as service_module
+
+    damaged = tmp_path / "runs.sqlite3"
+    damaged.write_bytes(b"x" * 4096)
+    monkeypatch.setenv("PE_RUN_STORE", str(damaged))
+    previous = service_module.use_service(None)
+    try:
+        assert "left untouched" in service_module.store_problem()
+        assert service_module.server_service().store.location == ":memory:"
+    finally:
+        service_module.use_service(previous)
+    assert damaged.read_bytes() == b"x" * 4096
+
+
+def test_a_start_token_heads_every_window_as_input_only():
+    run = TrainingRun(ModelConfig(n_layer=1, n_head=2, d_model=32, train_length=16, max_positions=32),
+                      TrainConfig(steps=2, batch_size=4, validation_windows=4), device="cpu", start_token=True)
+    assert (run.validation[:, 0] == data.START_INDEX).all() and (run.validation[:, 1:] != data.START_INDEX).all()
+    assert len(list(run.steps())) == 2 and data.decode([data.START_INDEX]) == data.START

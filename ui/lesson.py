@@ -27,9 +27,12 @@ import streamlit as st
 
 from i18n import _
 from lessons.base import Control, Lesson, LessonSettings, SettingsError
+from pe_core.device import use_server_threads
 from ui import export, params
 from ui.figure import show_figure
 from ui.language import remember_bound_value
+
+use_server_threads()  # before a lesson page's first torch work
 
 PART_KEY = "part"  # URL parameter naming the open tab of a long page
 

@@ -66,7 +66,7 @@ PAGES = (
              "Two configs side by side: θ ratio per pair, wavelengths, attention factors, every parameter that "
              "differs.", lesson="compare"),
     PageInfo("pages/training.py", "Train a tiny transformer", ":material/model_training:", "Experiment",
-             "Train a small model live at a short length and watch each encoding extrapolate."),
+             "Train a small model live at a short length and watch each encoding extrapolate.", lesson="training"),
     PageInfo("pages/glossary.py", "Glossary of symbols", ":material/menu_book:", "Reference",
              "Every symbol the app shows: its name, formula and meaning."),
     PageInfo("pages/sources.py", "References", ":material/library_books:", "Reference",

@@ -1,0 +1,480 @@
+"""Train a tiny transformer: which encodings and RoPE scaling methods survive 8× the training length?
+
+The settings are the knobs of ``pe_core.train.ExperimentConfig`` (same names), so a page link,
+``python -m figures.export --set`` and ``python -m pe_core.train`` describe one experiment the
+same way. ``compute`` returns the stored run when the run store has the config's hash, and
+trains (about 30 s on a laptop CPU) and stores it otherwise; the page never waits on that: it
+asks ``pe_core.train.service`` for a background job and shows its progress.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+from figures import training as draw
+from i18n import N_, _
+from lessons.base import FigureSpec, Lesson, LessonSettings, cached, figure_registry, setting
+from lessons.format import base_text, length_text
+from pe_core.biases import alibi_slopes
+from pe_core.methods import METHODS
+from pe_core.model import ENCODINGS, ROPE_PAIRINGS, position_wavelengths, t5_buckets_by_distance
+from pe_core.train import AS_TRAINED, DEFAULT_SEEDS, FINE_TUNABLE, ExperimentConfig, RunRecord, run_experiment
+from pe_core.train.spectrum import Spectrum, real_spectra, spectrum
+from pe_core.train.summary import SeedStat, seed_stats
+
+EXPERIMENT, VIEW = "experiment", "view"
+DEFAULT = ExperimentConfig()
+BASES = (10.0, 20.0, 50.0, 100.0, 1_000.0, 10_000.0, 100_000.0, 1_000_000.0)
+TRAIN_LENGTHS = (16, 32, 64, 128, 256)
+WIDTHS = (32, 64, 96, 128, 192, 256)
+HEADS = (1, 2, 4, 8)
+HEAD_SIZES = (8, 16, 32, 64, 128)
+LAYERS = (1, 2, 3, 4)
+STEPS = (20, 50, 100, 200, 300, 400, 500, 600, 700, 800, 1000, 1200, 1500, 2000)
+MULTIPLES = (1, 2, 4, 8, 16)
+FINE_TUNE_STEPS = (10, 25, 50, 100, 200, 400)
+PAIRING_TITLES = {"half": N_("half-split (i, i + d/2)"), "interleaved": N_("interleaved (2i, 2i + 1)")}
+USES_BASE = tuple(name for name, e in ENCODINGS.items() if e.uses_base)
+SCALABLE = tuple(name for name, e in ENCODINGS.items() if e.scalable)
+
+
+def _encoding_title(key: str) -> str:
+    return _(ENCODINGS[key].title)
+
+
+def _method_title(key: str) -> str:
+    return _("as trained") if key == AS_TRAINED else _(METHODS[key].title)
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings(LessonSettings):
+    """The experiment's knobs (fields of ``ExperimentConfig``) and what the page shows of it."""
+
+    encoding: str = setting(DEFAULT.encoding, N_("Position encoding"), key="enc", widget="selectbox",
+                            group=EXPERIMENT, options=tuple(ENCODINGS), format=_encoding_title)
+    rope_base: float = setting(DEFAULT.rope_base, N_("Base b"), key="base", group=EXPERIMENT, options=BASES,
+                               format=base_text, when={"encoding": USES_BASE},
+                               help=N_("θᵢ = b^(−2i/d). The default 50 gives this small head the share of slow "
+                                       "pairs Llama 2 has at base 10,000 (see the spectrum figure)."))
+    rope_pairing: str = setting(DEFAULT.rope_pairing, N_("RoPE pairs dimensions"), key="pair", widget="radio",
+                                group=EXPERIMENT, options=ROPE_PAIRINGS, format=lambda v: _(PAIRING_TITLES[v]),
+                                when={"encoding": SCALABLE})
+    train_length: int = setting(DEFAULT.train_length, N_("Training length L (characters)"), key="L",
+                                group=EXPERIMENT, options=TRAIN_LENGTHS, format=length_text)
+    steps: int = setting(DEFAULT.steps, N_("Training steps"), key="steps", group=EXPERIMENT, options=STEPS,
+                         help=N_("Optimiser steps; each reads the same number of characters at every L."))
+    d_model: int = setting(DEFAULT.d_model, N_("Width"), key="dm", group=EXPERIMENT, options=WIDTHS)
+    n_head: int = setting(DEFAULT.n_head, N_("Heads"), key="nh", group=EXPERIMENT, options=HEADS)
+    head_size: int = setting(DEFAULT.head_size, N_("Head size d"), key="hd", group=EXPERIMENT, options=HEAD_SIZES,
+                             help=N_("What RoPE rotates, in d/2 pairs: 64 as in many real models' heads (128 in "
+                                     "Llama's), independent of the width."))
+    n_layer: int = setting(DEFAULT.n_layer, N_("Layers"), key="nl", group=EXPERIMENT, options=LAYERS)
+    seed: int = setting(DEFAULT.seed, N_("Seed"), key="seed", widget="number", group=EXPERIMENT, min_value=0,
+                        max_value=10_000, step=1, examples=(1,),
+                        help=N_("Seeds the initial weights and the batches: the same settings give the same run."))
+    multiples: tuple[int, ...] = setting(DEFAULT.multiples, N_("Evaluate at lengths (multiples of L)"), key="x",
+                                         group=EXPERIMENT, options=MULTIPLES, format=lambda m: f"{m}×")
+    methods: tuple[str, ...] = setting(DEFAULT.methods, N_("RoPE scaling methods to evaluate"), key="m",
+                                       group=EXPERIMENT, options=tuple(METHODS), format=_method_title,
+                                       when={"encoding": SCALABLE})
+    fine_tune: tuple[str, ...] = setting(DEFAULT.fine_tune, N_("Fine-tune at the longest length"), key="ft",
+                                         group=EXPERIMENT, options=FINE_TUNABLE, format=_method_title,
+                                         when={"encoding": SCALABLE})
+    fine_tune_steps: int = setting(DEFAULT.fine_tune_steps, N_("Fine-tuning steps"), key="fts", group=EXPERIMENT,
+                                   options=FINE_TUNE_STEPS, when={"encoding": SCALABLE})
+    shown: int = setting(max(DEFAULT.multiples), N_("Show per-position loss at L′ ="), key="show", group=VIEW,
+                         options=MULTIPLES, format=lambda m: f"{m}× L")
+
+
+EXPERIMENT_FIELDS = tuple(f.name for f in dataclasses.fields(ExperimentConfig))
+
+
+def experiment_config(settings: Settings) -> ExperimentConfig:
+    """The experiment these settings describe (knobs the page does not show keep ExperimentConfig's defaults)."""
+    values = {name: getattr(settings, name) for name in Settings.controls() if name in EXPERIMENT_FIELDS}
+    return ExperimentConfig(**values)
+
+
+# ---- where runs come from ----------------------------------------------------------------------
+
+
+def service():
+    """The server's training service (store, limiter); lesson caches are cleared whenever it stores a run."""
+    from pe_core.train.service import server_service
+
+    current = server_service()
+    if not getattr(current, "_lesson_listener", False):
+        current.on_stored(lambda record: LESSON.clear_caches())
+        current._lesson_listener = True
+    return current
+
+
+@cached(max_entries=16)
+def toy_spectrum(head_dim: int, base: float, train_length: int, scale: int) -> Spectrum:
+    return spectrum("toy", head_dim, base, train_length, scale)
+
+
+@functools.cache
+def reference_spectra(scale: int) -> tuple[Spectrum, ...]:
+    return real_spectra(scale)
+
+
+class Result:
+    """The experiment: cheap parts at once, the run itself (stored, or trained) when a figure asks."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.config = experiment_config(settings)
+
+    @property
+    def scale(self) -> int:
+        return max(max(self.config.multiples), 2)
+
+    @functools.cached_property
+    def spectra(self) -> tuple[Spectrum, ...]:
+        c = self.config
+        return (toy_spectrum(c.head_size, c.rope_base, c.train_length, self.scale), *reference_spectra(self.scale))
+
+    @functools.cached_property
+    def record(self) -> RunRecord:
+        """The stored run, or a run trained now (and stored)."""
+        trainer = service()
+        record = trainer.stored(self.config)
+        if record is None:
+            record = run_experiment(self.config, trainer.corpus, trainer.device)
+            trainer.store.put(record)
+        return record
+
+    @functools.cached_property
+    def stats(self) -> list[SeedStat]:
+        """Mean ± sd over the default seeds of every encoding and method stored for this experiment's family."""
+        self.record  # noqa: B018 - this run is part of its own table
+        return seed_stats(service().store.results(self.config.family), self.config, DEFAULT_SEEDS)
+
+    def stat(self, encoding: str, method: str, length: int, fine_tuned: bool = False) -> SeedStat | None:
+        return next((s for s in self.stats if (s.encoding, s.method, s.length, s.fine_tuned)
+                     == (encoding, method, length, fine_tuned)), None)
+
+    @property
+    def rows(self) -> list[tuple[str, str, bool]]:
+        """(encoding, method, fine-tuned) of every row over seeds, in registry order."""
+        return list(dict.fromkeys((s.encoding, s.method, s.fine_tuned) for s in self.stats))
+
+    @property
+    def seed_count(self) -> int:
+        return max((s.n for s in self.stats), default=0)
+
+
+def compute(settings: Settings) -> Result:
+    return Result(settings)
+
+
+# ---- text ------------------------------------------------------------------------------------------
+
+
+def row_name(encoding: str, method: str, fine_tuned: bool, steps: int) -> str:
+    if not ENCODINGS[encoding].scalable:
+        return _encoding_title(encoding)
+    if fine_tuned:
+        return _("RoPE + {method}, {steps} fine-tuning steps").format(method=_method_title(method), steps=steps)
+    return _("RoPE + {method}").format(method=_method_title(method))
+
+
+def row_key(encoding: str, method: str) -> tuple[str, str]:
+    return (method, "method") if ENCODINGS[encoding].scalable else (encoding, "encoding")
+
+
+def spectrum_name(s: Spectrum, toy: bool) -> str:
+    text = _("{name} (d = {d}, b = {base}, L = {L}): {turning} of {pairs} pairs turn within L; "
+             "{unseen:.0%} of angles unseen at {scale}×")
+    name = _("this toy") if toy else s.name
+    return text.format(name=name, d=s.head_dim, base=base_text(s.base), L=length_text(s.train_length),
+                       turning=s.turning, pairs=s.pairs, unseen=s.unseen_share, scale=s.scale)
+
+
+def spectrum_caption(result: Result) -> str:
+    toy, *real = result.spectra
+    parts = [_("The share of pairs that turn fully within L, and the share of angles at {scale}·L never seen in "
+               "training: {toy_turn:.0%} and {toy_unseen:.0%} for this toy.").format(
+        scale=result.scale, toy_turn=toy.turning_share, toy_unseen=toy.unseen_share)]
+    parts += [_("{name}: {turn:.0%} and {unseen:.0%}.").format(name=s.name, turn=s.turning_share,
+                                                               unseen=s.unseen_share) for s in real]
+    return " ".join(parts)
+
+
+def seeds_caption(result: Result) -> str:
+    n = result.seed_count
+    text = _("Mean ± standard deviation over {n} seeds ({seeds}) of runs with these settings.").format(
+        n=n, seeds=", ".join(str(s) for s in DEFAULT_SEEDS[:n]) if n else "–")
+    if n < len(DEFAULT_SEEDS) or len({e for e, _m, _t in result.rows}) < len(ENCODINGS):
+        text += " " + _("Not every seed and encoding is stored yet: the page can train the rest, or run "
+                        "python -m pe_core.train --prepare.")
+    return text
+
+
+# ---- figures ---------------------------------------------------------------------------------------
+
+
+def _spectrum(result: Result, style) -> object:
+    lines = [draw.SpectrumLine(spectrum_name(s, toy=i == 0), s.turns) for i, s in enumerate(result.spectra)]
+    return draw.spectrum_figure(lines, result.scale)
+
+
+def _position(result: Result, style) -> object:
+    model = result.config.model_config()
+    longest = result.config.longest
+    wavelengths = position_wavelengths(model)
+    if wavelengths is not None:
+        rope = model.position == "rope"
+        title = (_("Wavelength of each RoPE pair (head size {d}, base {base})") if rope
+                 else _("Wavelength of each sin/cos pair (width {d}, base {base})")).format(
+            d=model.head_dim if rope else model.d_model, base=base_text(model.rope_base))
+        axis = _("RoPE pair i (fast → slow)") if rope else _("sin/cos pair i (fast → slow)")
+        return draw.pair_wavelength_figure(wavelengths, model.train_length, longest, title=title, xaxis_title=axis)
+    if model.position == "alibi":
+        return draw.alibi_bias_figure(alibi_slopes(model.n_head), model.train_length, longest)
+    if model.position == "t5":
+        return draw.t5_bucket_figure(t5_buckets_by_distance(model, longest), model.train_length)
+    if model.position == "learned":
+        return draw.no_position_figure(_("A learned table: one trained vector per position up to L; rows past L "
+                                         "never get a gradient and keep their random start."))
+    return draw.no_position_figure(_("No position encoding: only the causal mask (how many tokens a query sees) "
+                                     "tells the model where it is."))
+
+
+def _loss(result: Result, style) -> object:
+    record = result.record
+    curve = record.loss_curve
+    return draw.loss_curve_figure([p.step for p in curve], [p.loss for p in curve],
+                                  [(p.step, p.validation_loss) for p in curve if p.validation_loss is not None],
+                                  record.unigram_baseline, total_steps=record.config.steps)
+
+
+def _loss_caption(result: Result) -> str:
+    record = result.record
+    return _("Trained on {device} in {seconds:.0f} s ({created}); {parameters:,} parameters. Final validation loss "
+             "{validation:.3f} nats per character, against {baseline:.3f} from letter frequencies alone.").format(
+        device=record.device, seconds=record.training_seconds, created=record.created_at[:16].replace("T", " "),
+        parameters=record.parameters, validation=record.final_validation_loss or float("nan"),
+        baseline=record.unigram_baseline)
+
+
+def _table(result: Result, style) -> object:
+    c = result.config
+    lengths = list(c.lengths)
+    header = [_("Encoding / method"), _("seeds")] + [
+        _("{length} (trained)").format(length=length_text(n)) if n == c.train_length
+        else f"{length_text(n)} ({n // c.train_length}×)" for n in lengths]
+    rows = []
+    for encoding, method, tuned in result.rows:
+        cells = []
+        for n in lengths:
+            stat = result.stat(encoding, method, n, tuned)
+            cells.append("–" if stat is None else f"{100 * stat.mean:.1f} ± {100 * stat.sd:.1f}")
+        count = max((s.n for s in result.stats if (s.encoding, s.method, s.fine_tuned) == (encoding, method, tuned)),
+                    default=0)
+        rows.append([row_name(encoding, method, tuned, c.fine_tune_steps), str(count), *cells])
+    return draw.accuracy_table_figure(header, rows)
+
+
+def _seeds(result: Result, style) -> object:
+    c = result.config
+    longest = c.longest
+    rows = []
+    for encoding, method, tuned in result.rows:
+        stat = result.stat(encoding, method, longest, tuned)
+        if stat is None:
+            continue
+        at_l = result.stat(encoding, method, c.train_length, False)
+        key, kind = row_key(encoding, method)
+        rows.append(draw.SeedRow(key, kind, row_name(encoding, method, tuned, c.fine_tune_steps), stat.mean, stat.sd,
+                                 stat.n, None if at_l is None else at_l.mean, tuned))
+    return draw.seed_chart_figure(
+        rows, longest_label=_("at L′ = {length} ({scale}× L): mean ± sd").format(length=length_text(longest),
+                                                                            scale=max(c.multiples)),
+        train_label=_("at L = {length}: mean").format(length=length_text(c.train_length)))
+
+
+def _per_length(result: Result, style) -> object:
+    c = result.config
+    curves = []
+    for encoding, method, tuned in result.rows:
+        if tuned:
+            continue
+        stats = [result.stat(encoding, method, n) for n in c.lengths]
+        if any(s is None for s in stats):
+            continue
+        key, kind = row_key(encoding, method)
+        curves.append(draw.Keyed(key, kind, row_name(encoding, method, False, 0), [s.mean for s in stats],
+                                 [s.sd for s in stats]))
+    return draw.per_length_figure(list(c.multiples), curves, seeds=result.seed_count)
+
+
+def shown_length(result: Result) -> int:
+    c = result.config
+    wanted = c.train_length * result.settings.shown
+    return wanted if wanted in c.lengths else c.longest
+
+
+def _per_position(result: Result, style) -> object:
+    record, c = result.record, result.config
+    length = shown_length(result)
+    curves = []
+    for method in record.methods:
+        key, kind = row_key(c.encoding, method)
+        curves.append(draw.Keyed(key, kind, row_name(c.encoding, method, False, 0),
+                                 record.result(method, length).loss))
+    return draw.per_position_figure(curves, c.train_length, length)
+
+
+def _fine_tune(result: Result, style) -> object:
+    record, c = result.record, result.config
+    curves = []
+    for tune in record.fine_tunes:
+        title = _method_title(tune.method)
+        curves.append(draw.Keyed(tune.method, "method", _("{method}, no fine-tuning").format(method=title),
+                                 tune.before.loss, spread=()))
+        curves.append(draw.Keyed(tune.method, "method", _("{method}, after fine-tuning").format(method=title),
+                                 tune.after.loss))
+    return draw.fine_tune_figure(curves, c.train_length, c.longest, c.fine_tune_steps)
+
+
+def _fine_tune_caption(result: Result) -> str:
+    record = result.record
+    if not record.fine_tunes:
+        return _("No method was fine-tuned: choose some under “Fine-tune at the longest length” (RoPE only).")
+    return " ".join(_("{method}: accuracy at L′ {before:.1%} → {after:.1%}.").format(
+        method=_method_title(f.method), before=f.before.mean_accuracy, after=f.after.mean_accuracy)
+        for f in record.fine_tunes)
+
+
+FIGURES = figure_registry(
+    FigureSpec("spectrum", draw.SPECTRUM_TITLE, _spectrum, groups=(EXPERIMENT,), caption=spectrum_caption),
+    FigureSpec("position", draw.POSITION_TITLE, _position, groups=(EXPERIMENT,)),
+    FigureSpec("loss", draw.LOSS_TITLE, _loss, groups=(EXPERIMENT,), caption=_loss_caption),
+    FigureSpec("seeds", draw.SEEDS_TITLE, _seeds, groups=(EXPERIMENT,), caption=seeds_caption),
+    FigureSpec("table", draw.TABLE_TITLE, _table, groups=(EXPERIMENT,), caption=seeds_caption),
+    FigureSpec("per-length", draw.PER_LENGTH_TITLE, _per_length, groups=(EXPERIMENT,)),
+    FigureSpec("per-position", draw.PER_POSITION_TITLE, _per_position, groups=(EXPERIMENT, VIEW)),
+    FigureSpec("fine-tune", draw.FINE_TUNE_TITLE, _fine_tune, groups=(EXPERIMENT,), caption=_fine_tune_caption),
+)
+CHEAP_FIGURES = ("spectrum", "position")  # drawn without a run
+
+
+# ---- what the page shows while a run is in flight, and the browse view ------------------------------
+
+
+def live_loss_figure(progress, config: ExperimentConfig) -> object:
+    """The loss curve of a run in flight (or stopped), from its ``Progress`` records."""
+    history = list(progress)
+    return draw.loss_curve_figure([p.step for p in history], [p.loss for p in history],
+                                  [(p.step, p.validation_loss) for p in history if p.validation_loss is not None],
+                                  total_steps=config.steps,
+                                  title=_("Training loss so far ({encoding})").format(
+                                      encoding=_encoding_title(config.encoding)))
+
+
+def duration_text(seconds: float) -> str:
+    if seconds < 90:
+        return _("{seconds:.0f} s").format(seconds=max(1, seconds))
+    return _("{minutes:.0f} min").format(minutes=seconds / 60)
+
+
+def status_text(status, batch: tuple[int, int] | None = None) -> str:
+    """What runs now, in words: encoding, phase, method, step i of N."""
+    from pe_core.train import EVALUATING, FINE_TUNING
+
+    encoding = _encoding_title(status.encoding)
+    if status.phase == EVALUATING:
+        text = _("{encoding}: evaluating {method} ({step} of {total} lengths × methods)").format(
+            encoding=encoding, method=_method_title(status.method), step=status.step, total=status.total)
+    elif status.phase == FINE_TUNING:
+        text = _("{encoding}: fine-tuning {method}, step {step} of {total}").format(
+            encoding=encoding, method=_method_title(status.method), step=status.step, total=status.total)
+    else:
+        text = _("{encoding}: training, step {step} of {total}").format(encoding=encoding, step=status.step,
+                                                                       total=status.total)
+    if batch is not None:
+        text = _("Run {index} of {count} · {text}").format(index=batch[0], count=batch[1], text=text)
+    return text
+
+
+def missing_runs(settings: Settings) -> list[ExperimentConfig]:
+    """The runs of this experiment's seed table not stored yet (every encoding × the default seeds)."""
+    from pe_core.train import Grid
+
+    config = experiment_config(settings.applicable())
+    grid = Grid(base=config.replace(seed=DEFAULT_SEEDS[0]), seeds=DEFAULT_SEEDS)
+    store = service().store
+    return [c for c in grid.configs() if c.hash not in store]
+
+
+def stored_runs(limit: int = 500) -> list[dict]:
+    """The browse view's rows: one per stored run, newest first."""
+    rows = []
+    for run in service().store.runs(limit):
+        config = run.config
+        rows.append({
+            "hash": run.hash, "encoding": _encoding_title(run.encoding), "seed": run.seed,
+            "L": config.get("train_length"), "base": config.get("rope_base") if run.encoding in USES_BASE else None,
+            "size": f"{config.get('d_model')}, {config.get('n_head')}×{config.get('head_size')}, "
+                    f"{config.get('n_layer')}",
+            "steps": config.get("steps"), "device": run.device, "seconds": round(run.total_seconds, 1),
+            "created": run.created_at[:16].replace("T", " "), "code": run.code_version,
+        })
+    return rows
+
+
+def run_label(row: dict) -> str:
+    return _("{encoding}, seed {seed}, L = {L}, {steps} steps ({short})").format(**row, short=row["hash"][:8])
+
+
+def _record_curves(record: RunRecord) -> list:
+    c = record.config
+    curves = []
+    for method in record.methods:
+        key, kind = row_key(c.encoding, method)
+        curves.append(draw.Keyed(key, kind, row_name(c.encoding, method, False, 0),
+                                 [record.result(method, n).mean_accuracy for n in c.lengths]))
+    return curves
+
+
+def compare_figure(first_hash: str, second_hash: str) -> object:
+    """Accuracy against length of two stored runs (the lengths both measured)."""
+    store = service().store
+    first, second = store.get(first_hash), store.get(second_hash)
+    if first is None or second is None:
+        raise ValueError(_("That run is no longer in the store."))
+    shared = sorted(set(first.config.multiples) & set(second.config.multiples))
+
+    def curves(record: RunRecord) -> list:
+        keep = [record.config.multiples.index(m) for m in shared]
+        return [curve._replace(values=[curve.values[i] for i in keep]) for curve in _record_curves(record)]
+
+    return draw.compare_figure(shared, curves(first), curves(second), first_label=_("A"), second_label=_("B"))
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class TrainingLesson(Lesson):
+    """A lesson whose compute may train a model: the registry-wide tests and benchmarks skip it."""
+
+    expensive: bool = True
+
+    def config(self, settings: LessonSettings | None = None) -> ExperimentConfig:
+        return experiment_config((settings or self.settings()).applicable())
+
+    def stored(self, settings: LessonSettings | None = None) -> RunRecord | None:
+        """The stored run of these settings, or None (a database lookup; never trains)."""
+        return service().stored(self.config(settings))
+
+
+LESSON = TrainingLesson(
+    name="training",
+    title=N_("Train a tiny transformer"),
+    settings=Settings,
+    compute=compute,
+    figures=FIGURES,
+    summary=N_("Train a small model at a short length and watch each encoding and RoPE scaling method at 8× "
+               "that length, averaged over seeds."),
+)

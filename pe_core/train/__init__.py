@@ -1,0 +1,44 @@
+"""The tiny-model experiment, in the files a reader expects (nanoGPT-style):
+
+- ``pe_core.model``: the transformer and its position encodings (``ENCODINGS``);
+- ``config``: the experiment as data (``ExperimentConfig``, its hash, the default ``Grid``);
+- ``loop``: the one training loop (``TrainingRun``; fine-tuning is the same loop from a checkpoint);
+- ``evaluate``: per-position loss and accuracy at each length, for each RoPE scaling method;
+- ``experiment``: train → evaluate → fine-tune as a generator of ``Status`` records;
+- ``schema``: the JSON of a finished run (``RunRecord``), for the CLI and the store;
+- ``store``: the run store (SQLite by default, PostgreSQL for a shared server);
+- ``service``: stored results at once, one run per config, a queue for the rest;
+- ``spectrum``: how the toy's rotary spectrum compares with real models';
+- ``__main__``: the CLI, ``python -m pe_core.train --help``.
+"""
+
+from pe_core.train.config import (
+    DEFAULT_GRID,
+    DEFAULT_SEEDS,
+    FINE_TUNABLE,
+    RESULTS_VERSION,
+    ExperimentConfig,
+    Grid,
+    TrainConfig,
+    batch_size_for,
+)
+from pe_core.train.evaluate import AS_TRAINED, Evaluation, LengthResult, evaluate
+from pe_core.train.experiment import EVALUATING, FINE_TUNING, TRAINING, ExperimentRun, Status, run_experiment
+from pe_core.train.loop import Progress, TrainingRun, cpu_threads
+from pe_core.train.schema import SCHEMA_VERSION, FineTuneResult, MethodResult, RecordError, RunRecord
+from pe_core.train.store import RunStore, StoreError, open_store
+
+__all__ = [
+    "AS_TRAINED", "DEFAULT_GRID", "DEFAULT_SEEDS", "EVALUATING", "FINE_TUNABLE", "FINE_TUNING", "RESULTS_VERSION",
+    "SCHEMA_VERSION", "TRAINING", "Evaluation", "ExperimentConfig", "ExperimentRun", "FineTuneResult", "Grid",
+    "LengthResult", "MethodResult", "Progress", "RecordError", "RunRecord", "RunStore", "Status", "StoreError",
+    "TrainConfig", "TrainingRun", "batch_size_for", "cpu_threads", "evaluate", "main", "open_store",
+    "run_experiment",
+]
+
+
+def main(argv=None):
+    """The CLI (see ``python -m pe_core.train --help``)."""
+    from pe_core.train.__main__ import main as cli
+
+    return cli(argv)

@@ -1,0 +1,244 @@
+"""The experiment as data: one frozen dataclass of every knob, its hash, and the default grid.
+
+``ExperimentConfig`` is the one vocabulary of the tiny-model experiment: the CLI's options,
+the lesson's settings, the JSON a run is saved as and the run store's key are all read from
+its fields. Two configs that would train the same model and measure the same things have the
+same ``hash`` (settings that do not apply to an encoding are reset first), so a stored run is
+found again from any of them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+from dataclasses import dataclass, field
+
+from pe_core.data import EVAL_CHARACTERS_PER_LENGTH
+from pe_core.methods import METHODS
+from pe_core.model import ENCODINGS, ROPE_PAIRINGS, ModelConfig
+
+# Bump when a change to the model, the data, training or evaluation changes results: stored runs
+# of the old version then no longer match any config (they stay in the store, browsable).
+RESULTS_VERSION = 1
+TOKENS_PER_STEP = 2048  # batch size × training length, so a step costs about the same at every L
+FINE_TUNABLE = tuple(m for m in METHODS if m != "dynamic")  # dynamic NTK changes θ with the length, mid-sequence
+DEFAULT_SEEDS = (0, 1, 2, 3, 4)
+
+
+def batch_size_for(train_length: int, tokens_per_step: int = TOKENS_PER_STEP) -> int:
+    """Sequences per batch so that a step sees about ``tokens_per_step`` characters (at least 4)."""
+    return max(4, tokens_per_step // train_length)
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """The optimiser's schedule for one training loop (pre-training or fine-tuning)."""
+
+    steps: int = 300
+    batch_size: int = 32
+    learning_rate: float = 3e-3
+    min_learning_rate_fraction: float = 0.1
+    warmup_steps: int = 30
+    weight_decay: float = 0.1
+    grad_clip: float = 1.0
+    seed: int = 0
+    validate_every: int = 100
+    validation_windows: int = 32
+
+    def __post_init__(self) -> None:
+        for name in ("steps", "batch_size", "validate_every", "validation_windows"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name} must be a positive integer (got {value!r}).")
+        if not (isinstance(self.learning_rate, (int, float)) and math.isfinite(self.learning_rate)
+                and self.learning_rate > 0):
+            raise ValueError(f"learning_rate must be a positive number (got {self.learning_rate!r}).")
+
+    def learning_rate_at(self, step: int) -> float:
+        """Linear warm-up, then cosine decay to ``min_learning_rate_fraction`` of the peak."""
+        if step < self.warmup_steps:
+            return self.learning_rate * (step + 1) / self.warmup_steps
+        progress = (step - self.warmup_steps) / max(1, self.steps - self.warmup_steps)
+        cosine = 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
+        low = self.min_learning_rate_fraction
+        return self.learning_rate * (low + (1 - low) * cosine)
+
+
+def _knob(default, help: str, **extra):
+    return field(default=default, metadata={"help": help, **extra})
+
+
+@dataclass(frozen=True)
+class ExperimentConfig:
+    """Every knob of one run: train a model at L, evaluate it at multiples of L, fine-tune some methods.
+
+    The defaults are the "faithful toy" (see ``pe_core.train.spectrum``): a head size, base and
+    training length whose rotary spectrum has the proportions of Llama 2's.
+    """
+
+    encoding: str = _knob("rope", "how position enters the model", choices=tuple(ENCODINGS))
+    rope_base: float = _knob(50.0, "RoPE's (and the sinusoidal table's) base b")
+    rope_pairing: str = _knob("half", "which features RoPE rotates together", choices=ROPE_PAIRINGS)
+    train_length: int = _knob(64, "training length L (characters)")
+    d_model: int = _knob(64, "model width")
+    n_head: int = _knob(2, "attention heads")
+    head_size: int = _knob(64, "head size d: what RoPE rotates, in d/2 pairs (heads × d may differ from d_model)")
+    n_layer: int = _knob(2, "transformer blocks")
+    steps: int = _knob(700, "optimiser steps")
+    tokens_per_step: int = _knob(TOKENS_PER_STEP, "characters per optimiser step (batch size × L)")
+    learning_rate: float = _knob(6e-3, "peak learning rate (AdamW, warm-up then cosine)")
+    seed: int = _knob(0, "seed of the initial weights and of the batches")
+    multiples: tuple[int, ...] = _knob((1, 2, 4, 8), "evaluation lengths, as multiples of L")
+    methods: tuple[str, ...] = _knob(("direct", "pi", "ntk", "dynamic", "yarn"),
+                                     "RoPE scaling methods to evaluate", choices=tuple(METHODS))
+    fine_tune: tuple[str, ...] = _knob(("pi", "yarn"), "methods fine-tuned at the longest length",
+                                       choices=FINE_TUNABLE)
+    fine_tune_steps: int = _knob(100, "fine-tuning steps at the longest length")
+    fine_tune_learning_rate: float = _knob(3e-3, "peak learning rate of the fine-tune")
+    eval_tokens: int = _knob(EVAL_CHARACTERS_PER_LENGTH, "validation characters per evaluation length")
+    start_token: bool = _knob(False, "begin every window with a start-of-text token, as language models' "
+                                     "sequences do")
+
+    def __post_init__(self) -> None:
+        if self.encoding not in ENCODINGS:
+            raise ValueError(f"encoding must be one of {', '.join(ENCODINGS)} (got {self.encoding!r}).")
+        object.__setattr__(self, "multiples", tuple(sorted({1, *(int(m) for m in self.multiples)})))
+        if self.multiples[0] < 1:
+            raise ValueError("Evaluation multiples must be positive whole numbers.")
+        unknown = [m for m in self.methods if m not in METHODS]
+        if unknown:
+            raise ValueError(f"Unknown method(s) {', '.join(unknown)}; choose from {', '.join(METHODS)}.")
+        cannot = [m for m in self.fine_tune if m not in FINE_TUNABLE]
+        if cannot:
+            raise ValueError(f"Fine-tune with one of {', '.join(FINE_TUNABLE)} (got {', '.join(cannot)}).")
+        # registry order, no repeats: the same choice in another order is the same experiment
+        object.__setattr__(self, "methods", tuple(m for m in METHODS if m in self.methods))
+        object.__setattr__(self, "fine_tune", tuple(m for m in FINE_TUNABLE if m in self.fine_tune))
+        for name in ("steps", "fine_tune_steps", "eval_tokens", "head_size", "tokens_per_step"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name} must be a positive whole number (got {value!r}).")
+        self.model_config()  # checks the shape (even head size for RoPE, width divisible by heads, ...)
+        self.train_config()
+
+    # ---- what it builds --------------------------------------------------------------------------
+
+    @property
+    def scalable(self) -> bool:
+        """RoPE: evaluated per scaling method, and fine-tunable."""
+        return ENCODINGS[self.encoding].scalable
+
+    @property
+    def longest(self) -> int:
+        return self.train_length * max(self.multiples)
+
+    @property
+    def lengths(self) -> tuple[int, ...]:
+        return tuple(self.train_length * m for m in self.multiples)
+
+    @property
+    def evaluated_methods(self) -> tuple[str, ...]:
+        from pe_core.train.evaluate import AS_TRAINED
+
+        return self.methods if self.scalable else (AS_TRAINED,)
+
+    @property
+    def fine_tuned_methods(self) -> tuple[str, ...]:
+        return self.fine_tune if self.scalable and max(self.multiples) > 1 else ()
+
+    def model_config(self) -> ModelConfig:
+        return ModelConfig(n_layer=self.n_layer, n_head=self.n_head, d_model=self.d_model, head_size=self.head_size,
+                           train_length=self.train_length, max_positions=self.longest, position=self.encoding,
+                           rope_base=float(self.rope_base), rope_pairing=self.rope_pairing)
+
+    def train_config(self) -> TrainConfig:
+        return TrainConfig(steps=self.steps, batch_size=batch_size_for(self.train_length, self.tokens_per_step),
+                           learning_rate=self.learning_rate, seed=self.seed)
+
+    # ---- identity --------------------------------------------------------------------------------
+
+    def replace(self, **changes) -> ExperimentConfig:
+        return dataclasses.replace(self, **changes)
+
+    def canonical(self) -> ExperimentConfig:
+        """The same experiment with every knob that does not apply to the encoding at its default."""
+        default = type(self)()
+        reset: dict = {}
+        if not ENCODINGS[self.encoding].uses_base:
+            reset["rope_base"] = default.rope_base
+        if not self.scalable:
+            reset.update(rope_pairing=default.rope_pairing, methods=(), fine_tune=(),
+                         fine_tune_steps=default.fine_tune_steps,
+                         fine_tune_learning_rate=default.fine_tune_learning_rate)
+        elif not self.fine_tuned_methods:
+            reset.update(fine_tune_steps=default.fine_tune_steps,
+                         fine_tune_learning_rate=default.fine_tune_learning_rate)
+        return dataclasses.replace(self, **reset) if reset else self
+
+    def to_json(self) -> dict:
+        values = dataclasses.asdict(self)
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in values.items()}
+
+    @classmethod
+    def from_json(cls, values: dict) -> ExperimentConfig:
+        known = {f.name: f for f in dataclasses.fields(cls)}
+        unknown = set(values) - set(known)
+        if unknown:
+            raise ValueError(f"Unknown experiment setting(s): {', '.join(sorted(unknown))}.")
+        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in values.items()})
+
+    @property
+    def hash(self) -> str:
+        """16 hex digits naming this experiment (and the code's results version)."""
+        return self.hash_at(RESULTS_VERSION)
+
+    def hash_at(self, results_version: int) -> str:
+        return _digest({"results_version": results_version, **self.canonical().to_json()})
+
+    @property
+    def family(self) -> str:
+        """What runs of other encodings and seeds share with this one (the seed table compares a family)."""
+        return self.family_at(RESULTS_VERSION)
+
+    def family_at(self, results_version: int) -> str:
+        values = self.canonical().to_json()
+        for name in ("encoding", "seed", "rope_base", "rope_pairing", "methods", "fine_tune", "fine_tune_steps",
+                     "fine_tune_learning_rate"):
+            values.pop(name)
+        return _digest({"results_version": results_version, **values})
+
+    def label(self) -> str:
+        """A short plain description (CLI lines, job names)."""
+        parts = [self.encoding]
+        if ENCODINGS[self.encoding].uses_base:
+            parts.append(f"b={self.rope_base:g}")
+        parts += [f"L={self.train_length}", f"width {self.d_model}, {self.n_head}x{self.head_size} heads, "
+                  f"{self.n_layer} layers", f"{self.steps} steps",
+                  f"seed {self.seed}"]
+        return " ".join(parts)
+
+
+def _digest(values: dict) -> str:
+    text = json.dumps(values, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class Grid:
+    """A set of experiments as data: every encoding × seed around one base config."""
+
+    base: ExperimentConfig = ExperimentConfig()
+    encodings: tuple[str, ...] = tuple(ENCODINGS)
+    seeds: tuple[int, ...] = DEFAULT_SEEDS
+
+    def configs(self) -> list[ExperimentConfig]:
+        """RoPE's default seed first (what a page opens on), then every seed of every encoding."""
+        configs = [self.base.replace(encoding=e, seed=s) for s in self.seeds for e in self.encodings]
+        first = self.base.replace(encoding="rope" if "rope" in self.encodings else self.encodings[0],
+                                  seed=self.seeds[0])
+        return [first] + [c for c in configs if c != first]
+
+
+DEFAULT_GRID = Grid()

@@ -1,0 +1,199 @@
+"""The one training loop, as nanoGPT's: batches in, AdamW step, a progress record out.
+
+Pre-training and fine-tuning are the same loop: fine-tuning starts from a trained model (a
+copy) with another RoPE spec, at another length, with a gentler schedule
+(``TrainingRun.fine_tune_of``). The loop is a generator, so a page draws a live loss curve and
+a script simply iterates; stopping is leaving the loop, and ``steps()`` resumes exactly where
+it stopped (the run is seeded, so a stopped-and-resumed run equals an uninterrupted one).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import os
+import threading
+import time
+from collections.abc import Iterator
+from typing import NamedTuple
+
+import torch
+import torch.nn.functional as F
+
+from pe_core.data import Corpus, evenly_spaced_windows, load_corpus, random_windows, unigram_baseline, with_start
+from pe_core.device import compute_device
+from pe_core.model import ModelConfig, TinyTransformer
+from pe_core.rope import RopeSpec
+from pe_core.train.config import TrainConfig
+
+MAX_CPU_THREADS = 4  # the tiny matrices gain little from more threads
+_SEEDING = threading.Lock()
+
+
+class Progress(NamedTuple):
+    step: int  # optimiser steps done
+    total_steps: int
+    loss: float  # training loss of this step's batch (nats/char)
+    validation_loss: float | None  # every ``validate_every`` steps and at the last step
+    tokens_per_s: float  # throughput of this step
+    elapsed_s: float  # training time so far (pauses excluded)
+    learning_rate: float
+
+
+def cpu_threads() -> int:
+    """Threads for CPU training: all cores but one, capped (``PE_TRAIN_THREADS`` overrides).
+
+    One core stays free for the web server and the other browser sessions; on a 2-core laptop
+    that costs less than it seems, because the tiny matrices scale poorly across threads.
+    """
+    forced = os.environ.get("PE_TRAIN_THREADS", "").strip()
+    if forced.isdigit() and int(forced) > 0:
+        return int(forced)
+    return max(1, min((os.cpu_count() or 1) - 1, MAX_CPU_THREADS))
+
+
+def use_cpu_threads(device: torch.device) -> None:
+    # Set from the thread that computes: a running thread keeps the OpenMP count it started with.
+    if device.type == "cpu" and torch.get_num_threads() != cpu_threads():
+        torch.set_num_threads(cpu_threads())
+
+
+def autocast_dtype(device: torch.device) -> torch.dtype | None:
+    """bfloat16 for the training matmuls on a GPU that has it (``PE_AUTOCAST=0`` turns it off); else None.
+
+    Safe here because the model keeps what low precision would damage in float32: RoPE's angles
+    and rotations, the layer norms and the loss (autocast's float32 list).
+    """
+    if os.environ.get("PE_AUTOCAST", "1").strip() == "0" or device.type != "cuda":
+        return None
+    return torch.bfloat16 if torch.cuda.is_bf16_supported() else None
+
+
+def _optimiser(model: TinyTransformer, config: TrainConfig, device: torch.device) -> torch.optim.Optimizer:
+    # As nanoGPT: decay matrices, not norms, biases or the (few) T5 bias values
+    decay = [p for n, p in model.named_parameters() if p.dim() >= 2 and not n.startswith("t5_bias")]
+    no_decay = [p for n, p in model.named_parameters() if p.dim() < 2 or n.startswith("t5_bias")]
+    groups = [{"params": decay, "weight_decay": config.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+    return torch.optim.AdamW(groups, lr=config.learning_rate, betas=(0.9, 0.99), fused=device.type == "cuda")
+
+
+class TrainingRun:
+    """One model being trained at one length: optimiser, data stream, history; resumable after a stop.
+
+    ``model=None`` starts from seeded random weights; otherwise training continues from (a copy
+    of) ``model``, optionally with another RoPE ``spec`` and at another ``length``.
+    """
+
+    def __init__(
+        self,
+        model_config: ModelConfig,
+        train_config: TrainConfig,
+        corpus: Corpus | None = None,
+        device: torch.device | str | None = None,
+        *,
+        model: TinyTransformer | None = None,
+        length: int | None = None,
+        spec: RopeSpec | None = None,
+        start_token: bool = False,
+    ):
+        self.corpus = corpus or load_corpus()
+        if model_config.vocab_size != self.corpus.vocab_size:
+            model_config = model_config.replace(vocab_size=self.corpus.vocab_size)
+        self.model_config = model_config
+        self.train_config = train_config
+        self.length = length or model_config.train_length
+        self.start_token = start_token
+        self.device = torch.device(device) if device is not None else compute_device()
+        if model is None:
+            with _SEEDING, torch.random.fork_rng(devices=[]):  # seeded init, even with several sessions at once
+                torch.manual_seed(train_config.seed)
+                model = TinyTransformer(model_config)
+        else:
+            model = copy.deepcopy(model)
+        self.model = model.to(self.device)
+        if spec is not None:
+            self.model.set_rope(spec)
+        self.optimiser = _optimiser(self.model, train_config, self.device)
+        self.batches = torch.Generator().manual_seed(train_config.seed + 1)
+        self.step = 0
+        self.elapsed_s = 0.0
+        self.history: list[Progress] = []
+        self.validation = self._marked(
+            evenly_spaced_windows(self.corpus.validation, self.length, train_config.validation_windows))
+        self.autocast = autocast_dtype(self.device)
+
+    @classmethod
+    def fine_tune_of(cls, run: TrainingRun, spec: RopeSpec, length: int, steps: int,
+                     learning_rate: float) -> TrainingRun:
+        """A copy of ``run``'s model, trained ``steps`` more steps at ``length`` with ``spec`` (Chen et al. 2023, §3).
+
+        Batches hold as many characters as in pre-training.
+        """
+        base = run.train_config
+        config = TrainConfig(steps=steps, batch_size=max(1, base.batch_size * run.length // length),
+                             learning_rate=learning_rate,
+                             warmup_steps=max(1, steps // 10), seed=base.seed + 7, validate_every=steps,
+                             validation_windows=max(4, base.validation_windows * run.length // length))
+        return cls(run.model_config, config, run.corpus, run.device, model=run.model, length=length, spec=spec,
+                   start_token=run.start_token)
+
+    def _marked(self, windows: torch.Tensor) -> torch.Tensor:
+        return with_start(windows) if self.start_token else windows
+
+    @property
+    def done(self) -> bool:
+        return self.step >= self.train_config.steps
+
+    def _autocast(self):
+        if self.autocast is None:
+            return contextlib.nullcontext()
+        return torch.autocast(self.device.type, dtype=self.autocast)
+
+    def steps(self, limit: int | None = None) -> Iterator[Progress]:
+        """Train until the configured number of steps (or ``limit`` more), yielding after each step."""
+        use_cpu_threads(self.device)
+        config, length = self.train_config, self.length
+        end = config.steps if limit is None else min(config.steps, self.step + limit)
+        self.model.train()
+        while self.step < end:
+            started = time.perf_counter()
+            batch = self._marked(random_windows(self.corpus.train, length, config.batch_size, self.batches))
+            batch = batch.to(self.device)
+            learning_rate = config.learning_rate_at(self.step)
+            for group in self.optimiser.param_groups:
+                group["lr"] = learning_rate
+            with self._autocast():
+                logits = self.model(batch[:, :-1])
+            loss = F.cross_entropy(logits.float().flatten(0, 1), batch[:, 1:].flatten())
+            self.optimiser.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), config.grad_clip)
+            self.optimiser.step()
+            loss_value = loss.item()  # synchronises, so the timing below is honest on CUDA too
+            step_seconds = time.perf_counter() - started
+            self.step += 1
+            validation_loss = None
+            if self.step % config.validate_every == 0 or self.step == config.steps:
+                validation_loss = self.validation_loss()
+            self.elapsed_s += time.perf_counter() - started
+            record = Progress(self.step, config.steps, loss_value, validation_loss,
+                              config.batch_size * length / max(step_seconds, 1e-9), self.elapsed_s, learning_rate)
+            self.history.append(record)
+            yield record
+
+    @torch.no_grad()
+    def validation_loss(self) -> float:
+        was_training = self.model.training
+        self.model.eval()
+        windows = self.validation.to(self.device)
+        loss = float(self.model.token_losses(windows[:, :-1], windows[:, 1:]).mean())
+        self.model.train(was_training)
+        return loss
+
+    def unigram_baseline(self) -> float:
+        return unigram_baseline(self.corpus.train, self.corpus.validation)
+
+    def tokens_per_s(self) -> float:
+        """Training throughput over the whole run so far."""
+        tokens = self.step * self.train_config.batch_size * self.length
+        return tokens / self.elapsed_s if self.elapsed_s else 0.0
