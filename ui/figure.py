@@ -20,20 +20,20 @@ _PAGE_FIGURES_KEY = "_figures_on_page"
 
 def show_figure(figure: go.Figure, key: str, *, caption: str | None = None, styled: bool = False,
                 on_select: Callable[[], None] | None = None, buttons: bool = True,
-                height: int | str = "content") -> None:
+                width: int | str = "stretch", height: int | str = "content") -> None:
     """Draw ``figure`` exactly as exported (the project template, not Streamlit's theme), with
     PNG / SVG / PDF download buttons; in slide style the figure is shown as the slide will look
     (``styled``: the figure is already in the sidebar's style).
 
     ``on_select``: the figure takes a picked point (one click) and calls this, which reads the selection from
     ``st.session_state[key]``. ``buttons=False`` leaves out the download buttons (a presentation has no room);
-    ``height="stretch"`` fills a container of fixed height.
+    ``width`` and ``height`` as ``st.plotly_chart`` takes them ("content": the figure's own size).
     """
     shown = figure if styled else export.styled(figure, export.current_style())
     stem = export.figure_stem(key)
     picking = {"on_select": on_select, "selection_mode": ("points",)} if on_select is not None else {}
     st.plotly_chart(shown, theme=None, key=key, config=export.modebar_config(_PLOTLY_CONFIG, shown, stem),
-                    width="stretch", height=height, **picking)
+                    width=width, height=height, **picking)
     if caption:
         st.caption(caption)
     if buttons:

@@ -31,6 +31,9 @@ class PageInfo(NamedTuple):
 PAGES = (
     PageInfo("pages/home.py", "Home", ":material/home:", "Start",
              "What each page teaches and where to begin."),
+    PageInfo("pages/tour.py", "RoPE and long context in 12 steps", ":material/route:", "Start",
+             "A guided lesson: each step sets up one figure, asks you to predict, then reveals why. With a "
+             "presenter mode for class.", slug="tour"),
     PageInfo("pages/frequencies.py", "θ heatmaps & scaling methods", ":material/grid_on:", "RoPE and its extensions",
              "How direct extrapolation, PI, NTK-aware, dynamic NTK, NTK-by-parts, YaRN, Llama-3, LongRoPE "
              "and a base change reshape RoPE's rotation angles, dimension by dimension.", lesson="frequencies"),
