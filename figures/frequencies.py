@@ -203,12 +203,15 @@ def unseen_angles_figure(profile: FrequencyProfile, *, train_length: int, target
 
 
 def _method_lines(profile: FrequencyProfile, values, hover: str) -> list[go.Scatter]:
+    """One line per method. Each pair also carries an invisible marker: plotly picks (clicks) only markers, and
+    a pair picked here is marked on the page's other figures; the picked one shows in its method's marker."""
     lines = []
     for row_values, title, method in zip(values, profile.titles, profile.methods, strict=True):
         name = _(title)
         lines.append(go.Scatter(x=np.arange(row_values.shape[0]), y=row_values, name=name,
                                 hovertemplate=f"{name}<br>" + _("pair %{x}") + f": {hover}<extra></extra>",
-                                **keyed(method)))
+                                selected=dict(marker=dict(opacity=1)), unselected=dict(marker=dict(opacity=0)),
+                                **keyed(method, markers=True, marker=dict(size=9, opacity=0))))
     return lines
 
 

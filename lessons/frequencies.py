@@ -79,8 +79,8 @@ class Settings(RopeSettings):
     as_frequency: bool = setting(False, N_("Plot frequency θᵢ instead of wavelength λᵢ"), key="freq", group=LINES)
     pair: int = setting(NO_PAIR, N_("Highlighted pair i"), key="pair", widget="selectbox", group=PICK,
                         options=(NO_PAIR, *range(MAX_PAIRS)), format=_pair_text, examples=(0, 45), highlight=True,
-                        help=N_("Click a pair on the wavelength, ratio or unseen-angle chart to pick it: it is "
-                                "outlined on the heatmaps and marked on the line charts."))
+                        help=N_("Or click a pair on the wavelength or ratio chart below: it is outlined on the "
+                                "heatmaps and marked on every chart, and the link keeps it."))
 
 
 def rows_per_panel(num_panels: int, num_pairs: int, *, scrubbed: bool = False) -> int:
@@ -228,7 +228,7 @@ FIGURES = figure_registry(
                caption=_heatmap_caption, scrub="scale", highlight=_outline_pair),
     FigureSpec("unseen-angles", draw.UNSEEN_TITLE, _unseen, groups=("rope", PICK),
                caption=N_("Hover a cell for L′·θ′ᵢ / (L·θᵢ): above 1 means beyond training."),
-               selects="pair", highlight=_label_pair),
+               highlight=_label_pair),
     FigureSpec("wavelengths", draw.WAVELENGTH_TITLE, _wavelengths, groups=("rope", LINES, PICK), selects="pair",
                highlight=_ring_pair(_shown_wavelengths)),
     FigureSpec("interpolation-ratio", draw.RATIO_TITLE, _ratio, groups=("rope", PICK), selects="pair",

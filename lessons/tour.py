@@ -217,9 +217,9 @@ STEPS: tuple[Step, ...] = (
          _relative, (("roformer", "§3.4.2"),)),
     Step("decay", N_("Long-range decay"), "decay", "bound",
          {"bound_bases": (10_000.0,), "bound_head_dims": (128,), "max_distance": 65_536, "distance_axis": "log"},
-         N_("How large can RoPE's score get at relative distance r? RoFormer bounds it by the mean over j of "
-            "|Σᵢ₍ᵢ₌₀…ⱼ₋₁₎ e^(i·r·θᵢ)|, the reach of the partial sums of the rotations. For d = {d} and b = {base} "
-            "the bound is {at_zero:g} at r = 0."),
+         N_("How large can RoPE's score get at relative distance r? RoFormer bounds it by the mean, over j, of "
+            "|e^(i·r·θ₀) + … + e^(i·r·θⱼ₋₁)|: how far the first j rotations reach when added up. For d = {d} and "
+            "b = {base} the bound is {at_zero:g} at r = 0."),
          N_("What does the bound do as r grows towards {range}?"),
          (N_("It falls steadily to zero"), N_("It falls, then levels off and wobbles"),
           N_("It stays flat: rotations keep every length")), 1,
@@ -246,9 +246,10 @@ STEPS: tuple[Step, ...] = (
             "(m/s)·θᵢ instead of m·θᵢ. The heatmaps show the angle of every pair (across) at every position (up)."),
          N_("With PI, how large is the largest angle a pair reaches at L′, compared with training?"),
          (N_("About s times larger"), N_("The same as in training"), N_("s times smaller")), 1,
-         N_("(L′/s)·θᵢ = L·θᵢ: the largest angle is {reach:g} times training's, so no pair leaves its trained range "
-            "(no ▼ over PI; direct extrapolation has {unseen}). The price is resolution: neighbouring tokens now "
-            "differ by θᵢ/s, so pair 0 steps {step:g} rad per token instead of 1."),
+         N_("(L′/s)·θᵢ = L·θᵢ: at L′ every pair reaches exactly the largest angle it met in training (ratio "
+            "{reach:g}), so no pair leaves its trained range: no ▼ over PI, against {unseen} over direct "
+            "extrapolation. The price is resolution: neighbouring tokens now differ by θᵢ/s, so pair 0 steps {step:g} "
+            "rad per token instead of 1."),
          _pi, (("pi", "§2.3"),)),
     Step("ntk", N_("NTK-aware scaling is a change of base"), "frequencies", "interpolation-ratio",
          {**LLAMA2, "methods": ("pi", "ntk")},
@@ -286,7 +287,8 @@ STEPS: tuple[Step, ...] = (
           N_("All of them, as PI does")), 1,
          N_("Pairs that turn more than β times in training are kept as they are ({kept} pairs here); those that "
             "turn less than α times are divided by s ({divided} pairs), and a ramp blends the {blended} between. "
-            "So no pair overshoots: {parts_unseen} pairs reach unseen angles, against {ntk_unseen} with NTK-aware."),
+            "Pairs reaching unseen angles: {parts_unseen} with NTK-by-parts, {yarn_unseen} with YaRN, "
+            "{ntk_unseen} with NTK-aware."),
          _by_parts, (("yarn", "§3.2"),)),
     Step("temperature", N_("Attention temperature"), "family", "temperature",
          {"logn_train_length": 512},
@@ -295,23 +297,24 @@ STEPS: tuple[Step, ...] = (
          N_("By what factor does that scale the logits q·k at s = {s:g}?"),
          (N_("1: the softmax is unchanged"), N_("About {logit:.2f}"), N_("{s:g}, as many times as the keys")), 1,
          N_("Both q and k carry √(1/t) = {sqrt:.3f}, so the logits grow by its square, {logit:.2f}. log-n scaling "
-            "asks for a similar factor: log_L(n) = {log_n:.2f} at n = {s:g}·L with L = {L}."),
+            "asks for a similar factor: log n / log L = {log_n:.2f} at n = {s:g}·L with L = {L}."),
          _temperature, (("yarn", "§3.4"), ("logn", ""))),
     Step("bf16", N_("bfloat16 position collisions"), "precision", "collision-window",
          {"zoom_dtype": "bfloat16", "zoom_width": 32, "zoom_start": 248},
          N_("Positions are often stored in the model's own dtype. bfloat16 keeps {bits} significant bits, so it "
             "stores every whole number up to 2^{bits} = {power} exactly. The figure stores positions {start} to "
             "{end} in bfloat16."),
-         N_("How many of these {width} positions keep a value of their own?"),
-         (N_("All {width}"), N_("Those up to {power}, then every second one"), N_("None above {start}")), 1,
+         N_("Do these {width} positions keep {width} different values?"),
+         (N_("Yes, all {width}"), N_("Up to {power} yes; above it, neighbours share values"),
+          N_("No, they all round to {power}")), 1,
          N_("{first} is the first position bfloat16 cannot store: above 2^{bits} neighbouring values are {gap} "
-            "apart, so odd positions round to an even neighbour and {distinct} values serve {width} positions. At "
-            "L = {L} only {exact} positions ({fraction:.1%}) are exact, and RoPE turns tokens that share a value by "
-            "the same angle."),
+            "apart, so every odd position rounds to an even neighbour and {distinct} values serve these {width} "
+            "positions. At L = {L} only {exact} positions ({fraction:.1%}) are exact, and RoPE turns tokens that "
+            "share a value by the same angle."),
          _collisions, (("bf16_rope", ""),)),
     Step("toy", N_("What the tiny model shows"), "training", "spectrum", {},
          N_("The training page trains a small transformer at L = {L} characters (head size d = {d}) and tests it "
-            "8× further. With {llama}'s base {llama_base}, only {usual_turning} of its {pairs} pairs would turn "
+            "{scale}× further. With {llama}'s base {llama_base}, only {usual_turning} of its {pairs} pairs would turn "
             "within L, against {llama_turning} of {llama_pairs} in {llama} at L = {llama_L}."),
          N_("Which base makes the toy meet unseen angles past L the way {llama} does?"),
          (N_("The same base, {llama_base}"), N_("A much smaller base"), N_("A much larger base")), 1,

@@ -9,20 +9,23 @@ from ui import tour as guide
 
 steps = tour.available_steps()
 if guide.presenting():  # one screen for the question, the next for the figure that answers it
-    head, middle, switch = st.columns([5.4, 4, 0.6], vertical_alignment="center")
+    head, switch = st.columns([9.4, 0.6], vertical_alignment="center")
     with switch:
         guide.presenter_switch(compact=True)
     index = guide.step_picker(len(steps))  # hidden: the header counts the steps
     step, text = steps[index], tour.step_text(steps[index])
     head.header(_("{number} / {count} · {title}").format(number=index + 1, count=len(steps), title=text.title))
-    guide.navigation(step, index, len(steps), presenting=True, where=middle)
     if guide.revealed(step):
-        guide.verdict(step, text)
+        answer, keys = st.columns([6, 4], vertical_alignment="center")
+        with answer:
+            guide.verdict(step, text)
+        guide.navigation(step, index, len(steps), presenting=True, where=keys)
         guide.figure(step, presenting=True)
         st.markdown(text.why)
     else:
         st.markdown(text.text)
         guide.ask(step, text)
+        guide.navigation(step, index, len(steps), presenting=True)
 else:
     st.title(_(tour.TITLE))
     st.markdown(_(
@@ -52,4 +55,4 @@ else:
         guide.full_page_link(step)
     else:
         guide.placeholder(step)
-    guide.keyboard_note()
+    guide.keyboard_note(step)

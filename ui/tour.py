@@ -8,8 +8,10 @@ so in presenter mode the class sees the question, then the figure that settles i
 from __future__ import annotations
 
 import logging
+from urllib.parse import urlencode
 
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from figures.export import browser_available, render
@@ -25,7 +27,6 @@ log = logging.getLogger(__name__)
 
 STEP_KEY, PRESENT_KEY = "step", "present"
 SLIDE_BOX = "tour_slide"  # the container the presenter's figure fills at 16:9
-_PRESENT_STATE = "tour_present"
 _YES, _NO = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 
 # Presenter mode: no sidebar or top bar, large type, and the figure as the slide itself: the export's 16:9
@@ -40,7 +41,7 @@ PRESENTER_CSS = f"""<style>
 [data-testid="stMain"] h2 {{ font-size: 2.1rem; padding-top: 0.2rem; }}
 [data-testid="stMain"] [data-testid="stCaptionContainer"] p {{ font-size: 1.05rem; }}
 [data-testid="stMain"] button p {{ font-size: 1.3rem; }}
-.st-key-{SLIDE_BOX} {{ width: min(calc((100vh - 10.5rem) * 16 / 9), 100%) !important; margin: 0 auto; }}
+.st-key-{SLIDE_BOX} {{ width: min(calc((100vh - 10.75rem) * 16 / 9), 100%) !important; margin: 0 auto; }}
 .st-key-{SLIDE_BOX} img {{ width: 100%; height: auto; }}
 </style>"""
 _SLIDES = BoundedCache(48)  # (step, language) -> the slide as SVG
@@ -61,25 +62,26 @@ def slide_svg(step: tour.Step) -> str | None:
 def presenting() -> bool:
     """Whether this run presents: the toggle's state, else the link's ``?present=1``. Known before the toggle is
     drawn, so the page can lay itself out for it."""
-    if _PRESENT_STATE not in st.session_state:
+    if PRESENT_KEY not in st.session_state:
         linked = st.query_params.get(PRESENT_KEY)
-        st.session_state[_PRESENT_STATE] = linked is not None and linked.lower() in _YES
+        st.session_state[PRESENT_KEY] = linked is not None and linked.lower() in _YES
         if linked is not None and linked.lower() not in (*_YES, *_NO):
             st.warning(_("The link set presenter mode to `{value}`; use present=1 to present.").format(
                 value=linked), icon="🔗")
-    return bool(st.session_state[_PRESENT_STATE])
+    return bool(st.session_state[PRESENT_KEY])
 
 
 def _keep_in_link() -> None:
-    if st.session_state.get(_PRESENT_STATE):
-        st.query_params[PRESENT_KEY] = "1"
-    else:
-        st.query_params.pop(PRESENT_KEY, None)
+    if st.session_state.get(PRESENT_KEY):
+        if st.query_params.get(PRESENT_KEY) != "1":
+            st.query_params[PRESENT_KEY] = "1"
+    elif PRESENT_KEY in st.query_params:
+        del st.query_params[PRESENT_KEY]
 
 
 def presenter_switch(*, compact: bool = False) -> bool:
     """The presenter-mode toggle, kept in the link as ``?present=1``; when on it also hides the sidebar."""
-    on = st.toggle(_("Presenter mode"), key=_PRESENT_STATE, on_change=_keep_in_link,
+    on = st.toggle(_("Presenter mode"), key=PRESENT_KEY, on_change=_keep_in_link,
                    label_visibility="collapsed" if compact else "visible",
                    help=_("No sidebar, large type, one figure per screen at 16:9; → reveals, then moves on."))
     _keep_in_link()
@@ -137,9 +139,9 @@ def ask(step: tour.Step, text: tour.StepText) -> None:
                      width="stretch", wrap=True)
 
 
-def navigation(step: tour.Step, index: int, count: int, presenting: bool, where=None) -> None:
-    """← Previous, and → Reveal (needs an answer, except when presenting) or → Next."""
-    with (where or st.container()), st.container(horizontal=True):
+def navigation(step: tour.Step, index: int, count: int, presenting: bool, where: DeltaGenerator | None = None) -> None:
+    """← Previous, and → Reveal (needs an answer, except when presenting) or → Next; in ``where`` if given."""
+    with (where or st.container()), st.container(horizontal=True, horizontal_alignment="right" if where else "left"):
         st.button(_("Previous"), key="tour_previous", shortcut="Left",
                   disabled=index == 0, on_click=_go, args=(index,))
         if not revealed(step):
@@ -204,8 +206,6 @@ def full_page_link(step: tour.Step) -> None:
     if _in_navigation(page):
         st.page_link(page.path, label=label, icon=":material/open_in_new:", query_params=query)
     else:  # the page run on its own (tests, benchmarks): a plain link
-        from urllib.parse import urlencode
-
         address = f"/{page.url_path}" + (f"?{urlencode(query, doseq=True)}" if query else "")
         st.markdown(f"[{label}]({address})")
 
@@ -217,5 +217,6 @@ def _in_navigation(page: PageInfo) -> bool:
     return any(info.get("url_pathname") == page.url_path for info in ctx.pages_manager.get_pages().values())
 
 
-def keyboard_note() -> None:
-    st.caption(_("Keys: 1–4 answer · → reveal the answer, then the next step · ← previous step."))
+def keyboard_note(step: tour.Step) -> None:
+    st.caption(_("Keys: 1–{count} answer · → reveal the answer, then the next step · ← previous step.").format(
+        count=len(step.choices)))
