@@ -20,6 +20,7 @@ from figures.theme import (
     LEGEND_BELOW,
     MUTED,
     SEQUENTIAL,
+    colour_of,
     keyed,
     new_figure,
     reference_line,
@@ -210,8 +211,8 @@ def _method_lines(profile: FrequencyProfile, values, hover: str) -> list[go.Scat
         name = _(title)
         lines.append(go.Scatter(x=np.arange(row_values.shape[0]), y=row_values, name=name,
                                 hovertemplate=f"{name}<br>" + _("pair %{x}") + f": {hover}<extra></extra>",
-                                selected=dict(marker=dict(opacity=1)), unselected=dict(marker=dict(opacity=0)),
-                                **keyed(method, markers=True, marker=dict(size=9, opacity=0))))
+                                selected=dict(marker=dict(color=colour_of(method))),
+                                **keyed(method, markers=True, marker=dict(size=9, color=INVISIBLE))))
     return lines
 
 
@@ -310,6 +311,7 @@ def ramp_figure(ramp: RampComparison, *, beta_fast: float, beta_slow: float, tru
 
 # ---- linked highlighting: the pair picked on one chart, marked on the others ----------------------
 
+INVISIBLE = "rgba(0,0,0,0)"
 PICKED_COLOUR = "#000000"  # a picked pair: black on white (with a white halo on the heatmaps' colours)
 PICKED_TITLE = N_("pair i = {pair} (picked)")
 

@@ -493,7 +493,8 @@ class Lesson:
             if unknown:
                 raise ValueError(f"{self.name}:{spec.name} names unknown setting groups {sorted(unknown)}")
             if spec.selects is not None and not (spec.selects in controls and controls[spec.selects].highlight):
-                raise ValueError(f"{self.name}:{spec.name} selects {spec.selects!r}, which is not a highlight setting")
+                raise ValueError(f"{self.name}:{spec.name} selects {spec.selects!r}, which is not a highlight "
+                                 "setting")
 
     def result(self, settings: LessonSettings | None = None, groups: Iterable[str] | None = None) -> Any:
         """``compute`` of these settings (restricted to ``groups``), cached."""

@@ -25,7 +25,7 @@ import torch
 from i18n import N_, _
 from lessons import all_lessons
 from lessons.base import SCREEN, FigureStyle, Lesson, LessonSettings
-from lessons.format import base_text, length_text
+from lessons.format import base_text, length_text, superscript
 
 TITLE = N_("RoPE and long context in 12 steps")
 
@@ -156,7 +156,8 @@ def _collisions(result) -> dict[str, Any]:
     marks = landmarks()
     bits = result.facts.bits["bfloat16"]
     window = result.window
-    return {"bits": bits, "first": marks.first_inexact, "power": 2**bits, "gap": marks.first_gap,
+    return {"bits": bits, "first": marks.first_inexact, "power": 2**bits, "two_to_bits": f"2{superscript(bits)}",
+            "gap": marks.first_gap,
             "start": int(window.positions[0]), "end": int(window.positions[-1]),
             "distinct": int(torch.unique(window.stored).numel()), "width": window.positions.numel(),
             "L": length_text(marks.length), "exact": length_text(marks.exact), "fraction": marks.fraction}
@@ -182,8 +183,8 @@ STEPS: tuple[Step, ...] = (
     Step("rotation", N_("Rotation as complex multiplication"), "rope_code", "pairs",
          {"head_dim": 8, "position": 3, "base": 10_000.0, "vector": "count"},
          N_("RoPE reads each pair (x₂ᵢ, x₂ᵢ₊₁) of a query or key as one complex number and multiplies it by "
-            "e^(i·m·θᵢ), with θᵢ = b^(−2i/d): a turn by the angle m·θᵢ that keeps the pair's length. Here d = {d} "
-            "({pairs} pairs), b = {base}, and the token sits at position m = {m}."),
+            "$e^{{i m \\theta_i}}$, with $\\theta_i = b^{{-2i/d}}$: a turn by the angle m·θᵢ that keeps the "
+            "pair's length. Here d = {d} ({pairs} pairs), b = {base}, and the token sits at position m = {m}."),
          N_("Which pair turns furthest?"),
          (N_("Pair 0"), N_("Pair {last}, the last one"), N_("They all turn by the same angle")), 0,
          N_("θᵢ falls geometrically with i: pair 0 turns by m·θ₀ = {first_angle:g} rad, pair {last} by only "
@@ -205,9 +206,9 @@ STEPS: tuple[Step, ...] = (
     Step("relative", N_("Relative position from absolute rotation"), "decay", "similarity",
          {"d_model": 128, "sinusoidal_base": 10_000.0, "positions": 128},
          N_("Rotate the query by m·θᵢ and the key by n·θᵢ. Their dot product multiplies one by the conjugate of "
-            "the other, so the angles subtract: e^(i·m·θ)·e^(−i·n·θ) = e^(i·(m−n)·θ). The matrix shown sums "
-            "cos((m − n)·θᵢ) over {pairs} pairs for every m, n < {n}: RoPE's score for q = k = (1, 0, 1, 0, …), "
-            "and equally the dot product of two sinusoidal position vectors."),
+            "the other, so the angles subtract: $e^{{i m \\theta}} e^{{-i n \\theta}} = e^{{i (m-n) \\theta}}$. "
+            "The matrix shown sums cos((m − n)·θᵢ) over {pairs} pairs for every m, n < {n}: RoPE's score for "
+            "q = k = (1, 0, 1, 0, …), and equally the dot product of two sinusoidal position vectors."),
          N_("Along which lines of this {n} × {n} matrix is the score constant?"),
          (N_("Rows: it depends on the query's position m only"), N_("Diagonals: it depends on m − n only"),
           N_("Nowhere: it depends on m and n separately")), 1,
@@ -218,8 +219,8 @@ STEPS: tuple[Step, ...] = (
     Step("decay", N_("Long-range decay"), "decay", "bound",
          {"bound_bases": (10_000.0,), "bound_head_dims": (128,), "max_distance": 65_536, "distance_axis": "log"},
          N_("How large can RoPE's score get at relative distance r? RoFormer bounds it by the mean, over j, of "
-            "|e^(i·r·θ₀) + … + e^(i·r·θⱼ₋₁)|: how far the first j rotations reach when added up. For d = {d} and "
-            "b = {base} the bound is {at_zero:g} at r = 0."),
+            "$\\lvert e^{{i r \\theta_0}} + \\dots + e^{{i r \\theta_{{j-1}}}} \\rvert$: how far the first j "
+            "rotations reach when added up. For d = {d} and b = {base} the bound is {at_zero:g} at r = 0."),
          N_("What does the bound do as r grows towards {range}?"),
          (N_("It falls steadily to zero"), N_("It falls, then levels off and wobbles"),
           N_("It stays flat: rotations keep every length")), 1,
@@ -253,9 +254,9 @@ STEPS: tuple[Step, ...] = (
          _pi, (("pi", "§2.3"),)),
     Step("ntk", N_("NTK-aware scaling is a change of base"), "frequencies", "interpolation-ratio",
          {**LLAMA2, "methods": ("pi", "ntk")},
-         N_("NTK-aware scaling leaves the positions alone and raises the base instead: b′ = b·s^(d/(d−2)) = "
-            "{new_base} for b = {base}, s = {s:g} and d = {d}. Every θᵢ = b′^(−2i/d) then changes by the factor "
-            "s^(−2i/(d−2))."),
+         N_("NTK-aware scaling leaves the positions alone and raises the base instead: $b' = b\\, s^{{d/(d-2)}}$ = "
+            "{new_base} for b = {base}, s = {s:g} and d = {d}. Every $\\theta_i = b'^{{-2i/d}}$ then changes by "
+            "the factor $s^{{-2i/(d-2)}}$."),
          N_("Which pairs does the larger base slow down the most?"),
          (N_("The fastest pair, i = 0"), N_("The slowest pair, exactly as PI does"),
           N_("All pairs equally, as PI does")), 1,
@@ -265,15 +266,15 @@ STEPS: tuple[Step, ...] = (
          _ntk, (("ntk_aware", ""),)),
     Step("beta-base", N_("RoPE as a number in base β"), "beta_base", "digits-against-n",
          {"beta": 10.0, "places": 3, "plain_scale": 2.0, "number": 1749},
-         N_("Read the angles n·θᵢ = n/βⁱ as the digits of the position n written in base β = b^(2/d): pair 0 is "
-            "the units digit. Take an ordinary number: {places} digits in base {beta:g} count up to {top:,}; now "
-            "they must count {s:g} times as far."),
+         N_("Read the angles n·θᵢ = n/βⁱ as the digits of the position n written in base $\\beta = b^{{2/d}}$: "
+            "pair 0 is the units digit. Take an ordinary number: {places} digits in base {beta:g} count up to "
+            "{top:,}; now they must count {s:g} times as far."),
          N_("How do you count {s:g} times as far with {places} digits, and keep every digit stepping by 1?"),
          (N_("Add a fourth digit (extrapolate)"), N_("Write n/{s:g} instead of n (interpolate)"),
           N_("Enlarge the base (convert)")), 2,
          N_("A new digit was 0 throughout training, and n/{s:g} makes the units digit step by 1/{s:g}. Base "
-            "λβ = {new_base:.2f} (λ = s^(1/P)) keeps {places} digits stepping by 1, each running only a little "
-            "higher than before. NTK-aware scaling is this conversion for RoPE."),
+            "λβ = {new_base:.2f} ($\\lambda = s^{{1/P}}$) keeps {places} digits stepping by 1, each running only a "
+            "little higher than before. NTK-aware scaling is this conversion for RoPE."),
          lambda result: {"places": result.settings.places, "beta": result.settings.beta,
                          "top": round(result.settings.beta ** result.settings.places) - 1,
                          "s": result.settings.plain_scale, "new_base": result.views.new_base},
@@ -302,12 +303,12 @@ STEPS: tuple[Step, ...] = (
     Step("bf16", N_("bfloat16 position collisions"), "precision", "collision-window",
          {"zoom_dtype": "bfloat16", "zoom_width": 32, "zoom_start": 248},
          N_("Positions are often stored in the model's own dtype. bfloat16 keeps {bits} significant bits, so it "
-            "stores every whole number up to 2^{bits} = {power} exactly. The figure stores positions {start} to "
+            "stores every whole number up to {two_to_bits} = {power} exactly. The figure stores positions {start} to "
             "{end} in bfloat16."),
          N_("Do these {width} positions keep {width} different values?"),
          (N_("Yes, all {width}"), N_("Up to {power} yes; above it, neighbours share values"),
           N_("No, they all round to {power}")), 1,
-         N_("{first} is the first position bfloat16 cannot store: above 2^{bits} neighbouring values are {gap} "
+         N_("{first} is the first position bfloat16 cannot store: above {two_to_bits} neighbouring values are {gap} "
             "apart, so every odd position rounds to an even neighbour and {distinct} values serve these {width} "
             "positions. At L = {L} only {exact} positions ({fraction:.1%}) are exact, and RoPE turns tokens that "
             "share a value by the same angle."),

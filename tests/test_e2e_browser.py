@@ -27,7 +27,8 @@ pytestmark = [
 RESULTS = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
 LATENCIES: dict[str, list[float]] = {}
 # The tour's slider picks a step: its figure appears only once the reader has answered (tested below).
-PAGES_WITH_SLIDERS = [p for p in available_pages() if p.path not in ("pages/home.py", "pages/maths.py", "pages/tour.py")]
+PAGES_WITH_SLIDERS = [p for p in available_pages()
+                      if p.path not in ("pages/home.py", "pages/maths.py", "pages/tour.py")]
 
 
 @pytest.fixture(scope="module")
@@ -177,7 +178,8 @@ def test_a_pair_clicked_on_the_wavelength_chart_is_outlined_on_the_heatmaps(app)
     chart = page.locator('[class*="frequencies_wavelengths"] .js-plotly-plot')
     chart.scroll_into_view_if_needed()
     wait_for_app_idle(page)
-    x, y = chart.evaluate("""gd => { const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis, r = gd.getBoundingClientRect();
+    x, y = chart.evaluate("""gd => {
+        const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis, r = gd.getBoundingClientRect();
         const trace = gd._fullData[0];
         return [r.left + xa._offset + xa.d2p(trace.x[45]), r.top + ya._offset + ya.d2p(trace.y[45])]; }""")
     page.mouse.move(x, y)
