@@ -20,6 +20,7 @@ from figures.theme import (
     LEGEND_BELOW,
     MUTED,
     SEQUENTIAL,
+    colour_of,
     keyed,
     new_figure,
     reference_line,
@@ -203,12 +204,15 @@ def unseen_angles_figure(profile: FrequencyProfile, *, train_length: int, target
 
 
 def _method_lines(profile: FrequencyProfile, values, hover: str) -> list[go.Scatter]:
+    """One line per method. Each pair also carries an invisible marker: plotly picks (clicks) only markers, and
+    a pair picked here is marked on the page's other figures; the picked one shows in its method's marker."""
     lines = []
     for row_values, title, method in zip(values, profile.titles, profile.methods, strict=True):
         name = _(title)
         lines.append(go.Scatter(x=np.arange(row_values.shape[0]), y=row_values, name=name,
                                 hovertemplate=f"{name}<br>" + _("pair %{x}") + f": {hover}<extra></extra>",
-                                **keyed(method)))
+                                selected=dict(marker=dict(color=colour_of(method))),
+                                **keyed(method, markers=True, marker=dict(size=9, color=INVISIBLE))))
     return lines
 
 
@@ -302,4 +306,51 @@ def ramp_figure(ramp: RampComparison, *, beta_fast: float, beta_slow: float, tru
         xaxis=dict(title=dict(text=_("pair index i")), range=[-0.5, len(pairs) - 0.5]),
         yaxis=dict(title=dict(text=_("fraction of θᵢ kept")), range=[-0.05, 1.2],
                    tickvals=[0, 0.25, 0.5, 0.75, 1]),
+    ))
+
+
+# ---- linked highlighting: the pair picked on one chart, marked on the others ----------------------
+
+INVISIBLE = "rgba(0,0,0,0)"
+PICKED_COLOUR = "#000000"  # a picked pair: black on white (with a white halo on the heatmaps' colours)
+PICKED_TITLE = N_("pair i = {pair} (picked)")
+
+
+def _picked_legend_entry(pair: int, **extra) -> go.Scatter:
+    return go.Scatter(x=[None], y=[None], mode="lines", line=dict(color=PICKED_COLOUR, width=2),
+                      name=_(PICKED_TITLE).format(pair=pair), hoverinfo="skip", **extra)
+
+
+def mark_pair_columns(figure: go.Figure, pair: int, *, legend: bool = True) -> None:
+    """Outline column ``pair`` on every heatmap of ``figure`` (a white halo under a black frame, so it shows on
+    every colour), named by a legend entry (``legend``) or a label above the column."""
+    shapes = []
+    for trace in figure.data:
+        if trace.type != "heatmap" or trace.x is None or not 0 <= pair < len(trace.x):
+            continue
+        xref, yref = trace.xaxis or "x", f"{trace.yaxis or 'y'} domain"
+        for colour, width in (("white", 5), (PICKED_COLOUR, 2)):
+            shapes.append(dict(type="rect", xref=xref, yref=yref, x0=pair - 0.5, x1=pair + 0.5, y0=0, y1=1,
+                               line=dict(color=colour, width=width), fillcolor="rgba(0,0,0,0)"))
+    if not shapes:
+        return
+    figure.update_layout(shapes=[*figure.layout.shapes, *shapes])
+    if legend:
+        figure.add_trace(_picked_legend_entry(pair))
+    else:
+        first = next(t for t in figure.data if t.type == "heatmap")
+        figure.add_annotation(x=pair, xref=first.xaxis or "x", y=1, yref=f"{first.yaxis or 'y'} domain",
+                              yanchor="bottom", text=f"i = {pair}", showarrow=False, font=dict(size=12))
+
+
+def mark_pair_points(figure: go.Figure, pair: int, values: Sequence[float]) -> None:
+    """Mark pair ``pair`` on a per-pair line chart: a dotted vertical line and a ring on every curve's value
+    there (``values``: one per curve, in the curves' order)."""
+    figure.update_layout(shapes=[*figure.layout.shapes, dict(
+        type="line", xref="x", yref="y domain", x0=pair, x1=pair, y0=0, y1=1,
+        line=dict(color=PICKED_COLOUR, width=1.5, dash="dot"))])
+    figure.add_trace(go.Scatter(
+        x=[pair] * len(values), y=list(values), mode="markers", name=_(PICKED_TITLE).format(pair=pair),
+        marker=dict(symbol="circle-open", size=14, color=PICKED_COLOUR, line=dict(width=2.5)),
+        hovertemplate=_("pair %{x}") + ": %{y:.4g}<extra></extra>",
     ))

@@ -59,6 +59,9 @@ class Control:
     placeholder: str = ""
     examples: tuple = ()  # valid non-default values the tests try (found from options/range otherwise)
     number_format: str | None = None  # printf format a number box shows ("%.3f"); Streamlit's default otherwise
+    # A highlight: the setting only marks something on figures (a pair, a position) and never changes what is
+    # computed, so results and the unmarked figures are shared by every value of it (``FigureSpec.highlight``).
+    highlight: bool = False
 
     def shown(self, text: Any) -> str:
         if self.format is not None:
@@ -93,6 +96,7 @@ def setting(
     placeholder: str = "",
     examples: Sequence = (),
     number_format: str | None = None,
+    highlight: bool = False,
 ) -> Any:
     """A ``Settings`` field with its control. The widget is inferred when not given: a bool is a
     toggle, a tuple with options a multiselect, options a select slider, a range a slider,
@@ -117,7 +121,7 @@ def setting(
         raise ValueError(f"setting {key!r}: a {widget} needs options")
     conditions = tuple((name, tuple(accepted)) for name, accepted in (when or {}).items())
     control = Control(label, key, widget, group, options, min_value, max_value, step, help, format, conditions,
-                      max_selections, horizontal, placeholder, tuple(examples), number_format)
+                      max_selections, horizontal, placeholder, tuple(examples), number_format, highlight)
     return dataclasses.field(default=default, metadata={"control": control})
 
 
@@ -275,6 +279,13 @@ class LessonSettings:
                 query[control.key] = f"{value:g}" if isinstance(value, float) else str(value)
         return query
 
+    def without_highlights(self: S) -> S:
+        """These settings with every highlight (``Control.highlight``) back at its default: what is computed."""
+        default = type(self)()
+        reset = {name: getattr(default, name) for name, c in self.controls().items()
+                 if c.highlight and getattr(self, name) != getattr(default, name)}
+        return dataclasses.replace(self, **reset) if reset else self
+
     def changed(self) -> dict[str, Any]:
         """The settings that differ from the defaults (names a file, or a link)."""
         default = type(self)()
@@ -380,6 +391,13 @@ class FigureSpec:
     # An option setting the figure can carry its own slider over (plotly frames, one per option), drawn when
     # the lesson's ``scrub_in_figure`` setting is on: the reader scrubs it in the browser, no round trip.
     scrub: str | None = None
+    # Linked highlighting. ``selects``: the highlight setting a point picked on this figure sets (read from the
+    # point's ``select_axis`` coordinate), so the page's other figures mark it too. ``highlight(figure, result,
+    # settings)`` draws the settings' highlights onto a copy of the unmarked screen figure (built from ``result``,
+    # which is computed without highlights); the slide style is applied after it.
+    selects: str | None = None
+    select_axis: str = "x"
+    highlight: Callable[[go.Figure, Any, Any], None] | None = None
 
     def caption_for(self, result: Any) -> str | None:
         if self.caption is None:
@@ -469,14 +487,18 @@ class Lesson:
         object.__setattr__(self, "_results", BoundedCache(self.max_results))
         object.__setattr__(self, "_figures", BoundedCache(self.max_figures))
         groups = set(self.settings.groups())
+        controls = self.settings.controls()
         for spec in self.figures.values():
             unknown = set(spec.groups or ()) - groups
             if unknown:
                 raise ValueError(f"{self.name}:{spec.name} names unknown setting groups {sorted(unknown)}")
+            if spec.selects is not None and not (spec.selects in controls and controls[spec.selects].highlight):
+                raise ValueError(f"{self.name}:{spec.name} selects {spec.selects!r}, which is not a highlight "
+                                 "setting")
 
     def result(self, settings: LessonSettings | None = None, groups: Iterable[str] | None = None) -> Any:
         """``compute`` of these settings (restricted to ``groups``), cached."""
-        chosen = (settings or self.settings()).applicable().only(groups)
+        chosen = (settings or self.settings()).applicable().only(groups).without_highlights()
         return self._results.get_or_make(chosen, lambda: self.compute(chosen))
 
     def figure(self, name: str, settings: LessonSettings | None = None, style: FigureStyle = SCREEN,
@@ -496,8 +518,13 @@ class Lesson:
         from figures.slides import slide_style
 
         if scrubbed:
-            return self._build_scrubbed(spec, settings, style)
-        figure = spec.build(self.result(settings, spec.groups), style)
+            return self._build_scrubbed(spec, settings, style)  # each frame is drawn with the highlights
+        plain = settings.without_highlights()
+        if spec.highlight is not None and plain != settings:
+            figure = go.Figure(self.figure(spec.name, plain, SCREEN, frames=False))  # a copy of the shared one
+            spec.highlight(figure, self.result(plain, spec.groups), settings)
+        else:
+            figure = spec.build(self.result(settings, spec.groups), style)
         return slide_style(figure, title=style.titles) if style.slide else figure
 
     def _build_scrubbed(self, spec: FigureSpec, settings: LessonSettings, style: FigureStyle) -> go.Figure:

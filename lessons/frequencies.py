@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Sequence
+
+import torch
 
 from figures import frequencies as draw
 from i18n import N_, _
@@ -37,7 +40,13 @@ SECOND_SCALES = (0.0, *SCALES)  # 0: no second row
 VIEW_LABELS = {"log": N_("log angle"), "angle": N_("angle"), "mod": N_("mod 2π"), "cos": N_("cos")}
 LENGTH_MODES = ("generation", "whole")
 LENGTH_MODE_TITLES = {"generation": N_("as generated"), "whole": N_("whole sequence")}
-HEATMAP, LINES = "heatmap", "lines"
+HEATMAP, LINES, PICK = "heatmap", "lines", "pick"
+MAX_PAIRS = 128  # a head of 256 dimensions: the most pairs any set-up here has
+NO_PAIR = -1
+
+
+def _pair_text(pair: int) -> str:
+    return _("none") if pair == NO_PAIR else str(pair)
 
 
 def _positions_text(count: int) -> str:
@@ -68,6 +77,10 @@ class Settings(RopeSettings):
                                     help=N_("The heatmaps carry their own slider over s: drag it and every panel "
                                             "changes at once, in the browser, without waiting for the server."))
     as_frequency: bool = setting(False, N_("Plot frequency θᵢ instead of wavelength λᵢ"), key="freq", group=LINES)
+    pair: int = setting(NO_PAIR, N_("Highlighted pair i"), key="pair", widget="selectbox", group=PICK,
+                        options=(NO_PAIR, *range(MAX_PAIRS)), format=_pair_text, examples=(0, 45), highlight=True,
+                        help=N_("Or click a pair on the wavelength or ratio chart below: it is outlined on the "
+                                "heatmaps and marked on every chart, and the link keeps it."))
 
 
 def rows_per_panel(num_panels: int, num_pairs: int, *, scrubbed: bool = False) -> int:
@@ -186,13 +199,40 @@ def _ramp_caption(result: Result) -> str:
         alpha=f"{spec.beta_slow:g}", beta=f"{spec.beta_fast:g}", truncate=spec.truncate)
 
 
+def _outline_pair(figure, result: Result, settings: Settings) -> None:
+    draw.mark_pair_columns(figure, settings.pair)
+
+
+def _label_pair(figure, result: Result, settings: Settings) -> None:
+    draw.mark_pair_columns(figure, settings.pair, legend=False)
+
+
+def _ring_pair(values: Callable[[Result], torch.Tensor]) -> Callable:
+    """Mark the picked pair on a per-pair line chart whose curves are the rows of ``values(result)``."""
+
+    def mark(figure, result: Result, settings: Settings) -> None:
+        rows = values(result)
+        if rows.ndim == 2 and 0 <= settings.pair < rows.shape[1]:
+            draw.mark_pair_points(figure, settings.pair, rows[:, settings.pair].tolist())
+
+    return mark
+
+
+def _shown_wavelengths(result: Result) -> torch.Tensor:
+    inv_freq = result.profile.inv_freq
+    return inv_freq if result.settings.as_frequency else 2 * math.pi / inv_freq
+
+
 FIGURES = figure_registry(
-    FigureSpec("angle-heatmaps", draw.HEATMAP_TITLE, _heatmaps, groups=("rope", HEATMAP), caption=_heatmap_caption,
-               scrub="scale"),
-    FigureSpec("unseen-angles", draw.UNSEEN_TITLE, _unseen, groups=("rope",),
-               caption=N_("Hover a cell for L′·θ′ᵢ / (L·θᵢ): above 1 means beyond training.")),
-    FigureSpec("wavelengths", draw.WAVELENGTH_TITLE, _wavelengths, groups=("rope", LINES)),
-    FigureSpec("interpolation-ratio", draw.RATIO_TITLE, _ratio, groups=("rope",)),
+    FigureSpec("angle-heatmaps", draw.HEATMAP_TITLE, _heatmaps, groups=("rope", HEATMAP, PICK),
+               caption=_heatmap_caption, scrub="scale", highlight=_outline_pair),
+    FigureSpec("unseen-angles", draw.UNSEEN_TITLE, _unseen, groups=("rope", PICK),
+               caption=N_("Hover a cell for L′·θ′ᵢ / (L·θᵢ): above 1 means beyond training."),
+               highlight=_label_pair),
+    FigureSpec("wavelengths", draw.WAVELENGTH_TITLE, _wavelengths, groups=("rope", LINES, PICK), selects="pair",
+               highlight=_ring_pair(_shown_wavelengths)),
+    FigureSpec("interpolation-ratio", draw.RATIO_TITLE, _ratio, groups=("rope", PICK), selects="pair",
+               highlight=_ring_pair(lambda result: result.profile.ratio)),
     FigureSpec("yarn-ramp", draw.RAMP_TITLE, _ramp, groups=("rope",), caption=_ramp_caption),
 )
 

@@ -48,6 +48,7 @@ if not page.settings().methods and setup is not None and setup.model is None:
 # --- heatmaps ---------------------------------------------------------------------------------
 st.header(_("The angle m·θᵢ, pair by pair, position by position"))
 page.controls(lesson.HEATMAP, columns=3)
+page.controls(lesson.PICK, columns=3)
 page.view_button(N_("Compare s = 2 and s = 4 on a 32-dim head"), lesson.SMALL_HEAD_VIEW,
                  help=N_("Head dim 32, base 10,000, direct / PI / NTK-aware, the first 10 positions, "
                          "s = 2 above s = 4, raw angles."))

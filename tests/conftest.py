@@ -63,3 +63,22 @@ def one_torch_thread():
 @pytest.fixture
 def page_runner():
     return run_page
+
+
+def select_points(at, chart_key: str, points: list[dict]):
+    """Pick ``points`` on the plotly chart drawn with ``chart_key`` and rerun, as the browser does: the chart's
+    widget state carries the selection (AppTest has no plotly element of its own to click)."""
+    from streamlit.proto.WidgetStates_pb2 import WidgetStates
+
+    charts = [c for c in at.get("plotly_chart") if c.proto.id.endswith(f"-{chart_key}")]
+    assert len(charts) == 1, f"expected one chart keyed {chart_key!r}, found {len(charts)}"
+    assert charts[0].proto.selection_mode, f"{chart_key} takes no selection"
+    states = at._tree.get_widget_states()
+    picked = WidgetStates()
+    picked.widgets.extend(w for w in states.widgets if w.id != charts[0].proto.id)
+    state = picked.widgets.add()
+    state.id = charts[0].proto.id
+    state.string_value = json.dumps({"selection": {"points": points, "point_indices": [p.get("point_index", 0)
+                                                                                        for p in points],
+                                                   "box": [], "lasso": []}})
+    return at._run(picked)

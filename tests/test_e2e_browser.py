@@ -26,7 +26,9 @@ pytestmark = [
 
 RESULTS = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
 LATENCIES: dict[str, list[float]] = {}
-PAGES_WITH_SLIDERS = [p for p in available_pages() if p.path not in ("pages/home.py", "pages/maths.py")]
+# The tour's slider picks a step: its figure appears only once the reader has answered (tested below).
+PAGES_WITH_SLIDERS = [p for p in available_pages()
+                      if p.path not in ("pages/home.py", "pages/maths.py", "pages/tour.py")]
 
 
 @pytest.fixture(scope="module")
@@ -143,3 +145,50 @@ def test_a_pasted_config_travels_in_the_link(app):
     assert "500000" in sidebar.locator("textarea").first.input_value()
     assert page_errors(reopened) == []
     reopened.close()
+
+
+def test_tour_presents_with_the_keyboard_and_no_sidebar(app):
+    """?present=1: no sidebar; → reveals the step's slide, → again moves on, ← goes back."""
+    base_url, _, chromium = app
+    page = chromium.new_page(viewport={"width": 1280, "height": 720})
+    page.goto(f"{base_url}/tour?present=1&step=3")
+    wait_for_app_idle(page)
+    page.get_by_text("3 / ").first.wait_for(timeout=60_000)
+    assert not page.locator('[data-testid="stSidebar"]').is_visible()
+    assert page.locator(".st-key-tour_slide").count() == 0  # the question first
+    page.keyboard.press("ArrowRight")
+    page.locator(".st-key-tour_slide").wait_for(timeout=60_000)
+    page.wait_for_function("""() => { const img = document.querySelector('.st-key-tour_slide img');
+                                      return !img || (img.complete && img.naturalWidth > 0); }""", timeout=60_000)
+    wait_for_app_idle(page)
+    box = page.locator(".st-key-tour_slide").bounding_box()
+    assert abs(box["width"] / box["height"] - 16 / 9) < 0.02 and box["y"] + box["height"] <= 720 + 1
+    page.keyboard.press("ArrowRight")
+    page.get_by_text("4 / ").first.wait_for(timeout=60_000)
+    assert "step=4" in page.url and "present=1" in page.url
+    page.keyboard.press("ArrowLeft")
+    page.get_by_text("3 / ").first.wait_for(timeout=60_000)
+    assert page_errors(page) == []
+    page.close()
+
+
+def test_a_pair_clicked_on_the_wavelength_chart_is_outlined_on_the_heatmaps(app):
+    base_url, _, chromium = app
+    page = open_page(chromium, f"{base_url}/frequencies")
+    chart = page.locator('[class*="frequencies_wavelengths"] .js-plotly-plot')
+    chart.scroll_into_view_if_needed()
+    wait_for_app_idle(page)
+    x, y = chart.evaluate("""gd => {
+        const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis, r = gd.getBoundingClientRect();
+        const trace = gd._fullData[0];
+        return [r.left + xa._offset + xa.d2p(trace.x[45]), r.top + ya._offset + ya.d2p(trace.y[45])]; }""")
+    page.mouse.move(x, y)
+    page.mouse.click(x, y)
+    page.wait_for_function("() => location.search.includes('pair=45')", timeout=30_000)
+    wait_for_app_idle(page)
+    outlined = page.evaluate("""() => Array.from(document.querySelectorAll('.js-plotly-plot')).map(gd =>
+        (gd.layout.shapes || []).filter(s => s.type === 'rect' && s.line && s.line.color === '#000000'
+                                             && (s.x0 + s.x1) / 2 === 45).length)""")
+    assert outlined[0] >= 3  # every heatmap panel of the default three methods
+    assert page_errors(page) == []
+    page.close()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import plotly.graph_objects as go
 import streamlit as st
 
@@ -16,17 +18,26 @@ _PLOTLY_CONFIG = {
 _PAGE_FIGURES_KEY = "_figures_on_page"
 
 
-def show_figure(figure: go.Figure, key: str, *, caption: str | None = None, styled: bool = False) -> None:
+def show_figure(figure: go.Figure, key: str, *, caption: str | None = None, styled: bool = False,
+                on_select: Callable[[], None] | None = None, buttons: bool = True,
+                width: int | str = "stretch", height: int | str = "content") -> None:
     """Draw ``figure`` exactly as exported (the project template, not Streamlit's theme), with
     PNG / SVG / PDF download buttons; in slide style the figure is shown as the slide will look
-    (``styled``: the figure is already in the sidebar's style)."""
+    (``styled``: the figure is already in the sidebar's style).
+
+    ``on_select``: the figure takes a picked point (one click) and calls this, which reads the selection from
+    ``st.session_state[key]``. ``buttons=False`` leaves out the download buttons (a presentation has no room);
+    ``width`` and ``height`` as ``st.plotly_chart`` takes them ("content": the figure's own size).
+    """
     shown = figure if styled else export.styled(figure, export.current_style())
     stem = export.figure_stem(key)
+    picking = {"on_select": on_select, "selection_mode": ("points",)} if on_select is not None else {}
     st.plotly_chart(shown, theme=None, key=key, config=export.modebar_config(_PLOTLY_CONFIG, shown, stem),
-                    width="stretch")
+                    width=width, height=height, **picking)
     if caption:
         st.caption(caption)
-    export.figure_buttons(shown, key, stem)
+    if buttons:
+        export.figure_buttons(shown, key, stem)
     figures = page_figures()
     # A fragment rerun shows a figure again without a fresh list: replace it, do not add a copy.
     figures[:] = [(k, f) for k, f in figures if k != key]

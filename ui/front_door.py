@@ -20,18 +20,23 @@ class Stop(NamedTuple):
 
 # A class of 50 minutes: enough on each page to ask one question and move one control.
 CLASS_PLAN: tuple[Stop, ...] = (
-    Stop("pages/frequencies.py", 12, N_("Show the angle heatmaps at the defaults; ask which pairs break past L; "
-                                        "add PI and NTK-aware and compare the ratio chart.")),
-    Stop("pages/decay.py", 6, N_("Move the base: why does a larger base stretch the decay?")),
-    Stop("pages/beta_base.py", 8, N_("Read a position as digits; interpolate vs change the base on the dials.")),
-    Stop("pages/precision.py", 6, N_("Why do bfloat16 positions collide above 256? Count the exact ones at 8192.")),
-    Stop("pages/maths.py", 6, N_("Open one derivation and its refuted variant: what does sympy check?")),
-    Stop("pages/training.py", 10, N_("Load the stored runs: which method extrapolates best at 8×, and why does "
-                                     "ALiBi barely move?")),
+    Stop("pages/tour.py", 20, N_("Present the guided lesson (presenter mode): let the class vote on each question "
+                                 "before you reveal the figure.")),
+    Stop("pages/frequencies.py", 8, N_("Pick a pair on the wavelength chart and follow it on the heatmaps; add "
+                                       "YaRN and compare the ratio chart.")),
+    Stop("pages/decay.py", 4, N_("Move the base: why does a larger base stretch the decay?")),
+    Stop("pages/precision.py", 4, N_("Why do bfloat16 positions collide above 256? Count the exact ones at 8192.")),
+    Stop("pages/maths.py", 4, N_("Open one derivation and its refuted variant: what does sympy check?")),
+    Stop("pages/training.py", 8, N_("Load the stored runs: which method extrapolates best at 8×, and why does "
+                                    "ALiBi barely move?")),
     Stop("pages/glossary.py", 2, N_("Leave the Glossary and References open for homework.")),
 )
 
 QUESTIONS: dict[str, tuple[str, str, str]] = {
+    "pages/tour.py": (N_("Why does RoPE's score depend only on the distance between tokens?"),
+                      N_("What breaks when a model runs past its training length, and how do PI, NTK-aware and "
+                         "YaRN repair it?"),
+                      N_("What do attention temperature and bfloat16 positions add to the story?")),
     "pages/frequencies.py": (N_("Which rotary pairs see angles they never saw in training?"),
                              N_("What does each context-extension method do to θᵢ, pair by pair?"),
                              N_("Why does NTK-aware keep the fast pairs and interpolate the slow one?")),

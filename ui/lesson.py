@@ -26,7 +26,7 @@ from typing import Any
 import streamlit as st
 
 from i18n import _
-from lessons.base import Control, Lesson, LessonSettings
+from lessons.base import Control, Lesson, LessonSettings, SettingsError
 from pe_core.device import use_server_threads
 from ui import export, params
 from ui.figure import show_figure
@@ -69,6 +69,20 @@ def draw_control(name: str, control: Control, default: Any) -> Any:
     if widget == "text":
         return params.text_area(label, control.key, default, placeholder=control.placeholder or None, **extra)
     raise ValueError(f"unknown widget {widget!r}")
+
+
+def picked_value(settings: type[LessonSettings], name: str, points: list[dict], axis: str = "x") -> Any:
+    """The value of setting ``name`` that a selection on a figure names: the first picked point's ``axis``
+    coordinate (the default when nothing is picked; None when the point names no value the setting takes)."""
+    if not points:
+        return getattr(settings(), name)
+    value = points[0].get(axis)
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    try:
+        return settings.coerce(name, value)
+    except SettingsError:
+        return None
 
 
 class LessonPage:
@@ -151,8 +165,25 @@ class LessonPage:
         settings, figure = self._fallback(spec.groups, lambda chosen: self.lesson.figure(name, chosen, style))
         if caption is None:
             caption = self.lesson.caption(name, settings)
-        show_figure(figure, f"{self.lesson.name}_{name}", caption=caption, styled=True)
+        key = f"{self.lesson.name}_{name}"
+        # A figure that selects a highlight takes a click when the page shows that highlight's control.
+        on_select = self._picker(spec.selects, spec.select_axis, key) if spec.selects in self._values else None
+        show_figure(figure, key, caption=caption, styled=True, on_select=on_select)
         export.remember_lesson(self.lesson, self._settings_for_export)
+
+    def _picker(self, name: str, axis: str, chart_key: str) -> Callable[[], None]:
+        """The callback of a figure that selects setting ``name``: the picked point's ``axis`` value becomes the
+        setting (set on its widget before the next run, so the URL and every figure that marks it follow)."""
+        settings, widget_key = self.lesson.settings, self.lesson.settings.controls()[name].key
+
+        def pick() -> None:
+            state = st.session_state.get(chart_key)
+            points = state["selection"]["points"] if state else []
+            value = picked_value(settings, name, points, axis)
+            if value is not None:
+                st.session_state[widget_key] = value
+
+        return pick
 
     def _settings_for_export(self) -> LessonSettings:
         """The page's settings as its controls finally stood (the ZIP is built after the run, on a click)."""

@@ -33,6 +33,9 @@ class PageInfo(NamedTuple):
 PAGES = (
     PageInfo("pages/home.py", N_("Home"), ":material/home:", N_("Start"),
              N_("What each page teaches and where to begin.")),
+    PageInfo("pages/tour.py", N_("RoPE and long context in 12 steps"), ":material/route:", N_("Start"),
+             N_("A guided lesson: each step sets up one figure, asks you to predict, then reveals why. With a "
+             "presenter mode for class."), slug="tour"),
     PageInfo("pages/frequencies.py", N_("θ heatmaps & scaling methods"), ":material/grid_on:", N_("RoPE and its extensions"),
              N_("How direct extrapolation, PI, NTK-aware, dynamic NTK, NTK-by-parts, YaRN, Llama-3, LongRoPE "
              "and a base change reshape RoPE's rotation angles, dimension by dimension."), lesson="frequencies"),

@@ -1,0 +1,58 @@
+"""RoPE and long context in 12 steps: a guided lesson. Each step sets a lesson's view, asks the reader to
+predict, then shows the figure that settles it and why."""
+
+import streamlit as st
+
+from i18n import _
+from lessons import tour
+from ui import tour as guide
+
+steps = tour.available_steps()
+if guide.presenting():  # one screen for the question, the next for the figure that answers it
+    head, switch = st.columns([9.4, 0.6], vertical_alignment="center")
+    with switch:
+        guide.presenter_switch(compact=True)
+    index = guide.step_picker(len(steps))  # hidden: the header counts the steps
+    step, text = steps[index], tour.step_text(steps[index])
+    head.header(_("{number} / {count} · {title}").format(number=index + 1, count=len(steps), title=text.title))
+    if guide.revealed(step):
+        answer, keys = st.columns([6, 4], vertical_alignment="center")
+        with answer:
+            guide.verdict(step, text)
+        guide.navigation(step, index, len(steps), presenting=True, where=keys)
+        guide.figure(step, presenting=True)
+        st.markdown(text.why)
+    else:
+        st.markdown(text.text)
+        guide.ask(step, text)
+        guide.navigation(step, index, len(steps), presenting=True)
+else:
+    st.title(_(tour.TITLE))
+    st.markdown(_(
+        "A short path through the app. Each step sets up one figure from a lesson, tells you what you are looking at, "
+        "and asks a question: **answer first**, then reveal the figure that settles it and why. Every number in the "
+        "text is computed, and every figure opens in its full page with the same settings."
+    ))
+    for missing in tour.missing_steps():
+        st.info(_("Step “{title}” appears when the {lesson} lesson is installed.").format(
+            title=_(missing.title), lesson=missing.lesson), icon=":material/extension:")
+    picker, switch = st.columns([5, 1.6], vertical_alignment="bottom")
+    with picker:
+        index = guide.step_picker(len(steps))
+    with switch:
+        guide.presenter_switch()
+    step, text = steps[index], tour.step_text(steps[index])
+
+    st.header(_("{number} / {count} · {title}").format(number=index + 1, count=len(steps), title=text.title))
+    st.markdown(text.text)
+    guide.ask(step, text)
+    guide.navigation(step, index, len(steps), presenting=False)
+    if guide.revealed(step):
+        guide.verdict(step, text)
+        st.markdown(text.why)
+        guide.figure(step, presenting=False)
+        guide.sources(step)
+        guide.full_page_link(step)
+    else:
+        guide.placeholder(step)
+    guide.keyboard_note(step)

@@ -1,0 +1,149 @@
+"""AppTest of the guided lesson: every step at ?step=N asks before it shows, the answer reveals its figure,
+the keys move through the steps, and presenter mode hides the sidebar and shows the slide."""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qs
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from figures.export import browser_available
+from lessons import all_lessons
+from lessons.tour import available_steps, step_figure, step_settings, step_text
+from tests.conftest import ROOT, chart_figures, run_page
+
+PAGE = "pages/tour.py"
+STEPS = available_steps()
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+
+def choice_buttons(at, step) -> list:
+    return [at.button(key=f"tour_{step.slug}_{index}") for index in range(len(step.choices))]
+
+
+def css(at) -> str:
+    return " ".join(str(element.proto.body) for element in at.get("html"))
+
+
+@pytest.mark.parametrize("number", range(1, len(STEPS) + 1))
+def test_every_step_asks_first_then_reveals_its_figure(number):
+    step = STEPS[number - 1]
+    text = step_text(step)
+    at = run_page(PAGE, {"step": str(number)})
+    assert not at.exception and not at.warning
+    assert at.header[0].value == f"{number} / {len(STEPS)} · {text.title}"
+    assert any(text.question in m.value for m in at.markdown)
+    assert [b.label for b in choice_buttons(at, step)] == list(text.choices)
+    assert chart_figures(at) == []  # nothing gives the answer away
+    assert at.button(key="tour_reveal").disabled  # predict first
+    choice_buttons(at, step)[step.answer].click().run()
+    at.button(key="tour_reveal").click().run()
+    assert not at.exception
+    assert [s.value for s in at.success] == [f"Right: **{text.answer}**"]
+    assert any(m.value == text.why for m in at.markdown)
+    figures = chart_figures(at)
+    assert len(figures) == 1
+    assert figures[0]["layout"]["title"]["text"] == step_figure(step).layout.title.text  # the lesson's own figure
+    assert all(b.disabled for b in choice_buttons(at, step))  # the answer stands
+    link = at.markdown[-1].value if not at.get("page_link") else ""
+    assert "Open this in the full page" in link
+
+
+def test_a_wrong_answer_is_named_and_the_right_one_shown():
+    step = STEPS[1]
+    at = run_page(PAGE, {"step": "2"})
+    wrong = (step.answer + 1) % len(step.choices)
+    choice_buttons(at, step)[wrong].click().run()
+    at.button(key="tour_reveal").click().run()
+    assert [e.value for e in at.error] == [f"Not quite: the answer is **{step_text(step).answer}**"]
+    assert choice_buttons(at, step)[wrong].proto.icon == ":material/cancel:"
+    assert choice_buttons(at, step)[step.answer].proto.icon == ":material/check_circle:"
+
+
+def test_next_and_previous_move_through_the_steps_and_the_link():
+    at = run_page(PAGE)
+    assert at.header[0].value.startswith(f"1 / {len(STEPS)}")
+    assert at.button(key="tour_previous").disabled
+    assert at.button(key="tour_reveal").proto.shortcut.lower() == "right"
+    assert at.button(key="tour_previous").proto.shortcut.lower() == "left"
+    assert [b.proto.shortcut for b in choice_buttons(at, STEPS[0])] == ["1", "2", "3"]
+    choice_buttons(at, STEPS[0])[0].click().run()
+    at.button(key="tour_reveal").click().run()
+    at.button(key="tour_next").click().run()
+    assert at.header[0].value.startswith(f"2 / {len(STEPS)}")
+    assert at.query_params["step"] == "2"
+    at.button(key="tour_previous").click().run()
+    assert at.header[0].value.startswith(f"1 / {len(STEPS)}")
+    assert chart_figures(at)  # step 1 was answered: coming back shows its answer again
+
+
+def test_the_last_step_has_no_next():
+    at = run_page(PAGE, {"step": str(len(STEPS)), "present": "1"})
+    at.button(key="tour_reveal").click().run()
+    assert at.button(key="tour_next").disabled
+
+
+def test_a_bad_step_in_a_link_falls_back_with_a_note():
+    at = run_page(PAGE, {"step": "99"})
+    assert not at.exception
+    assert at.header[0].value.startswith("1 / ")
+    assert any("Step" in w.value and "99" in w.value for w in at.warning)
+
+
+def test_presenter_mode_hides_the_sidebar_and_shows_the_slide():
+    step = STEPS[5]
+    at = run_page(PAGE, {"step": "6", "present": "1"})
+    assert not at.exception and not at.warning
+    style = css(at)
+    assert '[data-testid="stSidebar"]' in style and "display: none" in style
+    assert ".st-key-step" in style  # the step slider stays (it holds ?step) but is hidden
+    assert not at.title  # the header counts the steps instead
+    assert at.header[0].value == f"6 / {len(STEPS)} · {step_text(step).title}"
+    assert at.query_params["present"] == "1"
+    assert not at.button(key="tour_reveal").disabled  # the teacher reveals without answering for the class
+    at.button(key="tour_reveal").click().run()
+    assert [i.value for i in at.info] == [f"The answer: **{step_text(step).answer}**"]
+    if browser_available():  # the slide as exported, fitted to the screen
+        images = at.get("image")
+        assert len(images) == 1 and not chart_figures(at)
+    else:  # no browser to draw slides: the live figure
+        assert len(chart_figures(at)) == 1
+    assert not at.get("popover")  # no export buttons on a slide
+
+
+def test_the_presenter_toggle_turns_presenter_mode_off_and_on():
+    at = run_page(PAGE, {"step": "3", "present": "1"})
+    at.toggle(key="present").set_value(False).run()
+    assert not css(at)
+    assert "present" not in at.query_params
+    assert at.title[0].value.startswith("RoPE and long context")
+    at.toggle(key="present").set_value(True).run()
+    assert "display: none" in css(at) and at.query_params["present"] == "1"
+    assert at.header[0].value.startswith("3 / ")
+
+
+def test_a_bad_present_value_falls_back_with_a_note():
+    at = run_page(PAGE, {"present": "maybe"})
+    assert not css(at)
+    assert any("maybe" in w.value for w in at.warning)
+
+
+def test_in_the_app_the_sidebar_is_hidden_and_the_link_keeps_the_settings():
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.run()  # Home first: the navigation is then the app's own
+    at.query_params["present"] = "1"
+    at.switch_page("pages/tour.py").run()
+    assert not at.exception
+    assert '[data-testid="stSidebar"]' in css(at)  # the app's sidebar is hidden
+    at.toggle(key="present").set_value(False).run()
+    at.select_slider(key="step").set_value(2).run()
+    step = STEPS[1]
+    choice_buttons(at, step)[step.answer].click().run()
+    at.button(key="tour_reveal").click().run()
+    links = at.get("page_link")
+    assert len(links) == 1 and links[0].proto.page == "frequencies"
+    query = parse_qs(links[0].proto.query_string)
+    assert query == {"methods": ["Direct extrapolation"], "pair": ["45"]}
+    lesson = all_lessons()["frequencies"]
+    assert lesson.settings.from_mapping({k: v if len(v) > 1 else v[0] for k, v in query.items()}) == step_settings(step)
