@@ -326,7 +326,7 @@ def test_bad_experiments_are_explained(changes, message):
 
 def test_the_default_grid_is_every_encoding_times_five_seeds_rope_first():
     configs = Grid().configs()
-    assert len(configs) == 6 * 5 == len({c.hash for c in configs})
+    assert len(configs) == 8 * 5 == len({c.hash for c in configs})
     assert configs[0] == ExperimentConfig()
     assert {c.seed for c in configs} == {0, 1, 2, 3, 4} and len({c.family for c in configs}) == 1
 
