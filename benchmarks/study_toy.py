@@ -6,7 +6,7 @@
 
 Trains RoPE and ALiBi at each seed (one thread, one run at a time: the machine is shared),
 prints accuracy at L and at the longest length for every method, and checks the story the
-lesson tells against Su Jianlin's table (train 512, test 4,096 = 8×: direct 49.91 → 23.16 %,
+lesson tells against Su Jianlin's table (train 512, test 4,096 = 8×: direct 49.41 → 23.16 %,
 PI 13.54 %, NTK-aware 39.27 %):
 
 - NTK-aware at least 8 points above direct extrapolation at 8×;

@@ -23,7 +23,8 @@ POSITION_BINS = 64  # per-position curves are averaged over bins of positions: r
 
 SPECTRUM_TITLE = N_("Does the toy turn like a real model? Turns per pair within the training length")
 LOSS_TITLE = N_("Training loss")
-TABLE_TITLE = N_("Next-character accuracy (%) by length, mean ± sd over seeds")
+TABLE_TITLE = N_("Every encoding: next-character accuracy (%) by length, mean ± sd over seeds, and training cost")
+METHODS_TABLE_TITLE = N_("RoPE past its training length: every method (accuracy %, mean ± sd over seeds)")
 SEEDS_TITLE = N_("Accuracy at the longest length, every encoding and method")
 PER_POSITION_TITLE = N_("Loss at each position")
 PER_LENGTH_TITLE = N_("Accuracy against evaluation length")
@@ -135,12 +136,23 @@ def binned(values: Sequence[float] | torch.Tensor, bins: int = POSITION_BINS) ->
     return centres.tolist(), means.tolist()
 
 
-def _legend_below(figure: go.Figure, bottom: int = 130) -> go.Figure:
-    """The legend under the x axis's ticks and title (placed in pixels: the plot's height varies)."""
+LEGEND_ROW = 23  # px per row of a legend below the plot (two entries a row at the usual widths)
+
+
+def _legend_below(figure: go.Figure, bottom: int = 130, entries: int = 0) -> go.Figure:
+    """The legend under the x axis's ticks and title (placed in pixels: the plot's height varies).
+
+    With ``entries`` legend items, the bottom margin (and the figure) grows so that about two items a row
+    fit under the axis without squeezing the plot.
+    """
     layout = figure.layout
     top = layout.margin.t if layout.margin.t is not None else 60
-    plot_height = max(80, (layout.height or 450) - top - bottom)
     below_axis = 62 if layout.xaxis.title.text else 34
+    needed = below_axis + LEGEND_ROW * math.ceil(entries / 2) + 20
+    if needed > bottom:
+        figure.update_layout(height=(layout.height or 450) + needed - bottom)
+        bottom = needed
+    plot_height = max(80, (figure.layout.height or 450) - top - bottom)
     figure.update_layout(legend={**LEGEND_BELOW, "y": -below_axis / plot_height}, margin=dict(b=bottom))
     return figure
 
@@ -192,17 +204,43 @@ def loss_curve_figure(steps: Sequence[int], losses: Sequence[float], validation:
     return _legend_below(figure, 110)
 
 
+TABLE_WIDTH = 1000  # px a table is laid out for (the export's width); wider screens only wrap less
+CHARACTER_WIDTH = 7.8  # px of an average character at the table's 14 px font
+LINE_HEIGHT = 20  # px each further line of a wrapped cell adds
+
+
+def _wrapped_lines(text: str, width_px: float) -> int:
+    """About how many lines ``text`` takes in a column ``width_px`` wide (words are not broken)."""
+    per_line = max(4, int((width_px - 16) / CHARACTER_WIDTH))
+    lines, used = 1, 0
+    for word in str(text).replace("<b>", "").replace("</b>", "").split():
+        if used and used + 1 + len(word) > per_line:
+            lines, used = lines + 1, len(word)
+        else:
+            used += len(word) + (1 if used else 0)
+    return lines
+
+
 def accuracy_table_figure(header: Sequence[str], rows: Sequence[Sequence[str]], *, title: str | None = None,
-                          note: str = "") -> go.Figure:
-    """One row per encoding or method, one column per evaluation length (cells already formatted)."""
-    figure = new_figure(title or _(TABLE_TITLE), height=100 + 34 * (len(rows) + 1),
+                          note: str = "", widths: Sequence[float] | None = None) -> go.Figure:
+    """One row per encoding or method, one column per evaluation length (cells already formatted).
+
+    ``widths``: relative column widths (default: a wide first column, a narrow second, the rest equal). The
+    figure is as tall as its rows once long cells wrap, so no row is cut off.
+    """
+    widths = list(widths or [3.6, 0.8] + [1.5] * (len(header) - 2))
+    columns = [TABLE_WIDTH * w / sum(widths) for w in widths]
+    header_lines = max((_wrapped_lines(h, w) for h, w in zip(header, columns, strict=True)), default=1)
+    row_lines = [max(_wrapped_lines(c, w) for c, w in zip(row, columns, strict=True)) for row in rows]
+    height = 60 + 30 + LINE_HEIGHT * (header_lines - 1) + sum(30 + LINE_HEIGHT * (n - 1) for n in row_lines)
+    figure = new_figure(title or _(TABLE_TITLE), height=height + 15 + (30 if note else 5),
                         margin=dict(l=10, r=10, t=60, b=30 if note else 5))
-    columns = list(zip(*rows, strict=True)) if rows else [[] for _h in header]
+    table_columns = list(zip(*rows, strict=True)) if rows else [[] for _h in header]
     figure.add_trace(go.Table(
         header=dict(values=[f"<b>{h}</b>" for h in header], fill_color="#eef2f7", align="left", font=dict(size=14)),
-        cells=dict(values=columns, align=["left"] * 2 + ["right"] * (len(header) - 2), height=30, font=dict(size=14),
-                   fill_color="white"),
-        columnwidth=[3.6, 0.8] + [1.5] * (len(header) - 2),
+        cells=dict(values=table_columns, align=["left"] * 2 + ["right"] * (len(header) - 2), height=30,
+                   font=dict(size=14), fill_color="white"),
+        columnwidth=widths,
     ))
     if note:
         figure.add_annotation(text=note, x=0, y=0, xref="paper", yref="paper", yanchor="top", xanchor="left",
@@ -255,7 +293,7 @@ def per_position_figure(curves: Sequence[Keyed], train_length: int, length: int,
     figure.add_scatter(x=[train_length, train_length], y=[0, top * 1.05], mode="lines",
                        name=_("training length L = {length}").format(length=train_length), hoverinfo="skip",
                        line=dict(color=MUTED, dash="dot", width=1.5))
-    return _legend_below(figure, 140)
+    return _legend_below(figure, 140, entries=len(curves) + 1)
 
 
 def per_length_figure(multiples: Sequence[int], curves: Sequence[Keyed], *, title: str | None = None,
@@ -275,7 +313,7 @@ def per_length_figure(multiples: Sequence[int], curves: Sequence[Keyed], *, titl
                            **look(curve.key, curve.kind, curve.logn, markers=True), **extra)
     figure.update_xaxes(type="log", tickvals=list(multiples), ticktext=[f"{m:g}×" for m in multiples])
     figure.update_yaxes(tickformat=".0%")
-    return _legend_below(figure, 150)
+    return _legend_below(figure, 150, entries=len(curves))
 
 
 def fine_tune_figure(curves: Sequence[Keyed], train_length: int, length: int, steps: int) -> go.Figure:
@@ -295,7 +333,7 @@ def fine_tune_figure(curves: Sequence[Keyed], train_length: int, length: int, st
     figure.add_scatter(x=[train_length, train_length], y=[0, top * 1.05], mode="lines",
                        name=_("training length L = {length}").format(length=train_length), hoverinfo="skip",
                        line=dict(color=MUTED, dash="dot", width=1.5))
-    return _legend_below(figure, 150)
+    return _legend_below(figure, 150, entries=len(curves) + 1)
 
 
 def fine_tune_curve_figure(curves: Sequence[StepCurve], steps: int, *, longest_label: str, scale: int, seeds: int,
@@ -316,7 +354,7 @@ def fine_tune_curve_figure(curves: Sequence[StepCurve], steps: int, *, longest_l
                            line=dict(color=MUTED, dash="dash", width=1.5))
     figure.update_xaxes(range=[-0.03 * steps, 1.03 * steps], rangemode="tozero")
     figure.update_yaxes(tickformat=".0%")
-    return _legend_below(figure, 140)
+    return _legend_below(figure, 140, entries=len(curves) + (target is not None))
 
 
 def pair_wavelength_figure(wavelengths: Sequence[float] | torch.Tensor, train_length: int, longest: int, *,
@@ -396,4 +434,4 @@ def compare_figure(multiples: Sequence[int], first: Sequence[Keyed], second: Seq
                                legendgroup=label, **trace)
     figure.update_xaxes(type="log", tickvals=list(multiples), ticktext=[f"{m:g}×" for m in multiples])
     figure.update_yaxes(tickformat=".0%")
-    return _legend_below(figure, 170)
+    return _legend_below(figure, 170, entries=len(first) + len(second))

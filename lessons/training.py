@@ -3,8 +3,9 @@
 The settings are the knobs of ``pe_core.train.ExperimentConfig`` (same names), so a page link,
 ``python -m figures.export --set`` and ``python -m pe_core.train`` describe one experiment the
 same way. ``compute`` returns the stored run when the run store has the config's hash, and
-trains (about 30 s on a laptop CPU) and stores it otherwise; the page never waits on that: it
-asks ``pe_core.train.service`` for a background job and shows its progress.
+trains it (about 30 s of training on a laptop CPU, then the evaluations and fine-tunes) and stores
+it otherwise; the page never waits on that: it asks ``pe_core.train.service`` for a background
+job and shows its progress.
 """
 
 from __future__ import annotations
@@ -329,22 +330,49 @@ def _accuracy_cell(stat: SeedStat | None) -> str:
     return "–" if stat is None else f"{100 * stat.mean:.1f} ± {100 * stat.sd:.1f}"
 
 
+def _length_header(c: ExperimentConfig) -> list[str]:
+    return [_("{length} (trained)").format(length=length_text(n)) if n == c.train_length
+            else f"{length_text(n)} ({n // c.train_length}×)" for n in c.lengths]
+
+
+def _seed_count(result: Result, encoding: str, method: str, tuned: bool) -> int:
+    return max((s.n for s in result.stats if (s.encoding, s.method, s.fine_tuned) == (encoding, method, tuned)),
+               default=0)
+
+
+def encoding_rows(result: Result) -> list[tuple[str, str]]:
+    """(encoding, method) of the encodings table: each encoding once, RoPE as trained (direct extrapolation)."""
+    rows = {}
+    for encoding, method, tuned in result.rows:
+        if not tuned and encoding not in rows and (method in (AS_TRAINED, "direct")):
+            rows[encoding] = method
+    return list(rows.items())
+
+
 def _table(result: Result, style) -> object:
     c = result.config
-    lengths = list(c.lengths)
-    header = [_("Encoding / method"), _("seeds")] + [
-        _("{length} (trained)").format(length=length_text(n)) if n == c.train_length
-        else f"{length_text(n)} ({n // c.train_length}×)" for n in lengths]
-    header += [_("train tokens/s"), _("memory, MiB")]
-    rows, shown = [], set()
+    header = [_("Encoding"), _("seeds"), *_length_header(c), _("train tokens/s"), _("memory, MiB")]
+    rows = []
+    for encoding, method in encoding_rows(result):
+        name = (_("RoPE, direct extrapolation") if ENCODINGS[encoding].scalable else _encoding_title(encoding))
+        rows.append([name, str(_seed_count(result, encoding, method, False)),
+                     *(_accuracy_cell(result.stat(encoding, method, n)) for n in c.lengths),
+                     *cost_cells(result.costs.get(encoding))])
+    return draw.accuracy_table_figure(header, rows, widths=[2.6, 0.7] + [1.3] * len(c.lengths) + [1.4, 1.2])
+
+
+def _methods_table(result: Result, style) -> object:
+    c = result.config
+    header = [_("RoPE with"), _("seeds"), *_length_header(c)]
+    rows = []
     for encoding, method, tuned in result.rows:
-        cells = [_accuracy_cell(result.stat(encoding, method, n, tuned)) for n in lengths]
-        count = max((s.n for s in result.stats if (s.encoding, s.method, s.fine_tuned) == (encoding, method, tuned)),
-                    default=0)
-        cost = ("", "") if encoding in shown else cost_cells(result.costs.get(encoding))  # once per encoding
-        shown.add(encoding)
-        rows.append([row_name(encoding, method, tuned, c.fine_tune_steps), str(count), *cells, *cost])
-    return draw.accuracy_table_figure(header, rows)
+        if not ENCODINGS[encoding].scalable:
+            continue
+        name = (_("{method}, {steps} fine-tuning steps").format(method=_method_title(method), steps=c.fine_tune_steps)
+                if tuned else _method_title(method))
+        rows.append([name, str(_seed_count(result, encoding, method, tuned)),
+                     *(_accuracy_cell(result.stat(encoding, method, n, tuned)) for n in c.lengths)])
+    return draw.accuracy_table_figure(header, rows, title=_(draw.METHODS_TABLE_TITLE))
 
 
 def _seeds(result: Result, style) -> object:
@@ -390,19 +418,18 @@ def su_length(result: Result) -> int:
 def _su(result: Result, style) -> object:
     c = result.config
     at = su_length(result)
-    header = [_("Method"), _("Su: {length} (trained)").format(length=length_text(SU_TRAIN_LENGTH)),
+    header = [_("Method"), _("Su's row"), _("Su: {length} (trained)").format(length=length_text(SU_TRAIN_LENGTH)),
               _("Su: {length} ({scale}×)").format(length=length_text(SU_TEST_LENGTH),
                                                  scale=SU_TEST_LENGTH // SU_TRAIN_LENGTH),
               _("toy: {length} (trained)").format(length=length_text(c.train_length)),
               _("toy: {length} ({scale}×)").format(length=length_text(at), scale=at // c.train_length)]
     rows = []
     for row in SU_TABLE:
-        name = _("{method} (Su: {label}, trained with log n)") if row.trained_logn else _("{method} (Su: {label})")
         toy = [_accuracy_cell(result.stat("rope", row.method, n)) if row.method in c.methods else "–"
                for n in (c.train_length, at)]
-        rows.append([name.format(method=_method_title(row.method), label=row.label), f"{row.at_train:.2f}",
-                     f"{row.at_test:.2f}", *toy])
-    return draw.accuracy_table_figure(header, rows, title=_(draw.SU_TITLE))
+        rows.append([_method_title(row.method), row.label + (" *" if row.trained_logn else ""),
+                     f"{row.at_train:.2f}", f"{row.at_test:.2f}", *toy])
+    return draw.accuracy_table_figure(header, rows, title=_(draw.SU_TITLE), widths=[2.6, 1.9, 1.1, 1.1, 1.2, 1.2])
 
 
 def _su_caption(result: Result) -> str:
@@ -410,8 +437,8 @@ def _su_caption(result: Result) -> str:
     plain = next(r.at_train for r in SU_TABLE if not r.trained_logn)
     return _("Su's numbers as published (next-token accuracy in %, a 100 M-parameter model trained at {train} "
              "tokens and tested at {test} on text that does not repeat, no fine-tuning); the toy's are mean ± sd "
-             "over its seeds. Su's rows marked “trained with log n” come from a model pre-trained with the factor "
-             "(their accuracy at {train} is {trained:.2f} rather than {plain:.2f}); the toy multiplies its logits by "
+             "over its seeds. Su's rows marked * come from a model pre-trained with log n scaling (their accuracy at "
+             "{train} is {trained:.2f} rather than {plain:.2f}); the toy multiplies its logits by "
              "max(1, ln n / ln L) only at inference, as Su's ReRoPE + log n row does.").format(
         train=f"{SU_TRAIN_LENGTH:,}", test=f"{SU_TEST_LENGTH:,}", trained=trained, plain=plain)
 
@@ -489,6 +516,8 @@ FIGURES = figure_registry(
     FigureSpec("loss", draw.LOSS_TITLE, _loss, groups=(EXPERIMENT,), caption=_loss_caption),
     FigureSpec("seeds", draw.SEEDS_TITLE, _seeds, groups=(EXPERIMENT,), caption=seeds_caption),
     FigureSpec("table", draw.TABLE_TITLE, _table, groups=(EXPERIMENT,), caption=cost_caption),
+    FigureSpec("methods-table", draw.METHODS_TABLE_TITLE, _methods_table, groups=(EXPERIMENT,),
+               caption=seeds_caption),
     FigureSpec("per-length", draw.PER_LENGTH_TITLE, _per_length, groups=(EXPERIMENT,)),
     FigureSpec("su", draw.SU_TITLE, _su, groups=(EXPERIMENT,), caption=_su_caption),
     FigureSpec("per-position", draw.PER_POSITION_TITLE, _per_position, groups=(EXPERIMENT, VIEW)),
