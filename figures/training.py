@@ -23,9 +23,10 @@ POSITION_BINS = 64  # per-position curves are averaged over bins of positions: r
 
 SPECTRUM_TITLE = N_("Does the toy turn like a real model? Turns per pair within the training length")
 LOSS_TITLE = N_("Training loss")
-TABLE_TITLE = N_("Every encoding: next-character accuracy (%) by length, mean ± sd over seeds, and training cost")
+TABLE_TITLE = N_("Every encoding: accuracy (%) by length, and what training costs")
 METHODS_TABLE_TITLE = N_("RoPE past its training length: every method (accuracy %, mean ± sd over seeds)")
-SEEDS_TITLE = N_("Accuracy at the longest length, every encoding and method")
+SEEDS_TITLE = N_("Accuracy at the longest length, every encoding")
+METHODS_SEEDS_TITLE = N_("RoPE at the longest length, every method")
 PER_POSITION_TITLE = N_("Loss at each position")
 PER_LENGTH_TITLE = N_("Accuracy against evaluation length")
 FINE_TUNE_TITLE = N_("A short fine-tune at the longest length")
@@ -204,8 +205,8 @@ def loss_curve_figure(steps: Sequence[int], losses: Sequence[float], validation:
     return _legend_below(figure, 110)
 
 
-TABLE_WIDTH = 1000  # px a table is laid out for (the export's width); wider screens only wrap less
-CHARACTER_WIDTH = 7.8  # px of an average character at the table's 14 px font
+TABLE_WIDTH = 980  # px a table is laid out for (the export's width less the margins); wider screens wrap less
+CHARACTER_WIDTH = 8.6  # px of a character at the table's 14 px font (digits are the widest: estimate high)
 LINE_HEIGHT = 20  # px each further line of a wrapped cell adds
 
 
@@ -248,10 +249,11 @@ def accuracy_table_figure(header: Sequence[str], rows: Sequence[Sequence[str]], 
     return figure
 
 
-def seed_chart_figure(rows: Sequence[SeedRow], *, longest_label: str, train_label: str) -> go.Figure:
+def seed_chart_figure(rows: Sequence[SeedRow], *, longest_label: str, train_label: str,
+                      title: str | None = None) -> go.Figure:
     """Mean ± sd over seeds at the longest length (one row each), with the mean at L as an open marker."""
     names = [row.name for row in rows]
-    figure = new_figure(_(SEEDS_TITLE), height=190 + 34 * len(rows), xaxis_title=_("next-character accuracy"),
+    figure = new_figure(title or _(SEEDS_TITLE), height=190 + 34 * len(rows), xaxis_title=_("next-character accuracy"),
                         margin=dict(l=10, r=20, t=60, b=120))
     for row in rows:
         colour = style(row.key, row.kind).colour

@@ -340,6 +340,13 @@ def _seed_count(result: Result, encoding: str, method: str, tuned: bool) -> int:
                default=0)
 
 
+def _methods_row_name(method: str, tuned: bool, steps: int) -> str:
+    """A row of the RoPE methods: the method, or the method and its fine-tune."""
+    if tuned:
+        return _("{method}, {steps} fine-tuning steps").format(method=_method_title(method), steps=steps)
+    return _method_title(method)
+
+
 def encoding_rows(result: Result) -> list[tuple[str, str]]:
     """(encoding, method) of the encodings table: each encoding once, RoPE as trained (direct extrapolation)."""
     rows = {}
@@ -368,29 +375,42 @@ def _methods_table(result: Result, style) -> object:
     for encoding, method, tuned in result.rows:
         if not ENCODINGS[encoding].scalable:
             continue
-        name = (_("{method}, {steps} fine-tuning steps").format(method=_method_title(method), steps=c.fine_tune_steps)
-                if tuned else _method_title(method))
-        rows.append([name, str(_seed_count(result, encoding, method, tuned)),
+        rows.append([_methods_row_name(method, tuned, c.fine_tune_steps), str(_seed_count(result, encoding, method, tuned)),
                      *(_accuracy_cell(result.stat(encoding, method, n, tuned)) for n in c.lengths)])
     return draw.accuracy_table_figure(header, rows, title=_(draw.METHODS_TABLE_TITLE))
 
 
-def _seeds(result: Result, style) -> object:
+def _seed_chart(result: Result, rows: list[tuple[str, str, bool]], title: str, encodings: bool) -> object:
+    """Mean ± sd at the longest length of ``rows`` (encoding, method, fine-tuned), with the mean at L."""
     c = result.config
-    longest = c.longest
-    rows = []
-    for encoding, method, tuned in result.rows:
-        stat = result.stat(encoding, method, longest, tuned)
+    drawn = []
+    for encoding, method, tuned in rows:
+        stat = result.stat(encoding, method, c.longest, tuned)
         if stat is None:
             continue
         at_l = result.stat(encoding, method, c.train_length, False)
-        key, kind, logn = row_key(encoding, method)
-        rows.append(draw.SeedRow(key, kind, row_name(encoding, method, tuned, c.fine_tune_steps), stat.mean, stat.sd,
-                                 stat.n, None if at_l is None else at_l.mean, tuned, logn))
+        if encodings:
+            key, kind, logn = encoding, "encoding", False
+            name = _("RoPE, direct extrapolation") if ENCODINGS[encoding].scalable else _encoding_title(encoding)
+        else:
+            (key, kind, logn), name = row_key(encoding, method), _methods_row_name(method, tuned, c.fine_tune_steps)
+        drawn.append(draw.SeedRow(key, kind, name, stat.mean, stat.sd, stat.n, None if at_l is None else at_l.mean,
+                                  tuned, logn))
     return draw.seed_chart_figure(
-        rows, longest_label=_("at L′ = {length} ({scale}× L): mean ± sd").format(length=length_text(longest),
-                                                                            scale=max(c.multiples)),
+        drawn, title=title,
+        longest_label=_("at L′ = {length} ({scale}× L): mean ± sd").format(length=length_text(c.longest),
+                                                                      scale=max(c.multiples)),
         train_label=_("at L = {length}: mean").format(length=length_text(c.train_length)))
+
+
+def _seeds(result: Result, style) -> object:
+    rows = [(encoding, method, False) for encoding, method in encoding_rows(result)]
+    return _seed_chart(result, rows, _(draw.SEEDS_TITLE), encodings=True)
+
+
+def _methods_seeds(result: Result, style) -> object:
+    rows = [row for row in result.rows if ENCODINGS[row[0]].scalable]
+    return _seed_chart(result, rows, _(draw.METHODS_SEEDS_TITLE), encodings=False)
 
 
 def _per_length(result: Result, style) -> object:
@@ -516,6 +536,8 @@ FIGURES = figure_registry(
     FigureSpec("loss", draw.LOSS_TITLE, _loss, groups=(EXPERIMENT,), caption=_loss_caption),
     FigureSpec("seeds", draw.SEEDS_TITLE, _seeds, groups=(EXPERIMENT,), caption=seeds_caption),
     FigureSpec("table", draw.TABLE_TITLE, _table, groups=(EXPERIMENT,), caption=cost_caption),
+    FigureSpec("methods-seeds", draw.METHODS_SEEDS_TITLE, _methods_seeds, groups=(EXPERIMENT,),
+               caption=seeds_caption),
     FigureSpec("methods-table", draw.METHODS_TABLE_TITLE, _methods_table, groups=(EXPERIMENT,),
                caption=seeds_caption),
     FigureSpec("per-length", draw.PER_LENGTH_TITLE, _per_length, groups=(EXPERIMENT,)),

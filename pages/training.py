@@ -161,12 +161,13 @@ if record is not None:
         st.button(_("Train the missing seeds and encodings"), icon=":material/playlist_add:", disabled=busy,
                   on_click=request_missing)
     st.markdown(_(
-        "The first table adds what each encoding costs to train: characters per second of an optimiser step and "
-        "the memory a step needs, for the same batches of the same length; the second shows every RoPE method. RoPE, ALiBi and T5 change the scores "
+        "The table adds what each encoding costs to train: characters per second of an optimiser step and the "
+        "memory a step needs, for the same batches of the same length. Below it, every RoPE method. RoPE, ALiBi and T5 change the scores "
         "without extra matrices; Transformer-XL and DeBERTa compute one or two more position terms in every "
         "layer and keep them for the backward pass."
     ))
     page.figure("table")
+    page.figure("methods-seeds")
     page.figure("methods-table")
     page.figure("per-length")
 
@@ -178,7 +179,9 @@ if record is not None:
         "its own projection, and the query's position by two trained vectors u and v. DeBERTa ({deberta}) keeps "
         "the two cross terms, each against a learned embedding of the distance clipped at k, drops the "
         "position–position term, and divides by √(3d). Here k = L, so every distance past L shares the last "
-        "embedding, as T5's last bucket."
+        "embedding, as T5's last bucket. **What to look for:** both keep their accuracy at 8× L within about a "
+        "point and a half, and pay for it in the cost columns: extra matrices in every layer, slower steps, more "
+        "memory."
     ).format(xl=cite("transformer_xl", "§3.3"), deberta=cite("deberta", "§3.1")))
     st.latex(r"\text{XL: } a_{ij} = q_i^\top k_j + q_i^\top W_R R_{i-j} + u^\top k_j + v^\top W_R R_{i-j}"
              r"\qquad \text{DeBERTa: } a_{ij} = \frac{Q^c_i{}^\top K^c_j + Q^c_i{}^\top K^r_{\delta(i,j)}"
@@ -193,7 +196,10 @@ if record is not None:
         "Because a clipped distance is not a difference of two absolute positions, ReRoPE computes two score "
         "matrices (plain RoPE, and one with the query at position w) and picks per pair: twice the attention "
         "work, and no fused kernel. Here w = L/2 for ReRoPE, and w = L/4, k = 16 for Leaky ReRoPE: Su's "
-        "ReRoPE-w256 and Leaky ReRoPE-w128-k16 at L = {su_length}."
+        "ReRoPE-w256 and Leaky ReRoPE-w128-k16 at L = {su_length}. **What to look for** (in the table above): "
+        "log n lifts direct extrapolation and NTK-aware at 8× but not Position Interpolation, whose problem is "
+        "crowded neighbours, not diluted attention; ReRoPE keeps more than any scaling method, and with log n "
+        "it is as accurate at 8× as at L."
     ).format(logn=cite("logn"), rerope=cite("rerope"), su_length=f"{lesson.SU_TRAIN_LENGTH:,}"))
     st.latex(r"q_i \to \max\!\Big(1, \frac{\ln (i+1)}{\ln L}\Big)\, q_i \qquad "
              r"\text{ReRoPE: } i-j \to \min(i-j,\ w) \qquad "

@@ -38,9 +38,11 @@ def test_figures_of_a_stored_run_and_the_cheap_ones_without_one(tmp_path, monkey
         figures = lesson.LESSON.all_figures(settings)  # compute trains (as the export CLI does) and stores
         assert service.store.count() == 1 and lesson.LESSON.stored(settings) is not None
         record = lesson.LESSON.stored(settings)
-        seeds = figures["seeds"]
+        seeds = figures["methods-seeds"]
         assert [t.meta for t in seeds.data[:3]] == [{"method": "direct"}, {"method": "ntk"}, {"method": "yarn"}]
         assert seeds.data[1].x[0] == pytest.approx(record.result("ntk", 32).mean_accuracy)
+        (rope, *marks) = figures["seeds"].data  # each encoding once, in its own look
+        assert rope.meta == {"encoding": "rope"} and rope.x[0] == pytest.approx(record.result("direct", 32).mean_accuracy)
         assert list(figures["per-length"].data[0].y) == pytest.approx(
             [record.result("direct", n).mean_accuracy for n in (16, 32)])
         assert "1 seeds" not in figures["per-length"].layout.title.text
@@ -48,7 +50,7 @@ def test_figures_of_a_stored_run_and_the_cheap_ones_without_one(tmp_path, monkey
         header, rows = figures["table"].data[0].header.values, figures["table"].data[0].cells.values
         assert list(header[-2:]) == ["<b>train tokens/s</b>", "<b>memory, MiB</b>"]
         assert list(rows[0]) == ["RoPE, direct extrapolation"] and list(rows[1]) == ["1"]
-        assert list(rows[-2]) == [f"{record.cost.tokens_per_s:,.0f}"]
+        assert list(rows[-2]) == [f"{record.cost.tokens_per_s / 1000:.1f}k"]
         assert list(rows[-1]) == [f"{record.cost.memory_bytes / 2**20:.1f}*"]  # counted (a CPU run)
         methods = figures["methods-table"].data[0].cells.values
         assert list(methods[0]) == ["Direct extrapolation", "NTK-aware", "YaRN, 10 fine-tuning steps"]

@@ -162,8 +162,7 @@ def cost_cells(cost: CostStat | None) -> tuple[str, str]:
     """(tokens/s, memory in MiB) as a table shows them; '–' where nothing was measured."""
     if cost is None or not cost.seeds:
         return "–", "–"
-    tokens = f"{cost.tokens_per_s:,.0f} ± {cost.tokens_per_s_sd:,.0f}" if len(cost.seeds) > 1 \
-        else f"{cost.tokens_per_s:,.0f}"
+    tokens = f"{cost.tokens_per_s / 1000:.1f}k" + (f" ± {cost.tokens_per_s_sd / 1000:.1f}k" if len(cost.seeds) > 1 else "")
     return tokens, f"{cost.memory_mib:.1f}" + ("" if cost.measure == MEMORY_PEAK else "*")
 
 
