@@ -18,7 +18,7 @@ import torch
 from benchmarks import Case
 from pe_core.data import load_corpus
 from pe_core.methods import method_setup
-from pe_core.model import Rotary, rotate
+from pe_core.model import Rotary, rectified_scores, rotate
 from pe_core.train import ExperimentConfig, TrainingRun, open_store, run_experiment
 from pe_core.train.evaluate import evaluate
 from pe_core.train.spectrum import unseen_angle_share
@@ -49,6 +49,30 @@ def _train_steps(encoding: str, device: str = "cpu", threads: int | None = None)
             os.environ.pop("PE_TRAIN_THREADS", None)
         else:
             os.environ["PE_TRAIN_THREADS"] = saved
+
+
+def _rectified_vectorised() -> torch.Tensor:
+    return rectified_scores(_QUERIES, _QUERIES, _rerope())
+
+
+def _rectified_loop() -> torch.Tensor:
+    # naive: one (query, key) pair at a time, q rotated by the rectified relative position (a slice, scaled up)
+    rotary = _rerope()
+    q, k = _QUERIES[0, 0], _QUERIES[0, 0]
+    out = torch.empty(64, 512)
+    for i in range(64):
+        for j in range(512):
+            distance = i - j
+            position = float(distance if distance < rotary.window else rotary.window)
+            cos, sin = rotary.angles_cos_sin(torch.tensor([position]), 512, torch.device("cpu"), torch.float32)
+            out[i, j] = rotate(q[i : i + 1], cos, sin, "half")[0] @ k[j]
+    return out
+
+
+def _rerope():
+    rotary = Rotary(method_setup("direct", 64, 50.0, 64, 512).spec, "half", train_length=64)
+    rotary.set_spec(rotary.spec, window=32)
+    return rotary
 
 
 def _evaluate(method: str, multiple: int) -> None:
@@ -122,10 +146,13 @@ CASES = [
          repeats=3),
     Case("training", f"train step: default RoPE model, all {os.cpu_count()} cores, {STEPS_PER_CASE} steps",
          functools.partial(_train_steps, "rope", "cpu", os.cpu_count()), repeats=3),
-    Case("training", "train step: ALiBi, same size", functools.partial(_train_steps, "alibi"), repeats=3),
+    *[Case("training", f"train step: {encoding}, same size", functools.partial(_train_steps, encoding), repeats=3)
+      for encoding in ("alibi", "xl", "deberta")],
     *[Case("training", f"evaluate {method} at 8×, 16k characters", functools.partial(_evaluate, method, 8), repeats=3)
-      for method in ("direct", "dynamic", "yarn")],
+      for method in ("direct", "dynamic", "yarn", "direct_logn", "rerope")],
     Case("training", "rotate q: 4×2 heads × 512 positions × d=64", _rotate_vectorised, _rotate_loop),
+    Case("training", "ReRoPE scores: 4×2 heads × 512² (vs a loop over 64 queries × 512 keys of one head)",
+         _rectified_vectorised, _rectified_loop, repeats=3),
     Case("training", "share of unseen angles, Llama 2 at 8× (vs a loop over pairs and every 64th position)",
          _unseen_vectorised, _unseen_loop, repeats=3),
     Case("training", "run store: look up a stored run (SQLite)", _lookup, repeats=20),

@@ -4,9 +4,9 @@
     python -m benchmarks.study_toy --set d_model=64 n_head=1 --seeds 0 1 2
     python -m benchmarks.study_toy --store /tmp/study.sqlite3       # keep runs (reruns are lookups)
 
-Trains RoPE and ALiBi at each seed (one thread, one run at a time: the machine is shared),
+Trains RoPE, ALiBi, Transformer-XL and DeBERTa at each seed (one thread, one run at a time: the machine is shared),
 prints accuracy at L and at the longest length for every method, and checks the story the
-lesson tells against Su Jianlin's table (train 512, test 4,096 = 8×: direct 49.91 → 23.16 %,
+lesson tells against Su Jianlin's table (train 512, test 4,096 = 8×: direct 49.41 → 23.16 %,
 PI 13.54 %, NTK-aware 39.27 %):
 
 - NTK-aware at least 8 points above direct extrapolation at 8×;
@@ -48,6 +48,21 @@ then direct / PI / NTK / dynamic / YaRN at 8×, then PI and YaRN after fine-tuni
 
 So direct − PI ≥ 5, YaRN ≥ NTK-aware and ALiBi within 3 points hold for every seed, YaRN recovers fully
 and PI to within 6 points of its accuracy at L; NTK − direct is 5.1 points on average (≥ 8 only for seed 1).
+
+The inference-time tricks and the two relative encodings added later, seeds 0-4 of the default grid
+(``python -m pe_core.train --prepare``; accuracy at 8×: direct + log n / PI + log n / NTK + log n /
+ReRoPE / ReRoPE + log n / Leaky ReRoPE, then Transformer-XL and DeBERTa at 1× → 8×):
+
+- seed 0: 39.1 / 18.0 / 43.9 / 48.1 / 49.6 / 48.9; XL 49.8 → 50.1, DeBERTa 50.2 → 49.8
+- seed 1: 32.5 / 17.0 / 42.8 / 49.4 / 50.0 / 49.7; XL 50.5 → 51.3, DeBERTa 50.8 → 50.4
+- seed 2: 40.0 / 17.5 / 43.1 / 49.3 / 50.5 / 49.4; XL 51.4 → 52.4, DeBERTa 49.6 → 49.7
+- seed 3: 39.7 / 16.3 / 43.2 / 48.3 / 49.7 / 48.8; XL 51.5 → 51.8, DeBERTa 50.3 → 49.2
+- seed 4: 42.0 / 16.5 / 43.7 / 49.0 / 50.0 / 49.0; XL 50.8 → 51.9, DeBERTa 51.1 → 50.2
+
+For every seed log n (at inference only) adds to direct extrapolation (or leaves it) and to NTK-aware but
+takes a little from PI (in Su's table it helped PI too, but there it was part of pre-training); ReRoPE
+beats every scaling method, and with log n reaches the accuracy at L; Transformer-XL and DeBERTa stay
+within 1.5 points of their accuracy at L. The checks from "NTK-aware recovers" on hold for all five seeds.
 """
 
 from __future__ import annotations
@@ -67,11 +82,19 @@ CHECKS = (
     ("ALiBi within 3 points of its 1×", lambda a: abs(a["alibi"] - a["alibi@1"]) <= 0.03),
     ("PI recovers after fine-tuning", lambda a: a.get("ft:pi", 0) >= a["rope@1"] - 0.05),
     ("YaRN recovers after fine-tuning", lambda a: a.get("ft:yarn", 0) >= a["rope@1"] - 0.05),
+    ("NTK-aware recovers after fine-tuning", lambda a: a.get("ft:ntk", 0) >= a["rope@1"] - 0.05),
+    ("log n: direct at least as good", lambda a: a["direct_logn"] >= a["direct"]),
+    ("log n helps NTK-aware", lambda a: a["ntk_logn"] > a["ntk"]),
+    ("log n does not help PI", lambda a: a["pi_logn"] <= a["pi"]),
+    ("ReRoPE ≥ every scaling method", lambda a: a["rerope"] >= max(a["ntk"], a["dynamic"], a["yarn"])),
+    ("ReRoPE + log n at its 1×", lambda a: a["rerope_logn"] >= a["rope@1"]),
+    ("Transformer-XL within 1.5 points of its 1×", lambda a: abs(a["xl"] - a["xl@1"]) <= 0.015),
+    ("DeBERTa within 1.5 points of its 1×", lambda a: abs(a["deberta"] - a["deberta@1"]) <= 0.015),
 )
 
 
-def accuracies(config: ExperimentConfig, store, encodings=("rope", "alibi")) -> dict[str, float]:
-    """Accuracy at the longest length per method (and at L), for RoPE and ALiBi at this seed."""
+def accuracies(config: ExperimentConfig, store, encodings=("rope", "alibi", "xl", "deberta")) -> dict[str, float]:
+    """Accuracy at the longest length per method (and at L), for each encoding at this seed."""
     found: dict[str, float] = {}
     for encoding in encodings:
         run = config.replace(encoding=encoding)
@@ -85,7 +108,7 @@ def accuracies(config: ExperimentConfig, store, encodings=("rope", "alibi")) -> 
         longest, first = max(record.lengths), min(record.lengths)
         found[f"{encoding}@1"] = record.result(record.methods[0], first).mean_accuracy
         for method in record.methods:
-            found["alibi" if encoding == "alibi" else method] = record.result(method, longest).mean_accuracy
+            found[method if record.config.scalable else encoding] = record.result(method, longest).mean_accuracy
         for tune in record.fine_tunes:
             found[f"ft:{tune.method}"] = tune.after.mean_accuracy
     return found
@@ -96,7 +119,8 @@ def main(argv=None) -> dict:
     parser.add_argument("--set", nargs="*", default=[], help="ExperimentConfig fields, e.g. d_model=64 n_head=1")
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4, 5])
     parser.add_argument("--store", default=None, help="keep the runs in this store (default: none)")
-    parser.add_argument("--encodings", nargs="+", default=["rope", "alibi"], help="rope and/or alibi (a quick probe: rope)")
+    parser.add_argument("--encodings", nargs="+", default=["rope", "alibi", "xl", "deberta"],
+                        help="encodings to train (a quick probe: rope)")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     changes = {}

@@ -15,7 +15,7 @@ from typing import NamedTuple
 import plotly.graph_objects as go
 import torch
 
-from figures.theme import HIGHLIGHT, LEGEND_BELOW, MUTED, colour_of, keyed, new_figure, series_colour, style_of
+from figures.theme import HIGHLIGHT, KINDS, LEGEND_BELOW, MUTED, TraceStyle, new_figure, series_colour
 from i18n import N_, _
 
 MAX_LINE_POINTS = 2000
@@ -23,13 +23,53 @@ POSITION_BINS = 64  # per-position curves are averaged over bins of positions: r
 
 SPECTRUM_TITLE = N_("Does the toy turn like a real model? Turns per pair within the training length")
 LOSS_TITLE = N_("Training loss")
-TABLE_TITLE = N_("Next-character accuracy (%) by length, mean ± sd over seeds")
-SEEDS_TITLE = N_("Accuracy at the longest length, every encoding and method")
+TABLE_TITLE = N_("Every encoding: accuracy (%) by length, and what training costs")
+METHODS_TABLE_TITLE = N_("RoPE past its training length: every method (accuracy %, mean ± sd over seeds)")
+SEEDS_TITLE = N_("Accuracy at the longest length, every encoding")
+METHODS_SEEDS_TITLE = N_("RoPE at the longest length, every method")
 PER_POSITION_TITLE = N_("Loss at each position")
 PER_LENGTH_TITLE = N_("Accuracy against evaluation length")
 FINE_TUNE_TITLE = N_("A short fine-tune at the longest length")
+TUNE_CURVE_TITLE = N_("Accuracy at the longest length along the fine-tune")
+SU_TITLE = N_("Su's published extrapolation table beside this toy")
 POSITION_TITLE = N_("How the encoding represents position")
 COMPARE_TITLE = N_("Two stored runs compared")
+
+# Until the theme styles ReRoPE's two variants (figures.theme.METHOD_STYLES has no key for them yet): one look
+# each, in colours no theme key uses.
+PENDING_METHOD_STYLES = {
+    "rerope": TraceStyle("#994F00", "solid", "triangle-down"),
+    "leaky_rerope": TraceStyle("#7A5195", "longdashdot", "triangle-left"),
+}
+LOGN_DASH = "dashdot"  # "+ log n": the scaling method's colour, this dash, its marker open
+
+
+def style(key: str, kind: str = "method") -> TraceStyle:
+    """The theme's look of ``key`` (or the pending one of a ReRoPE variant)."""
+    styles = KINDS[kind]
+    if key in styles:
+        return styles[key]
+    if kind == "method" and key in PENDING_METHOD_STYLES:
+        return PENDING_METHOD_STYLES[key]
+    raise KeyError(f"no {kind} style for {key!r}; known: {', '.join(styles)}")
+
+
+def look(key: str, kind: str = "method", logn: bool = False, *, lines: bool = True, markers: bool = False,
+         **extra) -> dict:
+    """Trace keyword arguments that draw ``key`` as the theme's ``keyed`` does (colour, dash, marker, ``meta``);
+    a log-n variant keeps its method's colour with a dash-dot line and an open marker, and says so in ``meta``."""
+    look_of = style(key, kind)
+    symbol = look_of.marker if not logn or look_of.marker.endswith("-open") else look_of.marker + "-open"
+    line = {"color": look_of.colour, "dash": LOGN_DASH if logn else look_of.dash, **extra.pop("line", {})}
+    marker = {"color": look_of.colour, "symbol": symbol, **extra.pop("marker", {})}
+    mode = "+".join(part for part, on in (("lines", lines), ("markers", markers)) if on) or "lines"
+    meta = {kind: key, **({"logn": True} if logn else {}), **(extra.pop("meta", None) or {})}
+    out = {"mode": mode, "meta": meta, **extra}
+    if lines:
+        out["line"] = line
+    if markers or not lines:
+        out["marker"] = marker
+    return out
 
 
 class Keyed(NamedTuple):
@@ -40,6 +80,19 @@ class Keyed(NamedTuple):
     name: str  # already translated
     values: Sequence[float] | torch.Tensor
     spread: Sequence[float] | None = None  # ± per value (error bars), if any
+    logn: bool = False  # the method with log-n scaling
+
+
+class StepCurve(NamedTuple):
+    """A method's accuracy against fine-tuning steps, mean ± sd over seeds."""
+
+    key: str
+    kind: str
+    name: str  # already translated
+    steps: Sequence[int]
+    mean: Sequence[float]
+    sd: Sequence[float]
+    logn: bool = False
 
 
 class SpectrumLine(NamedTuple):
@@ -58,6 +111,7 @@ class SeedRow(NamedTuple):
     n: int
     at_train_length: float | None
     fine_tuned: bool = False
+    logn: bool = False
 
 
 def _decimate(xs: Sequence[float], ys: Sequence[float], limit: int = MAX_LINE_POINTS) -> tuple[list, list]:
@@ -83,12 +137,23 @@ def binned(values: Sequence[float] | torch.Tensor, bins: int = POSITION_BINS) ->
     return centres.tolist(), means.tolist()
 
 
-def _legend_below(figure: go.Figure, bottom: int = 130) -> go.Figure:
-    """The legend under the x axis's ticks and title (placed in pixels: the plot's height varies)."""
+LEGEND_ROW = 23  # px per row of a legend below the plot (two entries a row at the usual widths)
+
+
+def _legend_below(figure: go.Figure, bottom: int = 130, entries: int = 0) -> go.Figure:
+    """The legend under the x axis's ticks and title (placed in pixels: the plot's height varies).
+
+    With ``entries`` legend items, the bottom margin (and the figure) grows so that about two items a row
+    fit under the axis without squeezing the plot.
+    """
     layout = figure.layout
     top = layout.margin.t if layout.margin.t is not None else 60
-    plot_height = max(80, (layout.height or 450) - top - bottom)
     below_axis = 62 if layout.xaxis.title.text else 34
+    needed = below_axis + LEGEND_ROW * math.ceil(entries / 2) + 20
+    if needed > bottom:
+        figure.update_layout(height=(layout.height or 450) + needed - bottom)
+        bottom = needed
+    plot_height = max(80, (figure.layout.height or 450) - top - bottom)
     figure.update_layout(legend={**LEGEND_BELOW, "y": -below_axis / plot_height}, margin=dict(b=bottom))
     return figure
 
@@ -140,17 +205,43 @@ def loss_curve_figure(steps: Sequence[int], losses: Sequence[float], validation:
     return _legend_below(figure, 110)
 
 
+TABLE_WIDTH = 980  # px a table is laid out for (the export's width less the margins); wider screens wrap less
+CHARACTER_WIDTH = 8.6  # px of a character at the table's 14 px font (digits are the widest: estimate high)
+LINE_HEIGHT = 20  # px each further line of a wrapped cell adds
+
+
+def _wrapped_lines(text: str, width_px: float) -> int:
+    """About how many lines ``text`` takes in a column ``width_px`` wide (words are not broken)."""
+    per_line = max(4, int((width_px - 16) / CHARACTER_WIDTH))
+    lines, used = 1, 0
+    for word in str(text).replace("<b>", "").replace("</b>", "").split():
+        if used and used + 1 + len(word) > per_line:
+            lines, used = lines + 1, len(word)
+        else:
+            used += len(word) + (1 if used else 0)
+    return lines
+
+
 def accuracy_table_figure(header: Sequence[str], rows: Sequence[Sequence[str]], *, title: str | None = None,
-                          note: str = "") -> go.Figure:
-    """One row per encoding or method, one column per evaluation length (cells already formatted)."""
-    figure = new_figure(title or _(TABLE_TITLE), height=100 + 34 * (len(rows) + 1),
+                          note: str = "", widths: Sequence[float] | None = None) -> go.Figure:
+    """One row per encoding or method, one column per evaluation length (cells already formatted).
+
+    ``widths``: relative column widths (default: a wide first column, a narrow second, the rest equal). The
+    figure is as tall as its rows once long cells wrap, so no row is cut off.
+    """
+    widths = list(widths or [3.6, 0.8] + [1.5] * (len(header) - 2))
+    columns = [TABLE_WIDTH * w / sum(widths) for w in widths]
+    header_lines = max((_wrapped_lines(h, w) for h, w in zip(header, columns, strict=True)), default=1)
+    row_lines = [max(_wrapped_lines(c, w) for c, w in zip(row, columns, strict=True)) for row in rows]
+    height = 60 + 30 + LINE_HEIGHT * (header_lines - 1) + sum(30 + LINE_HEIGHT * (n - 1) for n in row_lines)
+    figure = new_figure(title or _(TABLE_TITLE), height=height + 15 + (30 if note else 5),
                         margin=dict(l=10, r=10, t=60, b=30 if note else 5))
-    columns = list(zip(*rows, strict=True)) if rows else [[] for _h in header]
+    table_columns = list(zip(*rows, strict=True)) if rows else [[] for _h in header]
     figure.add_trace(go.Table(
         header=dict(values=[f"<b>{h}</b>" for h in header], fill_color="#eef2f7", align="left", font=dict(size=14)),
-        cells=dict(values=columns, align=["left"] * 2 + ["right"] * (len(header) - 2), height=30, font=dict(size=14),
-                   fill_color="white"),
-        columnwidth=[3.6, 0.8] + [1.5] * (len(header) - 2),
+        cells=dict(values=table_columns, align=["left"] * 2 + ["right"] * (len(header) - 2), height=30,
+                   font=dict(size=14), fill_color="white"),
+        columnwidth=widths,
     ))
     if note:
         figure.add_annotation(text=note, x=0, y=0, xref="paper", yref="paper", yanchor="top", xanchor="left",
@@ -158,22 +249,23 @@ def accuracy_table_figure(header: Sequence[str], rows: Sequence[Sequence[str]], 
     return figure
 
 
-def seed_chart_figure(rows: Sequence[SeedRow], *, longest_label: str, train_label: str) -> go.Figure:
+def seed_chart_figure(rows: Sequence[SeedRow], *, longest_label: str, train_label: str,
+                      title: str | None = None) -> go.Figure:
     """Mean ± sd over seeds at the longest length (one row each), with the mean at L as an open marker."""
     names = [row.name for row in rows]
-    figure = new_figure(_(SEEDS_TITLE), height=190 + 34 * len(rows), xaxis_title=_("next-character accuracy"),
+    figure = new_figure(title or _(SEEDS_TITLE), height=190 + 34 * len(rows), xaxis_title=_("next-character accuracy"),
                         margin=dict(l=10, r=20, t=60, b=120))
     for row in rows:
-        colour = colour_of(row.key, row.kind)
-        style = keyed(row.key, row.kind, lines=False, markers=True,
-                      marker=dict(size=12, symbol=style_of(row.key, row.kind).marker.replace("-open", ""),
-                                  line=dict(width=2.5, color=colour)))  # line-only symbols (x-thin) need a line
+        colour = style(row.key, row.kind).colour
+        symbol = style(row.key, row.kind).marker.replace("-open", "")
+        trace = look(row.key, row.kind, row.logn, lines=False, markers=True,
+                     marker=dict(size=12, symbol=symbol + "-open" if row.logn else symbol,
+                                 line=dict(width=2.5, color=colour)))  # line-only symbols (x-thin) need a line
         hover = _("{name}: {mean:.1%} ± {sd:.1%} over {n} seeds").format(name=row.name, mean=row.mean, sd=row.sd,
                                                                        n=row.n)
         figure.add_scatter(x=[row.mean], y=[row.name], name=row.name, showlegend=False,
-                           error_x=dict(type="data", array=[row.sd], color=colour_of(row.key, row.kind), thickness=2,
-                                        width=6),
-                           hovertemplate=hover + "<extra></extra>", **style)
+                           error_x=dict(type="data", array=[row.sd], color=colour, thickness=2, width=6),
+                           hovertemplate=hover + "<extra></extra>", **trace)
     trained = [(row.name, row.at_train_length) for row in rows if row.at_train_length is not None]
     if trained:
         figure.add_scatter(x=[v for _n, v in trained], y=[n for n, _v in trained], mode="markers",
@@ -197,13 +289,13 @@ def per_position_figure(curves: Sequence[Keyed], train_length: int, length: int,
     for curve in curves:
         x, y = binned(curve.values, bins)
         top = max(top, max(y, default=0.0))
-        figure.add_scatter(x=x, y=y, name=curve.name, **keyed(curve.key, curve.kind))
+        figure.add_scatter(x=x, y=y, name=curve.name, **look(curve.key, curve.kind, curve.logn))
     if length > train_length:
         figure.add_vrect(x0=train_length, x1=length, fillcolor=HIGHLIGHT, opacity=0.05, line_width=0)
     figure.add_scatter(x=[train_length, train_length], y=[0, top * 1.05], mode="lines",
                        name=_("training length L = {length}").format(length=train_length), hoverinfo="skip",
                        line=dict(color=MUTED, dash="dot", width=1.5))
-    return _legend_below(figure, 140)
+    return _legend_below(figure, 140, entries=len(curves) + 1)
 
 
 def per_length_figure(multiples: Sequence[int], curves: Sequence[Keyed], *, title: str | None = None,
@@ -217,13 +309,13 @@ def per_length_figure(multiples: Sequence[int], curves: Sequence[Keyed], *, titl
     for curve in curves:
         extra = {}
         if curve.spread is not None:
-            extra["error_y"] = dict(type="data", array=list(curve.spread), color=colour_of(curve.key, curve.kind),
+            extra["error_y"] = dict(type="data", array=list(curve.spread), color=style(curve.key, curve.kind).colour,
                                     thickness=1.5, width=5)
         figure.add_scatter(x=list(multiples), y=list(curve.values), name=curve.name,
-                           **keyed(curve.key, curve.kind, markers=True), **extra)
+                           **look(curve.key, curve.kind, curve.logn, markers=True), **extra)
     figure.update_xaxes(type="log", tickvals=list(multiples), ticktext=[f"{m:g}×" for m in multiples])
     figure.update_yaxes(tickformat=".0%")
-    return _legend_below(figure, 150)
+    return _legend_below(figure, 150, entries=len(curves))
 
 
 def fine_tune_figure(curves: Sequence[Keyed], train_length: int, length: int, steps: int) -> go.Figure:
@@ -238,12 +330,33 @@ def fine_tune_figure(curves: Sequence[Keyed], train_length: int, length: int, st
         top = max(top, max(y, default=0.0))
         after = curve.spread is None
         figure.add_scatter(x=x, y=y, name=curve.name,
-                           **keyed(curve.key, curve.kind, line=dict(dash="solid" if after else "dot"),
-                                   opacity=1.0 if after else 0.7))
+                           **look(curve.key, curve.kind, line=dict(dash="solid" if after else "dot"),
+                                  opacity=1.0 if after else 0.7))
     figure.add_scatter(x=[train_length, train_length], y=[0, top * 1.05], mode="lines",
                        name=_("training length L = {length}").format(length=train_length), hoverinfo="skip",
                        line=dict(color=MUTED, dash="dot", width=1.5))
-    return _legend_below(figure, 150)
+    return _legend_below(figure, 150, entries=len(curves) + 1)
+
+
+def fine_tune_curve_figure(curves: Sequence[StepCurve], steps: int, *, longest_label: str, scale: int, seeds: int,
+                           target: float | None, target_label: str) -> go.Figure:
+    """Accuracy at L′ against fine-tuning steps, one line per method (± sd over seeds), and the level to reach."""
+    title = (_("Accuracy at L′ = {length} ({scale}× L) along the fine-tune, one seed") if seeds == 1 else
+             _("Accuracy at L′ = {length} ({scale}× L) along the fine-tune, mean ± sd over {n} seeds")).format(
+        length=longest_label, scale=scale, n=seeds)
+    figure = new_figure(title, xaxis_title=_("fine-tuning steps at L′"), yaxis_title=_("next-character accuracy"),
+                        height=440)
+    for curve in curves:
+        figure.add_scatter(x=list(curve.steps), y=list(curve.mean), name=curve.name,
+                           error_y=dict(type="data", array=list(curve.sd), color=style(curve.key, curve.kind).colour,
+                                        thickness=1.5, width=5),
+                           **look(curve.key, curve.kind, curve.logn, markers=True, marker=dict(size=9)))
+    if target is not None:
+        figure.add_scatter(x=[0, steps], y=[target, target], mode="lines", name=target_label, hoverinfo="skip",
+                           line=dict(color=MUTED, dash="dash", width=1.5))
+    figure.update_xaxes(range=[-0.03 * steps, 1.03 * steps], rangemode="tozero")
+    figure.update_yaxes(tickformat=".0%")
+    return _legend_below(figure, 140, entries=len(curves) + (target is not None))
 
 
 def pair_wavelength_figure(wavelengths: Sequence[float] | torch.Tensor, train_length: int, longest: int, *,
@@ -286,13 +399,15 @@ def alibi_bias_figure(slopes: Sequence[float] | torch.Tensor, train_length: int,
     return _legend_below(figure, 130)
 
 
-def t5_bucket_figure(buckets: Sequence[int] | torch.Tensor, train_length: int) -> go.Figure:
-    """Bucket index against distance; beyond max_distance every distance shares the last bucket."""
+def t5_bucket_figure(buckets: Sequence[int] | torch.Tensor, train_length: int, *, title: str | None = None,
+                     yaxis_title: str | None = None, name: str | None = None) -> go.Figure:
+    """Bucket (or table row) against distance; beyond the last one every distance shares it (T5, DeBERTa)."""
     buckets = torch.as_tensor(buckets)
     x, y = _decimate(list(range(buckets.numel())), buckets.tolist())
-    figure = new_figure(_("T5's distance buckets (one learned bias per bucket and head)"),
-                        xaxis_title=_("distance i − j (characters)"), yaxis_title=_("bucket"), height=380)
-    figure.add_scatter(x=x, y=y, mode="lines", line=dict(shape="hv", color=series_colour(0)), name=_("bucket"))
+    figure = new_figure(title or _("T5's distance buckets (one learned bias per bucket and head)"),
+                        xaxis_title=_("distance i − j (characters)"), yaxis_title=yaxis_title or _("bucket"),
+                        height=380)
+    figure.add_scatter(x=x, y=y, mode="lines", line=dict(shape="hv", color=series_colour(0)), name=name or _("bucket"))
     figure.add_scatter(x=[train_length, train_length], y=[0, max(y, default=0)], mode="lines", hoverinfo="skip",
                        name=_("training length L = {length}").format(length=f"{train_length:,}"),
                        line=dict(color=MUTED, dash="dot", width=1.5))
@@ -314,11 +429,11 @@ def compare_figure(multiples: Sequence[int], first: Sequence[Keyed], second: Seq
                         yaxis_title=_("next-character accuracy"), height=460)
     for curves, label, solid in ((first, first_label, True), (second, second_label, False)):
         for curve in curves:
-            look = keyed(curve.key, curve.kind, markers=True,
+            trace = look(curve.key, curve.kind, curve.logn, markers=True,
                          line=dict(dash="solid" if solid else "dot"),
                          marker=dict(symbol="circle" if solid else "circle-open", size=9))
             figure.add_scatter(x=list(multiples), y=list(curve.values), name=f"{label}: {curve.name}",
-                               legendgroup=label, **look)
+                               legendgroup=label, **trace)
     figure.update_xaxes(type="log", tickvals=list(multiples), ticktext=[f"{m:g}×" for m in multiples])
     figure.update_yaxes(tickformat=".0%")
-    return _legend_below(figure, 170)
+    return _legend_below(figure, 170, entries=len(first) + len(second))

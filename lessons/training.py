@@ -3,8 +3,9 @@
 The settings are the knobs of ``pe_core.train.ExperimentConfig`` (same names), so a page link,
 ``python -m figures.export --set`` and ``python -m pe_core.train`` describe one experiment the
 same way. ``compute`` returns the stored run when the run store has the config's hash, and
-trains (about 30 s on a laptop CPU) and stores it otherwise; the page never waits on that: it
-asks ``pe_core.train.service`` for a background job and shows its progress.
+trains it (about 30 s of training on a laptop CPU, then the evaluations and fine-tunes) and stores
+it otherwise; the page never waits on that: it asks ``pe_core.train.service`` for a background
+job and shows its progress.
 """
 
 from __future__ import annotations
@@ -17,11 +18,26 @@ from i18n import N_, _
 from lessons.base import FigureSpec, Lesson, LessonSettings, cached, figure_registry, setting
 from lessons.format import base_text, length_text
 from pe_core.biases import alibi_slopes
-from pe_core.methods import METHODS
-from pe_core.model import ENCODINGS, ROPE_PAIRINGS, position_wavelengths, t5_buckets_by_distance
-from pe_core.train import AS_TRAINED, DEFAULT_SEEDS, FINE_TUNABLE, ExperimentConfig, RunRecord, run_experiment
+from pe_core.model import (
+    ENCODINGS,
+    ROPE_PAIRINGS,
+    deberta_rows_by_distance,
+    position_wavelengths,
+    t5_buckets_by_distance,
+)
+from pe_core.train import (
+    AS_TRAINED,
+    DEFAULT_SEEDS,
+    FINE_TUNABLE,
+    INFERENCE_METHODS,
+    ExperimentConfig,
+    RunRecord,
+    run_experiment,
+)
+from pe_core.train.published import SU_TABLE, SU_TEST_LENGTH, SU_TRAIN_LENGTH
+from pe_core.train.schema import MEMORY_PEAK
 from pe_core.train.spectrum import Spectrum, real_spectra, spectrum
-from pe_core.train.summary import SeedStat, seed_stats
+from pe_core.train.summary import CostStat, SeedStat, TunePoint, cost_cells, cost_stats, fine_tune_curves, seed_stats
 
 EXPERIMENT, VIEW = "experiment", "view"
 DEFAULT = ExperimentConfig()
@@ -44,7 +60,7 @@ def _encoding_title(key: str) -> str:
 
 
 def _method_title(key: str) -> str:
-    return _("as trained") if key == AS_TRAINED else _(METHODS[key].title)
+    return _("as trained") if key == AS_TRAINED else _(INFERENCE_METHODS[key].title)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,9 +91,11 @@ class Settings(LessonSettings):
                         help=N_("Seeds the initial weights and the batches: the same settings give the same run."))
     multiples: tuple[int, ...] = setting(DEFAULT.multiples, N_("Evaluate at lengths (multiples of L)"), key="x",
                                          group=EXPERIMENT, options=MULTIPLES, format=lambda m: f"{m}×")
-    methods: tuple[str, ...] = setting(DEFAULT.methods, N_("RoPE scaling methods to evaluate"), key="m",
-                                       group=EXPERIMENT, options=tuple(METHODS), format=_method_title,
-                                       when={"encoding": SCALABLE})
+    methods: tuple[str, ...] = setting(DEFAULT.methods, N_("RoPE methods to evaluate"), key="m",
+                                       group=EXPERIMENT, options=tuple(INFERENCE_METHODS), format=_method_title,
+                                       when={"encoding": SCALABLE},
+                                       help=N_("The scaling methods, and the tricks applied only at inference: "
+                                               "log n scaling and ReRoPE."))
     fine_tune: tuple[str, ...] = setting(DEFAULT.fine_tune, N_("Fine-tune at the longest length"), key="ft",
                                          group=EXPERIMENT, options=FINE_TUNABLE, format=_method_title,
                                          when={"encoding": SCALABLE})
@@ -152,6 +170,22 @@ class Result:
         self.record  # noqa: B018 - this run is part of its own table
         return seed_stats(service().store.results(self.config.family), self.config, DEFAULT_SEEDS)
 
+    @functools.cached_property
+    def records(self) -> list[RunRecord]:
+        """Every stored run of this experiment's family, read whole (costs, fine-tune curves)."""
+        self.record  # noqa: B018 - this run is one of them
+        return service().store.records(self.config.family)
+
+    @functools.cached_property
+    def costs(self) -> dict[str, CostStat]:
+        """encoding → what its training steps cost, over the default seeds."""
+        return {c.encoding: c for c in cost_stats(self.records, self.config, DEFAULT_SEEDS)}
+
+    @functools.cached_property
+    def curves(self) -> dict[str, list[TunePoint]]:
+        """method → accuracy at the longest length against fine-tuning steps, over the default seeds."""
+        return fine_tune_curves(self.records, self.config, DEFAULT_SEEDS)
+
     def stat(self, encoding: str, method: str, length: int, fine_tuned: bool = False) -> SeedStat | None:
         return next((s for s in self.stats if (s.encoding, s.method, s.length, s.fine_tuned)
                      == (encoding, method, length, fine_tuned)), None)
@@ -181,8 +215,12 @@ def row_name(encoding: str, method: str, fine_tuned: bool, steps: int) -> str:
     return _("RoPE + {method}").format(method=_method_title(method))
 
 
-def row_key(encoding: str, method: str) -> tuple[str, str]:
-    return (method, "method") if ENCODINGS[encoding].scalable else (encoding, "encoding")
+def row_key(encoding: str, method: str) -> tuple[str, str, bool]:
+    """(theme key, kind, log-n variant) a row is drawn with: a method's look, or the encoding's."""
+    if not ENCODINGS[encoding].scalable:
+        return encoding, "encoding", False
+    definition = INFERENCE_METHODS[method]
+    return definition.style, "method", definition.logn
 
 
 def spectrum_name(s: Spectrum, toy: bool) -> str:
@@ -213,6 +251,26 @@ def seeds_caption(result: Result) -> str:
     return text
 
 
+def cost_caption(result: Result) -> str:
+    """What the table's cost columns measure, on which device, and which runs had none measured."""
+    costs = [c for c in result.costs.values() if c.seeds]
+    parts = [seeds_caption(result)]
+    if costs:
+        devices = sorted({d for c in costs for d in c.devices})
+        parts.append(_("Training cost per encoding: characters per second of an optimiser step (the median step of "
+                       "each run, the same batches of the same length for every encoding), measured on {devices}.")
+                     .format(devices=", ".join(devices)))
+        if any(c.measure != MEMORY_PEAK for c in costs):
+            parts.append(_("Memory marked * is counted, not sampled: weights, gradients and AdamW's two moments, "
+                           "plus every tensor autograd keeps for the backward pass of one step. On CUDA it is "
+                           "the measured peak (torch.cuda.max_memory_allocated)."))
+    unmeasured = sum(len(c.unmeasured) for c in result.costs.values())
+    if unmeasured:
+        parts.append(_("{count} run(s) were stored before costs were measured; their cost shows as –.").format(
+            count=unmeasured))
+    return " ".join(parts)
+
+
 # ---- figures ---------------------------------------------------------------------------------------
 
 
@@ -226,16 +284,24 @@ def _position(result: Result, style) -> object:
     longest = result.config.longest
     wavelengths = position_wavelengths(model)
     if wavelengths is not None:
-        rope = model.position == "rope"
-        title = (_("Wavelength of each RoPE pair (head size {d}, base {base})") if rope
-                 else _("Wavelength of each sin/cos pair (width {d}, base {base})")).format(
-            d=model.head_dim if rope else model.d_model, base=base_text(model.rope_base))
-        axis = _("RoPE pair i (fast → slow)") if rope else _("sin/cos pair i (fast → slow)")
+        kind = {"rope": "rope", "sinusoidal": "sinusoidal", "xl": "xl"}[model.position]
+        title = {
+            "rope": _("Wavelength of each RoPE pair (head size {d}, base {base})"),
+            "sinusoidal": _("Wavelength of each sin/cos pair (width {d}, base {base})"),
+            "xl": _("Wavelength of each sin/cos pair of Transformer-XL's R (width {d}, base {base})"),
+        }[kind].format(d=model.head_dim if kind == "rope" else model.d_model, base=base_text(model.rope_base))
+        axis = _("RoPE pair i (fast → slow)") if kind == "rope" else _("sin/cos pair i (fast → slow)")
         return draw.pair_wavelength_figure(wavelengths, model.train_length, longest, title=title, xaxis_title=axis)
     if model.position == "alibi":
         return draw.alibi_bias_figure(alibi_slopes(model.n_head), model.train_length, longest)
     if model.position == "t5":
         return draw.t5_bucket_figure(t5_buckets_by_distance(model, longest), model.train_length)
+    if model.position == "deberta":
+        return draw.t5_bucket_figure(
+            deberta_rows_by_distance(model, longest), model.train_length,
+            title=_("DeBERTa's relative embedding row δ for each distance (k = {k}, shared by all layers)").format(
+                k=model.span),
+            yaxis_title=_("row δ of the relative embeddings"), name=_("row δ"))
     if model.position == "learned":
         return draw.no_position_figure(_("A learned table: one trained vector per position up to L; rows past L "
                                          "never get a gradient and keep their random start."))
@@ -260,40 +326,91 @@ def _loss_caption(result: Result) -> str:
         baseline=record.unigram_baseline)
 
 
+def _accuracy_cell(stat: SeedStat | None) -> str:
+    return "–" if stat is None else f"{100 * stat.mean:.1f} ± {100 * stat.sd:.1f}"
+
+
+def _length_header(c: ExperimentConfig) -> list[str]:
+    return [_("{length} (trained)").format(length=length_text(n)) if n == c.train_length
+            else f"{length_text(n)} ({n // c.train_length}×)" for n in c.lengths]
+
+
+def _seed_count(result: Result, encoding: str, method: str, tuned: bool) -> int:
+    return max((s.n for s in result.stats if (s.encoding, s.method, s.fine_tuned) == (encoding, method, tuned)),
+               default=0)
+
+
+def _methods_row_name(method: str, tuned: bool, steps: int) -> str:
+    """A row of the RoPE methods: the method, or the method and its fine-tune."""
+    if tuned:
+        return _("{method}, {steps} fine-tuning steps").format(method=_method_title(method), steps=steps)
+    return _method_title(method)
+
+
+def encoding_rows(result: Result) -> list[tuple[str, str]]:
+    """(encoding, method) of the encodings table: each encoding once, RoPE as trained (direct extrapolation)."""
+    rows = {}
+    for encoding, method, tuned in result.rows:
+        if not tuned and encoding not in rows and (method in (AS_TRAINED, "direct")):
+            rows[encoding] = method
+    return list(rows.items())
+
+
 def _table(result: Result, style) -> object:
     c = result.config
-    lengths = list(c.lengths)
-    header = [_("Encoding / method"), _("seeds")] + [
-        _("{length} (trained)").format(length=length_text(n)) if n == c.train_length
-        else f"{length_text(n)} ({n // c.train_length}×)" for n in lengths]
+    header = [_("Encoding"), _("seeds"), *_length_header(c), _("train tokens/s"), _("memory, MiB")]
     rows = []
-    for encoding, method, tuned in result.rows:
-        cells = []
-        for n in lengths:
-            stat = result.stat(encoding, method, n, tuned)
-            cells.append("–" if stat is None else f"{100 * stat.mean:.1f} ± {100 * stat.sd:.1f}")
-        count = max((s.n for s in result.stats if (s.encoding, s.method, s.fine_tuned) == (encoding, method, tuned)),
-                    default=0)
-        rows.append([row_name(encoding, method, tuned, c.fine_tune_steps), str(count), *cells])
-    return draw.accuracy_table_figure(header, rows)
+    for encoding, method in encoding_rows(result):
+        name = (_("RoPE, direct extrapolation") if ENCODINGS[encoding].scalable else _encoding_title(encoding))
+        rows.append([name, str(_seed_count(result, encoding, method, False)),
+                     *(_accuracy_cell(result.stat(encoding, method, n)) for n in c.lengths),
+                     *cost_cells(result.costs.get(encoding))])
+    return draw.accuracy_table_figure(header, rows, widths=[2.6, 0.7] + [1.3] * len(c.lengths) + [1.4, 1.2])
 
 
-def _seeds(result: Result, style) -> object:
+def _methods_table(result: Result, style) -> object:
     c = result.config
-    longest = c.longest
+    header = [_("RoPE with"), _("seeds"), *_length_header(c)]
     rows = []
     for encoding, method, tuned in result.rows:
-        stat = result.stat(encoding, method, longest, tuned)
+        if not ENCODINGS[encoding].scalable:
+            continue
+        rows.append([_methods_row_name(method, tuned, c.fine_tune_steps), str(_seed_count(result, encoding, method, tuned)),
+                     *(_accuracy_cell(result.stat(encoding, method, n, tuned)) for n in c.lengths)])
+    return draw.accuracy_table_figure(header, rows, title=_(draw.METHODS_TABLE_TITLE))
+
+
+def _seed_chart(result: Result, rows: list[tuple[str, str, bool]], title: str, encodings: bool) -> object:
+    """Mean ± sd at the longest length of ``rows`` (encoding, method, fine-tuned), with the mean at L."""
+    c = result.config
+    drawn = []
+    for encoding, method, tuned in rows:
+        stat = result.stat(encoding, method, c.longest, tuned)
         if stat is None:
             continue
         at_l = result.stat(encoding, method, c.train_length, False)
-        key, kind = row_key(encoding, method)
-        rows.append(draw.SeedRow(key, kind, row_name(encoding, method, tuned, c.fine_tune_steps), stat.mean, stat.sd,
-                                 stat.n, None if at_l is None else at_l.mean, tuned))
+        if encodings:
+            key, kind, logn = encoding, "encoding", False
+            name = _("RoPE, direct extrapolation") if ENCODINGS[encoding].scalable else _encoding_title(encoding)
+        else:
+            (key, kind, logn), name = row_key(encoding, method), _methods_row_name(method, tuned, c.fine_tune_steps)
+        drawn.append(draw.SeedRow(key, kind, name, stat.mean, stat.sd, stat.n, None if at_l is None else at_l.mean,
+                                  tuned, logn))
     return draw.seed_chart_figure(
-        rows, longest_label=_("at L′ = {length} ({scale}× L): mean ± sd").format(length=length_text(longest),
-                                                                            scale=max(c.multiples)),
+        drawn, title=title,
+        longest_label=_("at L′ = {length} ({scale}× L): mean ± sd").format(length=length_text(c.longest),
+                                                                      scale=max(c.multiples)),
         train_label=_("at L = {length}: mean").format(length=length_text(c.train_length)))
+
+
+def _seeds(result: Result, style) -> object:
+    rows = [(encoding, method, False) for encoding, method in encoding_rows(result)]
+    return _seed_chart(result, rows, _(draw.SEEDS_TITLE), encodings=True)
+
+
+def _methods_seeds(result: Result, style) -> object:
+    rows = [row for row in result.rows if ENCODINGS[row[0]].scalable]
+    return _seed_chart(result, rows, _(draw.METHODS_SEEDS_TITLE), encodings=False)
 
 
 def _per_length(result: Result, style) -> object:
@@ -305,10 +422,45 @@ def _per_length(result: Result, style) -> object:
         stats = [result.stat(encoding, method, n) for n in c.lengths]
         if any(s is None for s in stats):
             continue
-        key, kind = row_key(encoding, method)
+        key, kind, logn = row_key(encoding, method)
         curves.append(draw.Keyed(key, kind, row_name(encoding, method, False, 0), [s.mean for s in stats],
-                                 [s.sd for s in stats]))
+                                 [s.sd for s in stats], logn))
     return draw.per_length_figure(list(c.multiples), curves, seeds=result.seed_count)
+
+
+def su_length(result: Result) -> int:
+    """Where the toy is compared with Su's 4,096 = 8 × 512: at 8·L if measured, else the longest length."""
+    c = result.config
+    multiple = SU_TEST_LENGTH // SU_TRAIN_LENGTH
+    return c.train_length * multiple if multiple in c.multiples else c.longest
+
+
+def _su(result: Result, style) -> object:
+    c = result.config
+    at = su_length(result)
+    header = [_("Method"), _("Su's row"), _("Su: {length} (trained)").format(length=length_text(SU_TRAIN_LENGTH)),
+              _("Su: {length} ({scale}×)").format(length=length_text(SU_TEST_LENGTH),
+                                                 scale=SU_TEST_LENGTH // SU_TRAIN_LENGTH),
+              _("toy: {length} (trained)").format(length=length_text(c.train_length)),
+              _("toy: {length} ({scale}×)").format(length=length_text(at), scale=at // c.train_length)]
+    rows = []
+    for row in SU_TABLE:
+        toy = [_accuracy_cell(result.stat("rope", row.method, n)) if row.method in c.methods else "–"
+               for n in (c.train_length, at)]
+        rows.append([_method_title(row.method), row.label + (" *" if row.trained_logn else ""),
+                     f"{row.at_train:.2f}", f"{row.at_test:.2f}", *toy])
+    return draw.accuracy_table_figure(header, rows, title=_(draw.SU_TITLE), widths=[2.6, 1.9, 1.1, 1.1, 1.2, 1.2])
+
+
+def _su_caption(result: Result) -> str:
+    trained = next(r.at_train for r in SU_TABLE if r.trained_logn)
+    plain = next(r.at_train for r in SU_TABLE if not r.trained_logn)
+    return _("Su's numbers as published (next-token accuracy in %, a 100 M-parameter model trained at {train} "
+             "tokens and tested at {test} on text that does not repeat, no fine-tuning); the toy's are mean ± sd "
+             "over its seeds. Su's rows marked * come from a model pre-trained with log n scaling (their accuracy at "
+             "{train} is {trained:.2f} rather than {plain:.2f}); the toy multiplies its logits by "
+             "max(1, ln n / ln L) only at inference, as Su's ReRoPE + log n row does.").format(
+        train=f"{SU_TRAIN_LENGTH:,}", test=f"{SU_TEST_LENGTH:,}", trained=trained, plain=plain)
 
 
 def shown_length(result: Result) -> int:
@@ -322,9 +474,9 @@ def _per_position(result: Result, style) -> object:
     length = shown_length(result)
     curves = []
     for method in record.methods:
-        key, kind = row_key(c.encoding, method)
+        key, kind, logn = row_key(c.encoding, method)
         curves.append(draw.Keyed(key, kind, row_name(c.encoding, method, False, 0),
-                                 record.result(method, length).loss))
+                                 record.result(method, length).loss, logn=logn))
     return draw.per_position_figure(curves, c.train_length, length)
 
 
@@ -349,15 +501,51 @@ def _fine_tune_caption(result: Result) -> str:
         for f in record.fine_tunes)
 
 
+def _tune_curve(result: Result, style) -> object:
+    c = result.config
+    curves = []
+    for method, points in result.curves.items():
+        key, kind, logn = row_key(c.encoding if c.scalable else "rope", method)
+        curves.append(draw.StepCurve(key, kind, _method_title(method), [p.step for p in points],
+                                     [p.mean for p in points], [p.sd for p in points], logn))
+    target = result.stat("rope", "direct", c.train_length) if "direct" in c.methods else None
+    seeds = max((p.n for points in result.curves.values() for p in points), default=0)
+    return draw.fine_tune_curve_figure(
+        curves, c.fine_tune_steps, longest_label=length_text(c.longest), scale=max(c.multiples), seeds=seeds,
+        target=None if target is None else target.mean,
+        target_label=_("RoPE at L = {length}, not fine-tuned").format(length=length_text(c.train_length)))
+
+
+def _tune_curve_caption(result: Result) -> str:
+    curves = result.curves
+    if not curves:
+        return _("No method was fine-tuned: choose some under “Fine-tune at the longest length” (RoPE only).")
+    parts = []
+    for method, points in curves.items():
+        first, last = points[0], points[-1]
+        parts.append(_("{method}: {before:.1%} → {after:.1%} after {steps} steps.").format(
+            method=_method_title(method), before=first.mean, after=last.mean, steps=last.step))
+    return _("Accuracy at the longest length, mean over {n} seeds, measured along one fine-tune per seed (the "
+             "learning rate warms up, then decays over the whole fine-tune).").format(
+        n=max(p.n for points in curves.values() for p in points)) + " " + " ".join(parts)
+
+
 FIGURES = figure_registry(
     FigureSpec("spectrum", draw.SPECTRUM_TITLE, _spectrum, groups=(EXPERIMENT,), caption=spectrum_caption),
     FigureSpec("position", draw.POSITION_TITLE, _position, groups=(EXPERIMENT,)),
     FigureSpec("loss", draw.LOSS_TITLE, _loss, groups=(EXPERIMENT,), caption=_loss_caption),
     FigureSpec("seeds", draw.SEEDS_TITLE, _seeds, groups=(EXPERIMENT,), caption=seeds_caption),
-    FigureSpec("table", draw.TABLE_TITLE, _table, groups=(EXPERIMENT,), caption=seeds_caption),
+    FigureSpec("table", draw.TABLE_TITLE, _table, groups=(EXPERIMENT,), caption=cost_caption),
+    FigureSpec("methods-seeds", draw.METHODS_SEEDS_TITLE, _methods_seeds, groups=(EXPERIMENT,),
+               caption=seeds_caption),
+    FigureSpec("methods-table", draw.METHODS_TABLE_TITLE, _methods_table, groups=(EXPERIMENT,),
+               caption=seeds_caption),
     FigureSpec("per-length", draw.PER_LENGTH_TITLE, _per_length, groups=(EXPERIMENT,)),
+    FigureSpec("su", draw.SU_TITLE, _su, groups=(EXPERIMENT,), caption=_su_caption),
     FigureSpec("per-position", draw.PER_POSITION_TITLE, _per_position, groups=(EXPERIMENT, VIEW)),
     FigureSpec("fine-tune", draw.FINE_TUNE_TITLE, _fine_tune, groups=(EXPERIMENT,), caption=_fine_tune_caption),
+    FigureSpec("fine-tune-curve", draw.TUNE_CURVE_TITLE, _tune_curve, groups=(EXPERIMENT,),
+               caption=_tune_curve_caption),
 )
 CHEAP_FIGURES = ("spectrum", "position")  # drawn without a run
 
@@ -434,9 +622,9 @@ def _record_curves(record: RunRecord) -> list:
     c = record.config
     curves = []
     for method in record.methods:
-        key, kind = row_key(c.encoding, method)
+        key, kind, logn = row_key(c.encoding, method)
         curves.append(draw.Keyed(key, kind, row_name(c.encoding, method, False, 0),
-                                 [record.result(method, n).mean_accuracy for n in c.lengths]))
+                                 [record.result(method, n).mean_accuracy for n in c.lengths], logn=logn))
     return curves
 
 

@@ -160,8 +160,60 @@ if record is not None:
     if lesson.missing_runs(settings):
         st.button(_("Train the missing seeds and encodings"), icon=":material/playlist_add:", disabled=busy,
                   on_click=request_missing)
+    st.markdown(_(
+        "The table adds what each encoding costs to train: characters per second of an optimiser step and the "
+        "memory a step needs, for the same batches of the same length. Below it, every RoPE method. RoPE, ALiBi and T5 change the scores "
+        "without extra matrices; Transformer-XL and DeBERTa compute one or two more position terms in every "
+        "layer and keep them for the backward pass."
+    ))
     page.figure("table")
+    page.figure("methods-seeds")
+    page.figure("methods-table")
     page.figure("per-length")
+
+    st.header(_("Two more relative encodings: Transformer-XL and DeBERTa"))
+    st.markdown(_(
+        "Both start from the four terms of an attention score with absolute positions (content and position of "
+        "the query, times content and position of the key) and keep only what depends on the distance. "
+        "Transformer-XL ({xl}) replaces the key's position by a sinusoid of the distance, Rᵢ₋ⱼ, with "
+        "its own projection, and the query's position by two trained vectors u and v. DeBERTa ({deberta}) keeps "
+        "the two cross terms, each against a learned embedding of the distance clipped at k, drops the "
+        "position–position term, and divides by √(3d). Here k = L, so every distance past L shares the last "
+        "embedding, as T5's last bucket. **What to look for:** both keep their accuracy at 8× L within about a "
+        "point and a half, and pay for it in the cost columns: extra matrices in every layer, slower steps, more "
+        "memory."
+    ).format(xl=cite("transformer_xl", "§3.3"), deberta=cite("deberta", "§3.1")))
+    st.latex(r"\text{XL: } a_{ij} = q_i^\top k_j + q_i^\top W_R R_{i-j} + u^\top k_j + v^\top W_R R_{i-j}"
+             r"\qquad \text{DeBERTa: } a_{ij} = \frac{Q^c_i{}^\top K^c_j + Q^c_i{}^\top K^r_{\delta(i,j)}"
+             r" + K^c_j{}^\top Q^r_{\delta(j,i)}}{\sqrt{3d}}")
+
+    st.header(_("Tricks at inference: log n and ReRoPE"))
+    st.markdown(_(
+        "Two of Su Jianlin's fixes need no training. **log n scaling** ({logn}) multiplies each query by "
+        "max(1, ln n / ln L), n the number of keys it sees, so attention does not spread thinner over a longer "
+        "text. **ReRoPE** ({rerope}) keeps the relative position i − j inside a window w and gives every farther "
+        "key the position w, so no angle is new; **Leaky ReRoPE** lets it grow with slope 1/k past w instead. "
+        "Because a clipped distance is not a difference of two absolute positions, ReRoPE computes two score "
+        "matrices (plain RoPE, and one with the query at position w) and picks per pair: twice the attention "
+        "work, and no fused kernel. Here w = L/2 for ReRoPE, and w = L/4, k = 16 for Leaky ReRoPE: Su's "
+        "ReRoPE-w256 and Leaky ReRoPE-w128-k16 at L = {su_length}. **What to look for** (in the table above): "
+        "log n lifts direct extrapolation and NTK-aware at 8× but not Position Interpolation, whose problem is "
+        "crowded neighbours, not diluted attention; ReRoPE keeps more than any scaling method, and with log n "
+        "it is as accurate at 8× as at L."
+    ).format(logn=cite("logn"), rerope=cite("rerope"), su_length=f"{lesson.SU_TRAIN_LENGTH:,}"))
+    st.latex(r"q_i \to \max\!\Big(1, \frac{\ln (i+1)}{\ln L}\Big)\, q_i \qquad "
+             r"\text{ReRoPE: } i-j \to \min(i-j,\ w) \qquad "
+             r"\text{Leaky: } i-j \to \begin{cases} i-j & i-j < w \\ w + (i-j-w)/k & \text{else} \end{cases}")
+
+    st.header(_("Su's table beside the toy"))
+    st.markdown(_(
+        "Su Jianlin trained a 100 M-parameter model at {train} tokens and measured next-token accuracy at {test} "
+        "({beta}, {rerope}). The toy runs the same methods at the same ratio, {scale}×. The absolute numbers "
+        "differ (a different model, tokenizer and text); compare the order of the rows and how much of its "
+        "accuracy at the training length each method keeps."
+    ).format(beta=cite("su_beta_base"), rerope=cite("rerope"), train=f"{lesson.SU_TRAIN_LENGTH:,}",
+             test=f"{lesson.SU_TEST_LENGTH:,}", scale=lesson.SU_TEST_LENGTH // lesson.SU_TRAIN_LENGTH))
+    page.figure("su")
 
     st.header(_("Where does it go wrong?"))
     st.markdown(_(
@@ -179,8 +231,10 @@ if record is not None:
         st.markdown(_(
             "{source} found that Position Interpolation, poor without training, recovers after a short fine-tune "
             "at the new length, because it never asks the model for angles it has not seen. A copy of the model is "
-            "fine-tuned at L′ with each chosen method (the original stays as trained)."
+            "fine-tuned at L′ with each chosen method (the original stays as trained), and its accuracy at L′ is "
+            "measured along the way: the curve shows how many steps each method needs."
         ).format(source=cite("pi", "§3")))
+        page.figure("fine-tune-curve")
         page.figure("fine-tune")
 
 st.header(_("What the model sees of position"))

@@ -18,6 +18,19 @@ Position handling (``ModelConfig.position``):
 - ``alibi``: a fixed bias −slope_h·(i−j) added to attention scores (Press et al. 2022).
 - ``t5``: a learned bias per head and relative-distance bucket, shared by all layers (Raffel
   et al. 2020), with causal (one-directional) buckets.
+- ``xl``: Transformer-XL's relative attention (Dai et al. 2019, §3.3): the score of query i and
+  key j is (qᵢ + u)·kⱼ + (qᵢ + v)·W_R R_{i−j}, with R the sinusoid of the distance (base
+  ``rope_base``), W_R a per-layer projection and u, v trainable; the second term enters
+  ``F.scaled_dot_product_attention`` as its additive mask.
+- ``deberta``: DeBERTa's disentangled attention (He et al. 2021, §3.1): content–content plus
+  content-to-position Qᶜᵢ·Kʳ_δ(i,j) and position-to-content Kᶜⱼ·Qʳ_δ(j,i), over relative
+  embeddings P (2k rows, shared by all layers) projected per layer, δ the distance clipped at
+  k = L, everything divided by √(3d). (The relative part only: no enhanced mask decoder.)
+
+RoPE models can also be run with the inference-time tricks of Su Jianlin's posts (set with
+``set_rope``): log-n scaling, each query multiplied by max(1, log_L n) with n the number of
+keys it sees, and ReRoPE / Leaky ReRoPE, relative positions i − j inside a window w and w
+(or w + (i − j − w)/k) beyond it, computed exactly with two score matrices.
 """
 
 from __future__ import annotations
@@ -32,7 +45,8 @@ from torch import nn
 
 from i18n import N_
 from pe_core.biases import alibi_slopes, t5_relative_bucket
-from pe_core.family import sinusoidal_encoding
+from pe_core.family import clipped_log_n_scale, sinusoidal_encoding
+from pe_core.relative import deberta_index, sinusoid_table
 from pe_core.rope import RopeSpec, default_inv_freq, rope_frequencies, rotation_angles, wavelengths
 
 
@@ -41,7 +55,7 @@ class EncodingDef(NamedTuple):
 
     title: str  # N_()-marked
     reference: str  # the source that introduced it (a key of the References page)
-    uses_base: bool = False  # reads ``rope_base`` (RoPE's and the sinusoidal table's b)
+    uses_base: bool = False  # reads ``rope_base`` (RoPE's, the sinusoidal table's and Transformer-XL's b)
     scalable: bool = False  # has RoPE scaling methods (evaluated per method, fine-tunable)
 
 
@@ -52,6 +66,8 @@ ENCODINGS: dict[str, EncodingDef] = {
     "rope": EncodingDef(N_("RoPE"), "roformer", uses_base=True, scalable=True),
     "alibi": EncodingDef(N_("ALiBi"), "alibi"),
     "t5": EncodingDef(N_("T5 relative bias"), "t5"),
+    "xl": EncodingDef(N_("Transformer-XL relative"), "transformer_xl", uses_base=True),
+    "deberta": EncodingDef(N_("DeBERTa disentangled"), "deberta"),
 }
 POSITION_ENCODINGS = tuple(ENCODINGS)
 ENCODING_TITLES = {name: encoding.title for name, encoding in ENCODINGS.items()}
@@ -67,10 +83,11 @@ class ModelConfig:
     train_length: int = 64  # the sequence length the model is trained at (L)
     max_positions: int = 4096  # rows of the learned position table (only ``learned`` uses it)
     position: str = "rope"
-    rope_base: float = 10000.0  # also the base of the sinusoidal encoding
+    rope_base: float = 10000.0  # also the base of the sinusoidal encoding and of Transformer-XL's R
     rope_pairing: str = "half"
     t5_num_buckets: int = 32
     t5_max_distance: int | None = None  # None: the training length (so every bucket is trained), ≥ num_buckets
+    deberta_span: int | None = None  # DeBERTa's k (2k relative embeddings); None: the training length
     dropout: float = 0.0
     head_size: int | None = None  # None: d_model / n_head; else heads × head_size may differ from d_model
 
@@ -89,8 +106,10 @@ class ModelConfig:
             raise ValueError(f"head_size must be a positive integer (got {self.head_size!r}).")
         if self.position == "rope" and self.head_dim % 2:
             raise ValueError(f"RoPE rotates pairs, so the head size must be even (got {self.head_dim}).")
-        if self.position == "sinusoidal" and self.d_model % 2:
-            raise ValueError(f"The sinusoidal encoding needs an even d_model (got {self.d_model}).")
+        if self.position in ("sinusoidal", "xl") and self.d_model % 2:
+            raise ValueError(f"Sinusoids come in sin/cos pairs, so d_model must be even (got {self.d_model}).")
+        if self.deberta_span is not None and (not isinstance(self.deberta_span, int) or self.deberta_span < 1):
+            raise ValueError(f"deberta_span must be a positive integer (got {self.deberta_span!r}).")
         if self.max_positions < self.train_length:
             raise ValueError("max_positions must be at least the training length.")
 
@@ -102,6 +121,11 @@ class ModelConfig:
     def attention_width(self) -> int:
         """Heads × head size: the width of queries, keys and values."""
         return self.n_head * self.head_dim
+
+    @property
+    def span(self) -> int:
+        """DeBERTa's k: distances from −k to k − 1 have their own relative embedding, farther ones share the ends."""
+        return self.deberta_span or self.train_length
 
     def default_rope(self) -> RopeSpec:
         """Plain RoPE with this model's head size and base, trained at ``train_length``."""
@@ -118,11 +142,16 @@ def t5_buckets_by_distance(config: ModelConfig, length: int) -> torch.Tensor:
                               max_distance=max_distance)
 
 
+def deberta_rows_by_distance(config: ModelConfig, length: int) -> torch.Tensor:
+    """DeBERTa's row δ(i, j) of the relative embeddings for each distance i − j = 0 .. length−1 (clipped at k)."""
+    return deberta_index(torch.arange(length), config.span)
+
+
 def position_wavelengths(config: ModelConfig) -> torch.Tensor | None:
-    """λ = 2π/θ of each rotating pair (RoPE) or sin/cos pair (sinusoidal); None for other encodings."""
+    """λ = 2π/θ of each rotating pair (RoPE) or sin/cos pair (sinusoidal, Transformer-XL's R); else None."""
     if config.position == "rope":
         return wavelengths(rope_frequencies(config.default_rope()).inv_freq)
-    if config.position == "sinusoidal":
+    if config.position in ("sinusoidal", "xl"):
         return wavelengths(default_inv_freq(config.rope_base, config.d_model))
     return None
 
@@ -150,28 +179,82 @@ def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, pairing: str) 
 
 
 class Rotary(nn.Module):
-    """cos/sin of RoPE's angles for the current spec and sequence length (cached per length)."""
+    """cos/sin of RoPE's angles for the current spec and sequence length (cached per length), and the
+    inference-time tricks that go with them: log-n scaling and the ReRoPE window."""
 
-    def __init__(self, spec: RopeSpec, pairing: str):
+    def __init__(self, spec: RopeSpec, pairing: str, train_length: int | None = None):
         super().__init__()
         self.pairing = pairing
         self.spec = spec
+        self.train_length = train_length or spec.original_max_position_embeddings
+        self.logn = False  # queries × max(1, log_L n)
+        self.window: int | None = None  # ReRoPE's w: relative positions beyond it are rectified
+        self.leak: float | None = None  # Leaky ReRoPE's k (slope 1/k beyond w); None: ReRoPE (constant w)
         self._cache: dict = {}
 
-    def set_spec(self, spec: RopeSpec) -> None:
-        self.spec = spec
+    def set_spec(self, spec: RopeSpec, *, logn: bool = False, window: int | None = None,
+                 leak: float | None = None) -> None:
+        if window is not None and not (isinstance(window, int) and 1 <= window):
+            raise ValueError(f"The ReRoPE window must be a positive whole number of positions (got {window!r}).")
+        if leak is not None and (window is None or not leak >= 1):
+            raise ValueError("Leaky ReRoPE needs a window and a k ≥ 1 (the slope beyond the window is 1/k).")
+        self.spec, self.logn, self.window, self.leak = spec, logn, window, leak
         self._cache.clear()
+
+    def angles_cos_sin(self, positions: torch.Tensor, length: int, device: torch.device,
+                       dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+        """cos/sin at any (also fractional) positions, with the frequencies for a sequence of ``length``."""
+        frequencies = rope_frequencies(self.spec, seq_len=length)
+        angles = rotation_angles(frequencies.inv_freq, positions)  # float64: exact angles
+        factor = frequencies.attention_factor
+        # float64 is computed on the CPU and cast there: MPS has no float64
+        cos, sin = (angles.cos() * factor).to(dtype), (angles.sin() * factor).to(dtype)
+        return cos.to(device), sin.to(device)
 
     def cos_sin(self, length: int, device: torch.device, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
         key = (length, device, dtype)
         if key not in self._cache:
-            frequencies = rope_frequencies(self.spec, seq_len=length)
-            angles = rotation_angles(frequencies.inv_freq, range(length))  # float64: exact angles
-            factor = frequencies.attention_factor
-            # float64 is computed on the CPU and cast there: MPS has no float64
-            cos, sin = (angles.cos() * factor).to(dtype), (angles.sin() * factor).to(dtype)
-            self._cache = {key: (cos.to(device), sin.to(device))}
+            self._cache = {key: self.angles_cos_sin(torch.arange(length), length, device, dtype)}
         return self._cache[key]
+
+    def logn_scale(self, length: int, device: torch.device, dtype: torch.dtype) -> torch.Tensor:
+        """[length, 1]: max(1, log_L n) for the query at position n − 1, which sees n keys (Su 2021)."""
+        scale = clipped_log_n_scale(torch.arange(1, length + 1), self.train_length)
+        return scale.to(dtype).to(device)[:, None]
+
+
+def rectified_scores(q: torch.Tensor, k: torch.Tensor, rotary: Rotary) -> torch.Tensor:
+    """ReRoPE / Leaky ReRoPE attention logits (before 1/√d and the causal mask), as in Su 2023.
+
+    Two score matrices: a⁽¹⁾ with plain RoPE, and a⁽²⁾ with the query rotated to position
+    (i − w)/k + w and the key to j/k (ReRoPE: the query to w, the key not at all), so that
+    a⁽²⁾ sees the relative position w + (i − j − w)/k (ReRoPE: w). a⁽¹⁾ where i − j < w, else a⁽²⁾.
+    ``q`` and ``k`` are unrotated, [..., T, d].
+    """
+    length = q.shape[-2]
+    device, dtype = q.device, q.dtype
+    positions = torch.arange(length, dtype=torch.float64)
+    window, leak = rotary.window, rotary.leak
+    cos, sin = rotary.cos_sin(length, device, dtype)
+    inside = rotate(q, cos, sin, rotary.pairing) @ rotate(k, cos, sin, rotary.pairing).transpose(-1, -2)
+    if leak is None:
+        query_positions, key_positions = torch.full_like(positions, float(window)), torch.zeros_like(positions)
+    else:
+        query_positions, key_positions = (positions - window) / leak + window, positions / leak
+    q_far = rotate(q, *rotary.angles_cos_sin(query_positions, length, device, dtype), rotary.pairing)
+    k_far = rotate(k, *rotary.angles_cos_sin(key_positions, length, device, dtype), rotary.pairing)
+    distance = (positions[:, None] - positions[None, :]).to(device)
+    return torch.where(distance < window, inside, q_far @ k_far.transpose(-1, -2))
+
+
+class Positions(NamedTuple):
+    """What attention needs to know about position, made once per forward pass for every layer."""
+
+    rotary: Rotary | None = None
+    bias: torch.Tensor | None = None  # [heads, T, T] additive (ALiBi, T5), −inf above the diagonal
+    table: torch.Tensor | None = None  # Transformer-XL: R_r for r = 0 .. T−1; DeBERTa: the 2k relative embeddings
+    index: torch.Tensor | None = None  # [T, T] row of ``table`` for query i and key j (XL: i − j; DeBERTa: δ(i, j))
+    future: torch.Tensor | None = None  # [T, T] True above the diagonal
 
 
 class CausalSelfAttention(nn.Module):
@@ -181,21 +264,65 @@ class CausalSelfAttention(nn.Module):
         self.qkv = nn.Linear(config.d_model, 3 * config.attention_width, bias=False)
         self.out = nn.Linear(config.attention_width, config.d_model, bias=False)
         self.dropout = config.dropout
+        self.position = config.position
+        if self.position == "xl":  # W_{k,R} and the global content and position biases u, v of §3.3
+            self.xl_w_r = nn.Linear(config.d_model, config.attention_width, bias=False)
+            self.xl_u = nn.Parameter(torch.zeros(config.n_head, 1, config.head_dim))
+            self.xl_v = nn.Parameter(torch.zeros(config.n_head, 1, config.head_dim))
+        elif self.position == "deberta":  # the projections of the relative embeddings, W_{q,r} and W_{k,r}
+            self.deberta_q_r = nn.Linear(config.d_model, config.attention_width, bias=False)
+            self.deberta_k_r = nn.Linear(config.d_model, config.attention_width, bias=False)
 
-    def forward(self, x: torch.Tensor, rotary: Rotary | None, bias: torch.Tensor | None) -> torch.Tensor:
+    def _heads(self, x: torch.Tensor) -> torch.Tensor:
+        """[rows, heads × d] → [heads, rows, d]."""
+        return x.view(x.shape[0], self.n_head, self.head_dim).transpose(0, 1)
+
+    def forward(self, x: torch.Tensor, where: Positions) -> torch.Tensor:
         batch, length, _width = x.shape
         q, k, v = self.qkv(x).view(batch, length, 3, self.n_head, self.head_dim).permute(2, 0, 3, 1, 4)
-        if rotary is not None:
+        dropout = self.dropout if self.training else 0.0
+        rotary = where.rotary
+        if rotary is not None and rotary.window is not None and length > rotary.window:
+            y = self._rectified(q, k, v, rotary)
+        elif rotary is not None:
             # rotated in float32 even under bf16 autocast: low-precision angles blur positions
             cos, sin = rotary.cos_sin(length, x.device, torch.float32)
-            q = rotate(q.float(), cos, sin, rotary.pairing).to(v.dtype)
+            q = rotate(q.float(), cos, sin, rotary.pairing)
             k = rotate(k.float(), cos, sin, rotary.pairing).to(v.dtype)
-        dropout = self.dropout if self.training else 0.0
-        if bias is None:
+            if rotary.logn:
+                q = q * rotary.logn_scale(length, x.device, torch.float32)
+            y = F.scaled_dot_product_attention(q.to(v.dtype), k, v, is_causal=True, dropout_p=dropout)
+        elif self.position == "xl":
+            # (qᵢ + v)·W_R R_{i−j}: against every distance once, then gathered per (i, j)
+            keys_r = self._heads(self.xl_w_r(where.table.to(x.dtype)))  # [heads, T, d]
+            position = ((q + self.xl_v) @ keys_r.transpose(-1, -2)).gather(-1, where.index.expand(batch, self.n_head,
+                                                                                                length, length))
+            mask = (position / math.sqrt(self.head_dim)).masked_fill(where.future, float("-inf")).to(v.dtype)
+            y = F.scaled_dot_product_attention((q + self.xl_u).to(v.dtype), k, v, attn_mask=mask, dropout_p=dropout)
+        elif self.position == "deberta":
+            scale = 1 / math.sqrt(3 * self.head_dim)
+            table = where.table.to(x.dtype)
+            index = where.index.expand(batch, self.n_head, length, length)
+            content_position = (q @ self._heads(self.deberta_k_r(table)).transpose(-1, -2)).gather(-1, index)
+            position_content = (k @ self._heads(self.deberta_q_r(table)).transpose(-1, -2)).gather(-1, index)
+            mask = (content_position + position_content.transpose(-1, -2)) * scale
+            mask = mask.masked_fill(where.future, float("-inf")).to(v.dtype)
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout, scale=scale)
+        elif where.bias is None:
             y = F.scaled_dot_product_attention(q, k, v, is_causal=True, dropout_p=dropout)
         else:  # the bias already holds −inf above the diagonal
-            y = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, dropout_p=dropout)
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=where.bias, dropout_p=dropout)
         return self.out(y.transpose(1, 2).reshape(batch, length, self.n_head * self.head_dim))
+
+    def _rectified(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rotary: Rotary) -> torch.Tensor:
+        """Attention with ReRoPE's rectified positions (evaluation: no dropout, no fused kernel)."""
+        length = q.shape[-2]
+        q, k = q.float(), k.float()
+        if rotary.logn:
+            q = q * rotary.logn_scale(length, q.device, torch.float32)
+        scores = rectified_scores(q, k, rotary) / math.sqrt(self.head_dim)
+        future = torch.ones(length, length, dtype=torch.bool, device=q.device).triu(1)
+        return (scores.masked_fill(future, float("-inf")).softmax(-1) @ v.float()).to(v.dtype)
 
 
 class Block(nn.Module):
@@ -208,8 +335,8 @@ class Block(nn.Module):
             nn.Linear(config.d_model, 4 * config.d_model), nn.GELU(), nn.Linear(4 * config.d_model, config.d_model)
         )
 
-    def forward(self, x: torch.Tensor, rotary: Rotary | None, bias: torch.Tensor | None) -> torch.Tensor:
-        x = x + self.attention(self.norm_attention(x), rotary, bias)
+    def forward(self, x: torch.Tensor, where: Positions) -> torch.Tensor:
+        x = x + self.attention(self.norm_attention(x), where)
         return x + self.mlp(self.norm_mlp(x))
 
 
@@ -222,7 +349,10 @@ class TinyTransformer(nn.Module):
             nn.Embedding(config.max_positions, config.d_model) if config.position == "learned" else None
         )
         self.t5_bias = nn.Embedding(config.t5_num_buckets, config.n_head) if config.position == "t5" else None
-        self.rotary = Rotary(config.default_rope(), config.rope_pairing) if config.position == "rope" else None
+        # DeBERTa's P: one table of 2k relative embeddings shared by every layer (each projects it its own way)
+        self.deberta_table = nn.Embedding(2 * config.span, config.d_model) if config.position == "deberta" else None
+        self.rotary = (Rotary(config.default_rope(), config.rope_pairing, config.train_length)
+                       if config.position == "rope" else None)
         self.blocks = nn.ModuleList(Block(config) for _ in range(config.n_layer))
         self.norm_final = nn.LayerNorm(config.d_model)
         self.lm_head = nn.Linear(config.d_model, config.vocab_size, bias=False)
@@ -234,6 +364,7 @@ class TinyTransformer(nn.Module):
                 nn.init.normal_(parameter, std=0.02 / math.sqrt(2 * config.n_layer))
         if self.t5_bias is not None:
             nn.init.zeros_(self.t5_bias.weight)
+        self._tables: dict = {}
 
     @staticmethod
     def _init_weights(module: nn.Module) -> None:
@@ -242,14 +373,16 @@ class TinyTransformer(nn.Module):
         if isinstance(module, nn.Linear) and module.bias is not None:
             nn.init.zeros_(module.bias)
 
-    def set_rope(self, spec: RopeSpec | None) -> None:
-        """Use ``spec``'s frequencies from now on (None: the plain RoPE the model was trained with)."""
+    def set_rope(self, spec: RopeSpec | None, *, logn: bool = False, window: int | None = None,
+                 leak: float | None = None) -> None:
+        """Use ``spec``'s frequencies from now on (None: the plain RoPE the model was trained with), optionally
+        with log-n scaling and ReRoPE's window ``window`` (Leaky ReRoPE: with slope 1/``leak`` beyond it)."""
         if self.rotary is None:
             raise ValueError(f"set_rope needs a RoPE model (this one uses {self.config.position!r}).")
         spec = spec or self.config.default_rope()
         if spec.head_dim != self.config.head_dim:
             raise ValueError(f"The spec's head_dim ({spec.head_dim}) must equal the model's ({self.config.head_dim}).")
-        self.rotary.set_spec(spec)
+        self.rotary.set_spec(spec, logn=logn, window=window, leak=leak)
 
     @property
     def rope_spec(self) -> RopeSpec | None:
@@ -271,6 +404,26 @@ class TinyTransformer(nn.Module):
             bias = self.t5_bias(buckets).permute(2, 0, 1).to(dtype)
         return bias.masked_fill(future, float("-inf"))
 
+    def positions(self, length: int, device: torch.device, dtype: torch.dtype) -> Positions:
+        """What every layer's attention needs about position for a sequence of ``length``."""
+        c = self.config
+        if c.position == "rope":
+            return Positions(rotary=self.rotary)
+        if c.position not in ("xl", "deberta"):
+            return Positions(bias=self.attention_bias(length, device, dtype))
+        key = (length, device)
+        if key not in self._tables:  # the distances of a length, and XL's sinusoids of them (fixed, so cached)
+            positions = torch.arange(length)
+            distance = positions[:, None] - positions[None, :]  # i − j
+            if c.position == "xl":
+                table, index = sinusoid_table(positions, c.d_model, c.rope_base).float(), distance.clamp(min=0)
+            else:
+                table, index = None, deberta_index(distance, c.span)
+            future = distance < 0
+            self._tables = {key: (None if table is None else table.to(device), index.to(device), future.to(device))}
+        table, index, future = self._tables[key]
+        return Positions(table=self.deberta_table.weight if table is None else table, index=index, future=future)
+
     def forward(self, idx: torch.Tensor) -> torch.Tensor:
         """Logits [batch, T, vocab] for token ids [batch, T]."""
         length = idx.shape[1]
@@ -284,9 +437,9 @@ class TinyTransformer(nn.Module):
         elif self.config.position == "sinusoidal":
             table = sinusoidal_table(length, self.config.d_model, self.config.rope_base).to(x.dtype).to(x.device)
             x = x * math.sqrt(self.config.d_model) + table
-        bias = self.attention_bias(length, x.device, x.dtype)
+        where = self.positions(length, x.device, x.dtype)
         for block in self.blocks:
-            x = block(x, self.rotary, bias)
+            x = block(x, where)
         return self.lm_head(self.norm_final(x))
 
     def token_losses(self, idx: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
@@ -303,9 +456,15 @@ def parameter_count(config: ModelConfig) -> int:
     width = config.d_model
     inner = config.attention_width
     per_block = 4 * width * inner + 2 * (4 * width * width) + 4 * width + width + 2 * (2 * width)  # attn, mlp, norms
+    if config.position == "xl":
+        per_block += width * inner + 2 * inner  # W_{k,R}, u, v
+    if config.position == "deberta":
+        per_block += 2 * width * inner  # W_{q,r}, W_{k,r}
     count = config.vocab_size * width + config.n_layer * per_block + 2 * width  # tied embedding, final norm
     if config.position == "learned":
         count += config.max_positions * width
     if config.position == "t5":
         count += config.t5_num_buckets * config.n_head
+    if config.position == "deberta":
+        count += 2 * config.span * width
     return count

@@ -38,12 +38,50 @@ def test_figures_of_a_stored_run_and_the_cheap_ones_without_one(tmp_path, monkey
         figures = lesson.LESSON.all_figures(settings)  # compute trains (as the export CLI does) and stores
         assert service.store.count() == 1 and lesson.LESSON.stored(settings) is not None
         record = lesson.LESSON.stored(settings)
-        seeds = figures["seeds"]
+        seeds = figures["methods-seeds"]
         assert [t.meta for t in seeds.data[:3]] == [{"method": "direct"}, {"method": "ntk"}, {"method": "yarn"}]
         assert seeds.data[1].x[0] == pytest.approx(record.result("ntk", 32).mean_accuracy)
+        (rope, *marks) = figures["seeds"].data  # each encoding once, in its own look
+        assert rope.meta == {"encoding": "rope"} and rope.x[0] == pytest.approx(record.result("direct", 32).mean_accuracy)
         assert list(figures["per-length"].data[0].y) == pytest.approx(
             [record.result("direct", n).mean_accuracy for n in (16, 32)])
         assert "1 seeds" not in figures["per-length"].layout.title.text
+        # the encodings table: each encoding once, with its training cost
+        header, rows = figures["table"].data[0].header.values, figures["table"].data[0].cells.values
+        assert list(header[-2:]) == ["<b>train tokens/s</b>", "<b>memory, MiB</b>"]
+        assert list(rows[0]) == ["RoPE, direct extrapolation"] and list(rows[1]) == ["1"]
+        assert list(rows[-2]) == [f"{record.cost.tokens_per_s / 1000:.1f}k"]
+        assert list(rows[-1]) == [f"{record.cost.memory_bytes / 2**20:.1f}*"]  # counted (a CPU run)
+        methods = figures["methods-table"].data[0].cells.values
+        assert list(methods[0]) == ["Direct extrapolation", "NTK-aware", "YaRN, 10 fine-tuning steps"]
+        assert methods[3][1] == f"{100 * record.result('ntk', 32).mean_accuracy:.1f} ± 0.0"
+        # Su's published numbers beside the toy's, for the methods this run measured
+        su = figures["su"].data[0].cells.values
+        assert su[0][0] == "Direct extrapolation" and list(su[1][:2]) == ["Baseline", "Baseline-log n *"]
+        assert su[2][0] == "49.41" and su[3][0] == "23.16"
+        assert su[5][0] == f"{100 * record.result('direct', 32).mean_accuracy:.1f} ± 0.0"  # 2× is this run's longest
+        assert su[5][1] == "–" and su[5][4] == f"{100 * record.result('ntk', 32).mean_accuracy:.1f} ± 0.0"
+        assert "49.40 rather than 49.41" in lesson.LESSON.caption("su", settings)
+        # accuracy along the fine-tune: YaRN, measured before, at the checkpoints and at the end
+        (curve, target) = figures["fine-tune-curve"].data
+        tune = record.fine_tune("yarn")
+        assert curve.meta == {"method": "yarn"} and list(curve.x) == [0, 1, 2, 5, 8, 10]
+        assert list(curve.y) == pytest.approx([c.accuracy for c in tune.curve])
+        assert curve.y[0] == pytest.approx(tune.before.mean_accuracy) and curve.y[-1] == pytest.approx(tune.after.mean_accuracy)
+        assert list(target.y) == pytest.approx([record.result("direct", 16).mean_accuracy] * 2)
     finally:
         use_service(previous)
         lesson.LESSON.clear_caches()
+
+
+def test_every_encoding_draws_how_it_sees_position_without_training():
+    from pe_core.model import ENCODINGS
+
+    titles = {}
+    for encoding in ENCODINGS:
+        settings = lesson.Settings.from_mapping({"enc": encoding})
+        figure = lesson.LESSON.figure("position", settings)
+        titles[encoding] = figure.layout.title.text
+    assert "Transformer-XL's R" in titles["xl"] and "(width 64, base 50)" in titles["xl"]
+    deberta = lesson.LESSON.figure("position", lesson.Settings.from_mapping({"enc": "deberta"}))
+    assert "k = 64" in titles["deberta"] and list(deberta.data[0].y[:2]) == [64, 65] and deberta.data[0].y[-1] == 127

@@ -1,4 +1,5 @@
-"""The tiny transformer: shapes, causality, and position handling equal to pe_core's maths."""
+"""The tiny transformer: shapes, causality, and position handling equal to pe_core's maths (Transformer-XL and
+DeBERTa equal to pe_core.relative's decompositions, ReRoPE to pe_core.family's rectified positions)."""
 
 from __future__ import annotations
 
@@ -7,14 +8,20 @@ import math
 import pytest
 import torch
 
+from pe_core import relative
 from pe_core.biases import alibi_bias, t5_relative_bucket
+from pe_core.family import leaky_rerope_positions, relative_distances, rerope_positions
 from pe_core.methods import method_setup
 from pe_core.model import (
     POSITION_ENCODINGS,
     ModelConfig,
+    Positions,
     Rotary,
     TinyTransformer,
+    deberta_rows_by_distance,
     parameter_count,
+    position_wavelengths,
+    rectified_scores,
     rotate,
     sinusoidal_table,
 )
@@ -203,3 +210,137 @@ def test_parameter_count_formula_matches_the_built_model(position):
 def test_invalid_configs_are_explained(changes, message):
     with pytest.raises(ValueError, match=message):
         ModelConfig(**changes)
+
+
+# --- Transformer-XL and DeBERTa: the same scores as pe_core.relative's four-term decompositions ------------
+
+
+def _attention_input_and_output(model: TinyTransformer, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    captured = {}
+    attention = model.blocks[0].attention
+    attention.register_forward_hook(lambda module, args, out: captured.update(x=args[0], y=out))
+    model(ids)
+    return captured["x"][0].double(), captured["y"][0].double()
+
+
+def _expected_output(attention, x: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+    """softmax(causal scores)·V, projected: what one head of attention gives for these logits."""
+    width = attention.n_head * attention.head_dim
+    v = x @ attention.qkv.weight[2 * width:].double().T
+    future = torch.ones_like(scores, dtype=torch.bool).triu(1)
+    weights = scores.masked_fill(future, float("-inf")).softmax(-1)
+    return (weights @ v) @ attention.out.weight.double().T
+
+
+def _scheme_parameters(x: torch.Tensor, attention, **tables) -> relative.SchemeParameters:
+    width = attention.n_head * attention.head_dim
+    weight = attention.qkv.weight.detach().double()
+    unused = torch.zeros(1, 1, dtype=torch.float64)
+    values = {name: unused for name in relative.SchemeParameters._fields}
+    values.update(x=x, p=torch.zeros_like(x), w_q=weight[:width].T, w_k=weight[width: 2 * width].T, **tables)
+    return relative.SchemeParameters(**values)
+
+
+def test_transformer_xl_attention_is_dai_et_als_four_terms():
+    model = tiny("xl", n_head=1, n_layer=1, d_model=16, rope_base=10000.0)
+    attention = model.blocks[0].attention
+    with torch.no_grad():
+        for parameter in (attention.xl_u, attention.xl_v):
+            parameter.normal_(generator=torch.Generator().manual_seed(4))
+        attention.qkv.weight.mul_(20)  # sharpen attention, so a wrong term would show
+    x, y = _attention_input_and_output(model, _random_ids(1, 24))
+    params = _scheme_parameters(x.detach(), attention, xl_w_r=attention.xl_w_r.weight.detach().double().T,
+                                xl_u=attention.xl_u.detach().double().flatten(),
+                                xl_v=attention.xl_v.detach().double().flatten())
+    terms = relative.xl_terms(params)  # sinusoid R of base 10,000 over the width, as the model's
+    assert_close(y.detach(), _expected_output(attention, x.detach(), terms.total / math.sqrt(16)), atol=1e-5)
+
+
+def test_deberta_attention_is_he_et_als_disentangled_terms():
+    model = tiny("deberta", n_head=1, n_layer=1, d_model=16, train_length=8)
+    attention = model.blocks[0].attention
+    with torch.no_grad():
+        attention.qkv.weight.mul_(20)
+        model.deberta_table.weight.mul_(30)
+    x, y = _attention_input_and_output(model, _random_ids(1, 24))  # 3× the span k = 8: clipped distances too
+    params = _scheme_parameters(x.detach(), attention, deberta_rel=model.deberta_table.weight.detach().double(),
+                                deberta_w_qr=attention.deberta_q_r.weight.detach().double().T,
+                                deberta_w_kr=attention.deberta_k_r.weight.detach().double().T)
+    terms = relative.deberta_terms(params)
+    assert terms.content_position.abs().max() > 0.1 and terms.position_content.abs().max() > 0.1
+    assert_close(y.detach(), _expected_output(attention, x.detach(), terms.total / math.sqrt(3 * 16)), atol=1e-5)
+
+
+def test_deberta_rows_clip_at_the_span_and_the_position_figure_names_them():
+    config = ModelConfig(position="deberta", train_length=8)
+    assert deberta_rows_by_distance(config, 12).tolist() == [8, 9, 10, 11, 12, 13, 14, 15, 15, 15, 15, 15]
+    assert position_wavelengths(ModelConfig(position="xl", d_model=8, rope_base=100.0)).tolist() == pytest.approx(
+        [2 * math.pi * 100 ** (2 * i / 8) for i in range(4)])
+
+
+# --- inference-time tricks: log-n scaling, ReRoPE and Leaky ReRoPE --------------------------------------
+
+
+def _expected_rope_scores(q: torch.Tensor, k: torch.Tensor, relative_positions: torch.Tensor,
+                          inv_freq: torch.Tensor) -> torch.Tensor:
+    """Re Σ_p q̃_p conj(k̃_p) e^{i·P_ij·θ_p}: q_i rotated by P_ij against k_j (half-split pairs as complex numbers)."""
+    pairs = inv_freq.numel()
+    q_c, k_c = torch.complex(q[:, :pairs], q[:, pairs:]), torch.complex(k[:, :pairs], k[:, pairs:])
+    phase = torch.polar(torch.ones_like(relative_positions)[..., None], relative_positions[..., None] * inv_freq)
+    return (q_c[:, None, :] * k_c.conj()[None, :, :] * phase).real.sum(-1)
+
+
+@pytest.mark.parametrize("leak", [None, 4.0])
+def test_rerope_scores_are_the_rectified_relative_positions_exactly(leak):
+    length, window = 40, 10
+    spec = RopeSpec(head_dim=16, base=100.0, original_max_position_embeddings=16)
+    rotary = Rotary(spec, "half", train_length=16)
+    rotary.set_spec(spec, window=window, leak=leak)
+    q, k = torch.randn(2, length, 16, dtype=torch.float64, generator=torch.Generator().manual_seed(8))
+    scores = rectified_scores(q, k, rotary)
+    distance = relative_distances(length, causal=False)  # i − j
+    causal = distance >= 0
+    positions = (rerope_positions(distance, window) if leak is None
+                 else leaky_rerope_positions(distance.clamp(min=0), window, leak))
+    expected = _expected_rope_scores(q, k, positions, rope_frequencies(spec).inv_freq)
+    assert_close(scores[causal], expected[causal], atol=1e-10)
+    far = causal & (distance >= window)
+    plain = _expected_rope_scores(q, k, distance, rope_frequencies(spec).inv_freq)
+    assert (scores[far] - plain[far]).abs().max() > 1e-3  # beyond the window the positions really change
+
+
+def test_logn_scales_each_query_by_log_base_l_of_the_keys_it_sees():
+    model = tiny("rope", n_layer=1)
+    with torch.no_grad():
+        model.blocks[0].attention.qkv.weight.mul_(30)
+    ids = _random_ids(1, 32)
+    plain = model(ids)
+    model.set_rope(None, logn=True)
+    scaled = model(ids)
+    assert_close(scaled[:, :8], plain[:, :8])  # n ≤ L = 8: log_8 n ≤ 1, so the factor is 1
+    assert (scaled[:, 8:] - plain[:, 8:]).abs().max() > 1e-3
+    factors = model.rotary.logn_scale(32, torch.device("cpu"), torch.float64).flatten()
+    assert factors[:8].tolist() == [1.0] * 8 and factors[31] == pytest.approx(math.log(32) / math.log(8))
+    # the same as rotating q and k, then multiplying q_i by the factor and attending as usual
+    attention = model.blocks[0].attention
+    x = torch.randn(1, 32, 16, generator=torch.Generator().manual_seed(2))
+    q, k, v = attention.qkv(x).view(1, 32, 3, 2, 8).permute(2, 0, 3, 1, 4)
+    cos, sin = model.rotary.cos_sin(32, torch.device("cpu"), torch.float32)
+    q, k = rotate(q, cos, sin, "half") * factors.float()[:, None], rotate(k, cos, sin, "half")
+    weights = (q @ k.transpose(-1, -2) / math.sqrt(8)).masked_fill(torch.ones(32, 32).triu(1).bool(), -math.inf)
+    expected = attention.out((weights.softmax(-1) @ v).transpose(1, 2).reshape(1, 32, 16))
+    assert_close(attention(x, Positions(rotary=model.rotary)), expected, atol=1e-5)
+
+
+def test_rerope_within_its_window_is_plain_rope_and_bad_windows_are_explained():
+    model = tiny("rope", n_layer=1)
+    ids = _random_ids(1, 12)
+    plain = model(ids)
+    model.set_rope(None, window=12)
+    assert_close(model(ids), plain)  # every distance < w: nothing is rectified
+    model.set_rope(None, window=4, leak=1.0)  # slope 1: Leaky ReRoPE is plain RoPE again
+    assert_close(model(ids), plain, atol=1e-5)
+    with pytest.raises(ValueError, match="window"):
+        model.set_rope(None, window=0)
+    with pytest.raises(ValueError, match="k ≥ 1"):
+        model.set_rope(None, window=4, leak=0.5)

@@ -81,14 +81,23 @@ def test_a_finished_run_is_stored_and_shown_and_a_rerun_is_instant(fresh_service
     loss = figure_titled(at, "Training loss")
     assert list(loss["data"][0]["x"]) == list(range(1, 21))
     assert list(loss["data"][0]["y"]) == pytest.approx([p.loss for p in record.loss_curve])
-    table = figure_titled(at, "mean ± sd over seeds")["data"][0]
+    table = figure_titled(at, "RoPE past its training length")["data"][0]
     names, seeds, at_l, at_2l = table["cells"]["values"]
-    assert list(names) == ["RoPE + Direct extrapolation", "RoPE + Position Interpolation",
-                           "RoPE + Position Interpolation, 10 fine-tuning steps"]
+    assert list(names) == ["Direct extrapolation", "Position Interpolation",
+                           "Position Interpolation, 10 fine-tuning steps"]
     assert list(seeds) == ["1", "1", "1"]
     assert at_l[0] == f"{100 * record.result('direct', 16).mean_accuracy:.1f} ± 0.0" and at_l[0] == at_l[1]
-    chart = figure_titled(at, "Accuracy at the longest length")
+    encodings = figure_titled(at, "Every encoding")["data"][0]["cells"]["values"]
+    assert list(encodings[2]) == [at_l[0]] and list(encodings[-2]) == [f"{record.cost.tokens_per_s / 1000:.1f}k"]
+    assert list(encodings[-1]) == [f"{record.cost.memory_bytes / 2**20:.1f}*"]
+    su = figure_titled(at, "Su's published extrapolation table")["data"][0]["cells"]["values"]
+    assert list(su[2][:2]) == ["49.41", "49.40"] and su[4][0] == at_l[0]
+    curve = figure_titled(at, "along the fine-tune")["data"][0]
+    assert curve["meta"] == {"method": "pi"} and curve["x"][0] == 0 and curve["x"][-1] == 10
+    assert curve["y"][-1] == pytest.approx(record.fine_tunes[0].after.mean_accuracy)
+    chart = figure_titled(at, "RoPE at the longest length")
     assert [t["meta"]["method"] for t in chart["data"][:3]] == ["direct", "pi", "pi"]
+    assert figure_titled(at, "Accuracy at the longest length, every encoding")["data"][0]["meta"] == {"encoding": "rope"}
     assert chart["data"][2]["x"][0] == pytest.approx(record.fine_tunes[0].after.mean_accuracy)
     positions = figure_titled(at, "Loss at each position")
     assert [t["name"] for t in positions["data"][:2]] == ["RoPE + Direct extrapolation",

@@ -47,7 +47,7 @@ def check_round_trip(store) -> None:
     direct = sorted(r.accuracy for r in rows if (r.encoding, r.method, r.length, r.fine_tuned) == ("rope", "direct", 16,
                                                                                                    False))
     assert direct == pytest.approx([0.5 - 0.016, 0.6 - 0.016])
-    assert {r.method for r in rows if r.fine_tuned} == {"pi", "yarn"}
+    assert {r.method for r in rows if r.fine_tuned} == {"pi", "ntk", "yarn"}
     # claims: one owner at a time; a released claim can be taken
     assert store.claim(first.hash, "me") is None
     assert store.claim(first.hash, "other") == "me"

@@ -15,15 +15,19 @@ import torch
 
 from pe_core import data
 from pe_core.jobs import DONE, FAILED, QUEUED, RUNNING, STOPPED, JobLimiter, ServerBusy
+from pe_core.methods import METHODS
 from pe_core.model import ModelConfig
 from pe_core.train import (
     AS_TRAINED,
     FINE_TUNING,
+    INFERENCE_METHODS,
+    SCHEMA_VERSION,
     TRAINING,
     ExperimentConfig,
     ExperimentRun,
     Grid,
     Progress,
+    RecordError,
     RunRecord,
     TrainConfig,
     TrainingRun,
@@ -32,7 +36,13 @@ from pe_core.train import (
     open_store,
     run_experiment,
 )
-from pe_core.train.evaluate import method_spec
+from pe_core.train.__main__ import _parser as _cli_parser
+from pe_core.train.config import FINE_TUNABLE
+from pe_core.train.evaluate import evaluation_key, method_spec
+from pe_core.train.experiment import fine_tune_checkpoints
+from pe_core.train.loop import counting_saved_tensors
+from pe_core.train.published import SU_TABLE
+from pe_core.train.schema import MEMORY_COUNTED
 from pe_core.train.service import TrainingService
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -190,6 +200,44 @@ def test_scaling_methods_differ_past_the_training_length(trained_rope):
     assert trained_rope.model.rope_spec == trained_rope.model_config.default_rope()  # restored afterwards
 
 
+def test_one_registry_names_every_method_the_cli_and_the_fine_tunes_offer():
+    assert set(METHODS) < set(INFERENCE_METHODS)  # every scaling method, plus the inference-time tricks
+    assert {"direct_logn", "pi_logn", "ntk_logn", "rerope", "rerope_logn", "leaky_rerope"} <= set(INFERENCE_METHODS)
+    choices = next(a.choices for a in _cli_parser()._actions if a.dest == "methods")
+    assert tuple(choices) == tuple(INFERENCE_METHODS)
+    assert "dynamic" not in FINE_TUNABLE and not {m for m in FINE_TUNABLE if INFERENCE_METHODS[m].window}
+    assert {"pi", "ntk", "yarn"} <= set(FINE_TUNABLE) and "ntk_logn" not in FINE_TUNABLE
+    assert {row.method for row in SU_TABLE} <= set(ExperimentConfig().methods)  # the default runs Su's rows
+
+
+def test_log_n_and_rerope_change_only_what_they_should(trained_rope):
+    model = trained_rope.model
+    evaluation = evaluate(model, trained_rope.corpus, [16, 64], ("direct", "direct_logn", "rerope", "leaky_rerope"),
+                          tokens_per_length=512)
+    direct, logn = evaluation.get("direct", 16), evaluation.get("direct_logn", 16)
+    assert logn.loss.equal(direct.loss)  # n ≤ L: the factor is exactly 1
+    assert not evaluation.get("rerope", 16).loss.equal(direct.loss)  # w = L/2 < L: rectified already at L
+    for method in ("direct_logn", "rerope", "leaky_rerope"):  # past L every trick changes the losses
+        assert not evaluation.get(method, 64).loss.allclose(evaluation.get("direct", 64).loss, atol=1e-4), method
+    assert model.rotary.window is None and not model.rotary.logn  # the model is left as trained
+    # evaluations that are the same bit for bit share a key (and an experiment runs them once)
+    assert evaluation_key(model, "pi", 16) == evaluation_key(model, "direct", 16) == evaluation_key(
+        model, "ntk_logn", 16) == evaluation_key(model, "dynamic", 16)
+    assert evaluation_key(model, "pi", 64) != evaluation_key(model, "direct", 64)
+    assert evaluation_key(model, "direct_logn", 64) != evaluation_key(model, "direct", 64)
+    assert evaluation_key(model, "rerope", 16) != evaluation_key(model, "direct", 16)
+
+
+def test_saved_tensors_are_counted_once_per_storage_and_parameters_are_left_out():
+    layer = torch.nn.Linear(10, 10, bias=False)
+    x = torch.randn(100, 10, requires_grad=True)
+    counted: dict[int, int] = {}
+    with counting_saved_tensors(layer, counted):
+        y = layer(x).exp()  # the linear saves its input x (its weight is a parameter); exp saves its output
+        (y * 1.0).sum().backward()
+    assert sorted(counted.values()) == [4000, 4000]
+
+
 def test_other_encodings_are_evaluated_as_trained_and_stop_early():
     run = tiny_run("alibi", steps=2)
     list(run.steps())
@@ -326,7 +374,7 @@ def test_bad_experiments_are_explained(changes, message):
 
 def test_the_default_grid_is_every_encoding_times_five_seeds_rope_first():
     configs = Grid().configs()
-    assert len(configs) == 6 * 5 == len({c.hash for c in configs})
+    assert len(configs) == 8 * 5 == len({c.hash for c in configs})
     assert configs[0] == ExperimentConfig()
     assert {c.seed for c in configs} == {0, 1, 2, 3, 4} and len({c.family for c in configs}) == 1
 
@@ -338,6 +386,13 @@ def test_an_experiment_stopped_anywhere_resumes_to_the_same_record():
         ("direct", 16), ("pi", 16), ("dynamic", 16), ("direct", 32), ("pi", 32), ("dynamic", 32)]
     assert [f.method for f in straight.fine_tunes] == ["pi"] and len(straight.fine_tunes[0].loss_curve) == 2
     assert straight.fine_tunes[0].before == straight.result("pi", 32)
+    assert [c.step for c in straight.fine_tunes[0].curve] == [0, *fine_tune_checkpoints(2), 2] == [0, 1, 2]
+    assert straight.fine_tunes[0].curve[-1].accuracy == straight.fine_tunes[0].after.mean_accuracy
+    assert straight.result("pi", 16).loss == straight.result("direct", 16).loss  # s = 1: evaluated once
+    cost = straight.cost
+    assert cost.tokens_per_s > 0 and cost.memory_measure == MEMORY_COUNTED
+    assert cost.state_bytes == 4 * 4 * straight.parameters  # float32 weights, gradients, two AdamW moments
+    assert cost.memory_bytes == cost.activation_bytes + cost.state_bytes and cost.activation_bytes > 0
 
     experiment = ExperimentRun(config, device="cpu")
     phases = []
@@ -355,6 +410,37 @@ def test_an_experiment_stopped_anywhere_resumes_to_the_same_record():
     assert RunRecord.from_json(json.loads(json.dumps(resumed.to_json()))) == resumed
     with pytest.raises(ValueError, match="not finished"):
         ExperimentRun(config, device="cpu").record()
+
+
+def test_fine_tunes_are_measured_at_an_eighth_and_each_quarter():
+    assert fine_tune_checkpoints(100) == (12, 25, 50, 75) and fine_tune_checkpoints(200) == (25, 50, 100, 150)
+    assert fine_tune_checkpoints(1) == ()
+
+
+def test_a_schema_1_record_is_migrated_and_other_schemas_are_refused():
+    record = run_experiment(tiny_config(steps=2, fine_tune_steps=4), device="cpu")
+    old = record.to_json() | {"schema_version": 1}
+    del old["cost"]
+    for tune in old["fine_tunes"]:
+        del tune["curve"]
+    migrated = RunRecord.from_json(old)
+    assert migrated.cost is None and migrated.results == record.results  # "not measured", never guessed
+    (tune,) = migrated.fine_tunes
+    assert [(c.step, c.accuracy) for c in tune.curve] == [(0, tune.before.mean_accuracy),
+                                                        (4, tune.after.mean_accuracy)]
+    assert migrated.hash == record.hash and SCHEMA_VERSION == 2
+    for version in (None, 0, 3, "2"):
+        with pytest.raises(RecordError, match="record schema"):
+            RunRecord.from_json(record.to_json() | {"schema_version": version})
+
+
+def test_su_rows_trained_with_log_n_are_the_ones_whose_accuracy_at_512_differs():
+    trained = {row.at_train for row in SU_TABLE if row.trained_logn}
+    plain = {row.at_train for row in SU_TABLE if not row.trained_logn}
+    assert trained == {49.40} and plain == {49.41}  # what the page's caption says about Su's log n rows
+    by_label = {row.label: row for row in SU_TABLE}
+    assert (by_label["Baseline"].at_test, by_label["PI-RoPE"].at_test, by_label["NTK-RoPE"].at_test) == (
+        23.16, 13.54, 39.27)
 
 
 # --- the CLI -------------------------------------------------------------------------------------------------

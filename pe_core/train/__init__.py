@@ -3,7 +3,7 @@
 - ``pe_core.model``: the transformer and its position encodings (``ENCODINGS``);
 - ``config``: the experiment as data (``ExperimentConfig``, its hash, the default ``Grid``);
 - ``loop``: the one training loop (``TrainingRun``; fine-tuning is the same loop from a checkpoint);
-- ``evaluate``: per-position loss and accuracy at each length, for each RoPE scaling method;
+- ``evaluate``: per-position loss and accuracy at each length, for each method of ``INFERENCE_METHODS``;
 - ``experiment``: train → evaluate → fine-tune as a generator of ``Status`` records;
 - ``schema``: the JSON of a finished run (``RunRecord``), for the CLI and the store;
 - ``store``: the run store (SQLite by default, PostgreSQL for a shared server);
@@ -22,15 +22,15 @@ from pe_core.train.config import (
     TrainConfig,
     batch_size_for,
 )
-from pe_core.train.evaluate import AS_TRAINED, Evaluation, LengthResult, evaluate
+from pe_core.train.evaluate import AS_TRAINED, INFERENCE_METHODS, Evaluation, LengthResult, evaluate
 from pe_core.train.experiment import EVALUATING, FINE_TUNING, TRAINING, ExperimentRun, Status, run_experiment
 from pe_core.train.loop import Progress, TrainingRun, cpu_threads
-from pe_core.train.schema import SCHEMA_VERSION, FineTuneResult, MethodResult, RecordError, RunRecord
+from pe_core.train.schema import SCHEMA_VERSION, Checkpoint, Cost, FineTuneResult, MethodResult, RecordError, RunRecord
 from pe_core.train.store import RunStore, StoreError, open_store
 
 __all__ = [
-    "AS_TRAINED", "DEFAULT_GRID", "DEFAULT_SEEDS", "EVALUATING", "FINE_TUNABLE", "FINE_TUNING", "RESULTS_VERSION",
-    "SCHEMA_VERSION", "TRAINING", "Evaluation", "ExperimentConfig", "ExperimentRun", "FineTuneResult", "Grid",
+    "AS_TRAINED", "DEFAULT_GRID", "DEFAULT_SEEDS", "EVALUATING", "FINE_TUNABLE", "FINE_TUNING", "INFERENCE_METHODS",
+    "RESULTS_VERSION", "SCHEMA_VERSION", "TRAINING", "Checkpoint", "Cost", "Evaluation", "ExperimentConfig", "ExperimentRun", "FineTuneResult", "Grid",
     "LengthResult", "MethodResult", "Progress", "RecordError", "RunRecord", "RunStore", "Status", "StoreError",
     "TrainConfig", "TrainingRun", "batch_size_for", "cpu_threads", "evaluate", "main", "open_store",
     "run_experiment",

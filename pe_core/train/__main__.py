@@ -24,9 +24,9 @@ import torch
 
 from pe_core.train.config import DEFAULT_GRID, DEFAULT_SEEDS, ExperimentConfig, Grid
 from pe_core.train.experiment import Status
-from pe_core.train.schema import RunRecord, report_json
+from pe_core.train.schema import MEMORY_PEAK, RunRecord, report_json
 from pe_core.train.store import RunStore, StoreError, default_location, describe_location, open_store
-from pe_core.train.summary import markdown_table, seed_stats
+from pe_core.train.summary import cost_stats, markdown_table, seed_stats
 
 MANY = ("encoding", "seed")  # fields the CLI takes several values of (a grid)
 
@@ -61,7 +61,8 @@ def _parser() -> argparse.ArgumentParser:
                          help=f"store the default grid: every encoding × seeds {', '.join(map(str, DEFAULT_SEEDS))} "
                               "(the options above change its base config)")
     actions.add_argument("--table", action="store_true",
-                         help="print the stored runs' accuracy, mean ± sd over seeds, as a markdown table")
+                         help="print the stored runs' accuracy, mean ± sd over seeds, and each encoding's training "
+                              "cost, as a markdown table")
     actions.add_argument("--device", default=None, choices=("cpu", "cuda", "mps"),
                          help="where to train (default: the best available, or PE_DEVICE)")
     actions.add_argument("--quiet", action="store_true", help="no progress on stderr")
@@ -162,8 +163,16 @@ def main(argv: Sequence[str] | None = None) -> dict:
                 parser.error("--table reads the store; leave out --no-store.")
             base = configs[0]
             stats = seed_stats(store.results(base.family), base)
-            print(markdown_table(stats, base.train_length, base.fine_tune_steps))
-            return {"table": [s._asdict() for s in stats]}
+            costs = cost_stats(store.records(base.family), base)
+            print(markdown_table(stats, base.train_length, base.fine_tune_steps, costs))
+            unmeasured = sorted({(c.encoding, s) for c in costs for s in c.unmeasured})
+            if unmeasured:
+                print(f"\n{len(unmeasured)} run(s) were stored before costs were measured (record schema 1); "
+                      "their cost shows as –.", file=sys.stderr)
+            if any(c.seeds and c.measure != MEMORY_PEAK for c in costs):
+                print("\n* memory counted, not sampled: weights, gradients, AdamW state and the tensors autograd "
+                      "keeps for the backward pass of one step (a CUDA run reports torch.cuda.max_memory_allocated).")
+            return {"table": [s._asdict() for s in stats], "costs": [c._asdict() for c in costs]}
         records = run_all(configs, store, device=args.device, force=args.force, quiet=args.quiet)
     finally:
         if store is not None:

@@ -16,15 +16,16 @@ import math
 from dataclasses import dataclass, field
 
 from pe_core.data import EVAL_CHARACTERS_PER_LENGTH
-from pe_core.methods import METHODS
 from pe_core.model import ENCODINGS, ROPE_PAIRINGS, ModelConfig
+from pe_core.train.evaluate import AS_TRAINED, FINE_TUNABLE, INFERENCE_METHODS
 
 # Bump when a change to the model, the data, training or evaluation changes results: stored runs
 # of the old version then no longer match any config (they stay in the store, browsable).
 RESULTS_VERSION = 1
 TOKENS_PER_STEP = 2048  # batch size × training length, so a step costs about the same at every L
-FINE_TUNABLE = tuple(m for m in METHODS if m != "dynamic")  # dynamic NTK changes θ with the length, mid-sequence
 DEFAULT_SEEDS = (0, 1, 2, 3, 4)
+DEFAULT_METHODS = ("direct", "pi", "ntk", "dynamic", "yarn", "direct_logn", "pi_logn", "ntk_logn", "rerope",
+                   "rerope_logn", "leaky_rerope")
 
 
 def batch_size_for(train_length: int, tokens_per_step: int = TOKENS_PER_STEP) -> int:
@@ -91,9 +92,9 @@ class ExperimentConfig:
     learning_rate: float = _knob(6e-3, "peak learning rate (AdamW, warm-up then cosine)")
     seed: int = _knob(0, "seed of the initial weights and of the batches")
     multiples: tuple[int, ...] = _knob((1, 2, 4, 8), "evaluation lengths, as multiples of L")
-    methods: tuple[str, ...] = _knob(("direct", "pi", "ntk", "dynamic", "yarn"),
-                                     "RoPE scaling methods to evaluate", choices=tuple(METHODS))
-    fine_tune: tuple[str, ...] = _knob(("pi", "yarn"), "methods fine-tuned at the longest length",
+    methods: tuple[str, ...] = _knob(DEFAULT_METHODS, "RoPE scaling methods and inference-time tricks to evaluate",
+                                     choices=tuple(INFERENCE_METHODS))
+    fine_tune: tuple[str, ...] = _knob(("pi", "ntk", "yarn"), "methods fine-tuned at the longest length",
                                        choices=FINE_TUNABLE)
     fine_tune_steps: int = _knob(100, "fine-tuning steps at the longest length")
     fine_tune_learning_rate: float = _knob(3e-3, "peak learning rate of the fine-tune")
@@ -107,14 +108,14 @@ class ExperimentConfig:
         object.__setattr__(self, "multiples", tuple(sorted({1, *(int(m) for m in self.multiples)})))
         if self.multiples[0] < 1:
             raise ValueError("Evaluation multiples must be positive whole numbers.")
-        unknown = [m for m in self.methods if m not in METHODS]
+        unknown = [m for m in self.methods if m not in INFERENCE_METHODS]
         if unknown:
-            raise ValueError(f"Unknown method(s) {', '.join(unknown)}; choose from {', '.join(METHODS)}.")
+            raise ValueError(f"Unknown method(s) {', '.join(unknown)}; choose from {', '.join(INFERENCE_METHODS)}.")
         cannot = [m for m in self.fine_tune if m not in FINE_TUNABLE]
         if cannot:
             raise ValueError(f"Fine-tune with one of {', '.join(FINE_TUNABLE)} (got {', '.join(cannot)}).")
         # registry order, no repeats: the same choice in another order is the same experiment
-        object.__setattr__(self, "methods", tuple(m for m in METHODS if m in self.methods))
+        object.__setattr__(self, "methods", tuple(m for m in INFERENCE_METHODS if m in self.methods))
         object.__setattr__(self, "fine_tune", tuple(m for m in FINE_TUNABLE if m in self.fine_tune))
         for name in ("steps", "fine_tune_steps", "eval_tokens", "head_size", "tokens_per_step"):
             value = getattr(self, name)
@@ -140,8 +141,6 @@ class ExperimentConfig:
 
     @property
     def evaluated_methods(self) -> tuple[str, ...]:
-        from pe_core.train.evaluate import AS_TRAINED
-
         return self.methods if self.scalable else (AS_TRAINED,)
 
     @property

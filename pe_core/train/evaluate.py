@@ -1,11 +1,14 @@
 """Evaluation: per-position loss and accuracy of a trained model at 1×-16× its training length.
 
-Each RoPE scaling method of ``pe_core.methods`` is applied without any fine-tuning: a model
-trained at L is evaluated at L' = k·L with the method's spec for s = L'/L. Dynamic NTK is
-evaluated as it behaves while generating: the loss at position m uses the frequencies for the
-length reached so far, computed block by block (blocks of L tokens, each block's forward pass
-covering the whole prefix). Other encodings have one "method": the model as trained.
-Evaluation runs in float32 on every device, so results from a GPU and a CPU compare.
+``INFERENCE_METHODS`` is the one registry of what a RoPE model can be run with at L′ without
+training: every scaling method of ``pe_core.methods`` (applied with its spec for s = L′/L), and
+Su Jianlin's inference-time tricks - log-n scaling (alone or on top of a scaling method) and
+ReRoPE / Leaky ReRoPE. The CLI's choices, the lesson's options, the tables and the figures all
+list methods from it. Dynamic NTK is evaluated as it behaves while generating: the loss at
+position m uses the frequencies for the length reached so far, computed block by block (blocks
+of L tokens, each block's forward pass covering the whole prefix). Other encodings have one
+"method": the model as trained. Evaluation runs in float32 on every device, so results from a
+GPU and a CPU compare.
 """
 
 from __future__ import annotations
@@ -19,13 +22,48 @@ from typing import NamedTuple
 import torch
 import torch.nn.functional as F
 
+from i18n import N_
 from pe_core.data import EVAL_CHARACTERS_PER_LENGTH, Corpus, evenly_spaced_windows
 from pe_core.methods import METHODS, method_setup
-from pe_core.model import TinyTransformer
-from pe_core.rope import RopeSpec
+from pe_core.model import ENCODINGS, TinyTransformer
+from pe_core.rope import RopeSpec, rope_frequencies
 
 AS_TRAINED = "as_trained"  # the only "method" of encodings other than RoPE: the model as it was trained
 ATTENTION_BUDGET = 1 << 22  # batch × T² per forward pass, so a 16× evaluation fits in memory
+
+
+class InferenceMethod(NamedTuple):
+    """How a RoPE model trained at L is run at L′ without training."""
+
+    title: str  # N_()-marked
+    reference: str  # a key of the References page
+    frequencies: str  # the ``pe_core.methods.METHODS`` scaling method that sets θ at L′
+    style: str  # the theme's method key it is drawn with (log-n variants: their scaling method's)
+    logn: bool = False  # each query × max(1, log_L n), n the keys it sees (Su 2021; Qwen's logn-attention)
+    window: float | None = None  # ReRoPE: relative positions beyond w = window·L are rectified (Su 2023)
+    leak: float | None = None  # Leaky ReRoPE's k: slope 1/k beyond the window (None: ReRoPE, constant w)
+
+    @property
+    def fine_tunable(self) -> bool:
+        """Trainable as it is: fixed frequencies (not dynamic NTK), no rectified attention, no log-n."""
+        return self.frequencies != "dynamic" and self.window is None and not self.logn
+
+    def window_at(self, train_length: int) -> int | None:
+        return None if self.window is None else max(1, round(self.window * train_length))
+
+
+INFERENCE_METHODS: dict[str, InferenceMethod] = {
+    **{name: InferenceMethod(m.title, m.reference, name, name) for name, m in METHODS.items()},
+    # log n on top of Su's three rows (9675: Baseline, PI-RoPE, NTK-RoPE, each with and without log n)
+    "direct_logn": InferenceMethod(N_("Direct extrapolation + log n"), "logn", "direct", "direct", logn=True),
+    "pi_logn": InferenceMethod(N_("Position Interpolation + log n"), "logn", "pi", "pi", logn=True),
+    "ntk_logn": InferenceMethod(N_("NTK-aware + log n"), "logn", "ntk", "ntk", logn=True),
+    # ReRoPE with w = L/2 (Su's w256 at L = 512), Leaky ReRoPE with w = L/4 and k = 16 (his best, w128-k16)
+    "rerope": InferenceMethod(N_("ReRoPE"), "rerope", "direct", "rerope", window=0.5),
+    "rerope_logn": InferenceMethod(N_("ReRoPE + log n"), "rerope", "direct", "rerope", logn=True, window=0.5),
+    "leaky_rerope": InferenceMethod(N_("Leaky ReRoPE"), "rerope", "direct", "leaky_rerope", window=0.25, leak=16.0),
+}
+FINE_TUNABLE = tuple(name for name, m in INFERENCE_METHODS.items() if m.fine_tunable)
 
 
 class LengthResult(NamedTuple):
@@ -101,30 +139,60 @@ def _dynamic_losses(model: TinyTransformer, windows: torch.Tensor, train_length:
 
 
 def method_spec(model: TinyTransformer, method: str, length: int) -> RopeSpec:
-    """The RoPE spec ``method`` gives the model at L' = ``length``."""
+    """The RoPE spec ``method`` (a key of ``INFERENCE_METHODS``) gives the model at L' = ``length``."""
     config = model.config
-    return method_setup(method, config.head_dim, config.rope_base, config.train_length, length).spec
+    frequencies = INFERENCE_METHODS[method].frequencies
+    return method_setup(frequencies, config.head_dim, config.rope_base, config.train_length, length).spec
+
+
+def use_method(model: TinyTransformer, method: str, length: int) -> None:
+    """Set ``model`` up to run ``method`` at L' = ``length``: its spec, log-n scaling, ReRoPE's window."""
+    definition = INFERENCE_METHODS[method]
+    model.set_rope(method_spec(model, method, length), logn=definition.logn,
+                   window=definition.window_at(model.config.train_length), leak=definition.leak)
+
+
+def evaluation_key(model: TinyTransformer, method: str, length: int) -> tuple:
+    """What ``method`` computes at ``length``: two keys are equal only when the evaluations are bit for bit
+    the same (e.g. every frequency method at L, where s = 1), so one can stand for the other."""
+    c = model.config
+    if method == AS_TRAINED:
+        return (AS_TRAINED, length)
+    definition = INFERENCE_METHODS[method]
+    if definition.frequencies == "dynamic" and length > c.train_length:
+        return (method, length)  # scored block by block
+    frequencies = rope_frequencies(method_spec(model, method, length), seq_len=length)
+    window = definition.window_at(c.train_length)
+    return (length, frequencies.inv_freq.numpy().tobytes(), frequencies.attention_factor,
+            definition.logn and length > c.train_length,  # log_L n ≤ 1 within L: the factor is 1
+            None if window is None or window >= length else (window, definition.leak))
 
 
 def evaluate_one(model: TinyTransformer, windows: torch.Tensor, method: str) -> LengthResult:
-    """Per-position loss and accuracy of ``model`` with ``method`` on ``windows`` (of L' + 1 characters)."""
+    """Per-position loss and accuracy of ``model`` with ``method`` on ``windows`` (of L' + 1 characters).
+
+    The model's RoPE set-up is restored afterwards (a model being fine-tuned keeps its method).
+    """
     length = windows.shape[1] - 1
     train_length = model.config.train_length
     started = time.perf_counter()
     was_training = model.training
+    rotary = model.rotary
+    before = None if rotary is None else (rotary.spec, rotary.logn, rotary.window, rotary.leak)
     model.eval()
     try:
         if method == AS_TRAINED:
             losses, hits = _losses(model, windows)
-        elif method == "dynamic":
+        elif INFERENCE_METHODS[method].frequencies == "dynamic":
             losses, hits = _dynamic_losses(model, windows, train_length,
-                                           lambda current: method_spec(model, "dynamic", current))
+                                           lambda current: method_spec(model, method, current))
         else:
-            model.set_rope(method_spec(model, method, length))
+            use_method(model, method, length)
             losses, hits = _losses(model, windows)
     finally:
-        if model.rotary is not None:
-            model.set_rope(None)
+        if before is not None:
+            spec, logn, window, leak = before
+            model.set_rope(spec, logn=logn, window=window, leak=leak)
         model.train(was_training)
     return LengthResult(method, length, losses.mean(0), hits.mean(0), time.perf_counter() - started)
 
@@ -144,11 +212,12 @@ def evaluate(
     (the results so far are kept).
     """
     config = model.config
-    if config.position != "rope":
+    scalable = ENCODINGS[config.position].scalable
+    if not scalable:
         methods = (AS_TRAINED,)
-    unknown = [m for m in methods if m not in METHODS]
-    if config.position == "rope" and unknown:
-        raise ValueError(f"Unknown method(s) {', '.join(unknown)}; choose from {', '.join(METHODS)}.")
+    unknown = [m for m in methods if m not in INFERENCE_METHODS]
+    if scalable and unknown:
+        raise ValueError(f"Unknown method(s) {', '.join(unknown)}; choose from {', '.join(INFERENCE_METHODS)}.")
     if config.position == "learned" and max(lengths) > config.max_positions:
         raise ValueError(f"The learned table stops at {config.max_positions:,} positions.")
     evaluation = Evaluation(config.train_length)

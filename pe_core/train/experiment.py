@@ -17,11 +17,37 @@ import torch
 from pe_core.data import Corpus, load_corpus
 from pe_core.device import device_label
 from pe_core.train.config import ExperimentConfig
-from pe_core.train.evaluate import Evaluation, LengthResult, evaluate_one, evaluation_windows, method_spec
+from pe_core.train.evaluate import (
+    INFERENCE_METHODS,
+    Evaluation,
+    LengthResult,
+    evaluate_one,
+    evaluation_key,
+    evaluation_windows,
+    method_spec,
+)
 from pe_core.train.loop import Progress, TrainingRun
-from pe_core.train.schema import CurvePoint, FineTuneResult, MethodResult, RunRecord, code_version, now_iso
+from pe_core.train.schema import (
+    MEMORY_COUNTED,
+    MEMORY_PEAK,
+    Checkpoint,
+    Cost,
+    CurvePoint,
+    FineTuneResult,
+    MethodResult,
+    RunRecord,
+    code_version,
+    now_iso,
+)
 
 TRAINING, EVALUATING, FINE_TUNING = "training", "evaluating", "fine-tuning"
+CHECKPOINT_FRACTIONS = (1 / 8, 1 / 4, 1 / 2, 3 / 4)  # of a fine-tune, where its accuracy at L′ is measured
+
+
+def fine_tune_checkpoints(steps: int) -> tuple[int, ...]:
+    """The steps after which a fine-tune of ``steps`` steps is evaluated, besides before it and at its end
+    (12, 25, 50, 75 of 100): one fine-tune, measured along the way, as Chen et al. 2023 report PI's."""
+    return tuple(sorted({round(steps * f) for f in CHECKPOINT_FRACTIONS} - {0, steps}))
 
 
 class Status(NamedTuple):
@@ -52,8 +78,10 @@ class ExperimentRun:
         self.run = TrainingRun(config.model_config(), config.train_config(), self.corpus, device,
                                start_token=config.start_token)
         self.evaluation = Evaluation(config.train_length)
+        self._evaluated: dict[tuple, LengthResult] = {}  # by evaluation_key: identical evaluations run once
         self.untuned: dict[str, LengthResult] = {}  # a fine-tuned method's result at L' before fine-tuning
         self.tunes: dict[str, TrainingRun] = {}
+        self.checkpoints: dict[str, list[Checkpoint]] = {}  # a fine-tune's accuracy so far
         self.fine_tunes: dict[str, FineTuneResult] = {}
         self.seconds = 0.0
         self._windows: dict[int, torch.Tensor] = {}
@@ -63,10 +91,17 @@ class ExperimentRun:
 
     def _cost_model(self) -> dict[str, float]:
         c, width = self.config, self.config.d_model
+
+        def passes(method: str, multiple: int) -> float:  # forward passes over the text an evaluation needs
+            if method in INFERENCE_METHODS and INFERENCE_METHODS[method].frequencies == "dynamic":
+                return (multiple + 1) / 2  # block by block over the prefix
+            return 2.0 if method in INFERENCE_METHODS and INFERENCE_METHODS[method].window is not None else 1.0
+
         step_tokens = self.run.train_config.batch_size * c.train_length
-        evaluations = sum(_cost(c.eval_tokens * (((m + 1) / 2) if method == "dynamic" else 1), c.train_length * m,
-                                width, False) for m in c.multiples for method in c.evaluated_methods)
+        evaluations = sum(_cost(c.eval_tokens * passes(method, m), c.train_length * m, width, False)
+                          for m in c.multiples for method in c.evaluated_methods)
         tuned = c.fine_tuned_methods
+        tune_evaluations = len(fine_tune_checkpoints(c.fine_tune_steps)) + 1
         return {
             "train_step": _cost(step_tokens, c.train_length, width, True),
             "evaluations": evaluations,
@@ -75,7 +110,7 @@ class ExperimentRun:
             "tune_evaluation": _cost(c.eval_tokens, c.longest, width, False),
             "total": (_cost(step_tokens, c.train_length, width, True) * c.steps + evaluations
                       + len(tuned) * (_cost(step_tokens, c.longest, width, True) * c.fine_tune_steps
-                                      + _cost(c.eval_tokens, c.longest, width, False))),
+                                      + tune_evaluations * _cost(c.eval_tokens, c.longest, width, False))),
         }
 
     def fraction(self) -> float:
@@ -83,7 +118,10 @@ class ExperimentRun:
         costs = self._costs
         done = costs["train_step"] * self.run.step + costs["per_evaluation"] * len(self.evaluation.results)
         done += sum(costs["tune_step"] * tune.step for tune in self.tunes.values())
-        done += (costs["tune_step"] * self.config.fine_tune_steps + costs["tune_evaluation"]) * len(self.fine_tunes)
+        done += sum(costs["tune_evaluation"] * (len(points) - 1) for points in self.checkpoints.values())
+        tune_evaluations = len(fine_tune_checkpoints(self.config.fine_tune_steps)) + 1
+        done += (costs["tune_step"] * self.config.fine_tune_steps
+                 + costs["tune_evaluation"] * tune_evaluations) * len(self.fine_tunes)
         return min(1.0, done / costs["total"])
 
     @property
@@ -99,6 +137,13 @@ class ExperimentRun:
             self._windows[length] = self.run._marked(evaluation_windows(self.corpus, length, self.config.eval_tokens))
         return self._windows[length]
 
+    def _evaluate(self, method: str, length: int) -> LengthResult:
+        """``method`` at ``length``; an evaluation that would repeat another bit for bit is taken from it."""
+        key = evaluation_key(self.run.model, method, length)
+        if key not in self._evaluated:
+            self._evaluated[key] = evaluate_one(self.run.model, self._windows_for(length), method)
+        return self._evaluated[key]._replace(method=method)
+
     def work(self) -> Iterator[Status]:
         """Do what is left, yielding a ``Status`` after every step and every evaluation."""
         c, encoding = self.config, self.config.encoding
@@ -106,11 +151,12 @@ class ExperimentRun:
         try:
             for record in self.run.steps():
                 yield Status(TRAINING, encoding, None, record.step, record.total_steps, self.fraction(), record)
+            self.run.finish_memory()
             pairs = [(length, method) for length in c.lengths for method in c.evaluated_methods]
             for length, method in pairs:
                 if (method, length) in self.evaluation:
                     continue
-                self.evaluation.results.append(evaluate_one(self.run.model, self._windows_for(length), method))
+                self.evaluation.results.append(self._evaluate(method, length))
                 yield Status(EVALUATING, encoding, method, len(self.evaluation.results), len(pairs), self.fraction())
             for method in c.fine_tuned_methods:
                 if method in self.fine_tunes:
@@ -123,19 +169,24 @@ class ExperimentRun:
         c, longest = self.config, self.config.longest
         if method not in self.untuned:
             before = (self.evaluation.get(method, longest) if (method, longest) in self.evaluation
-                      else evaluate_one(self.run.model, self._windows_for(longest), method))
+                      else self._evaluate(method, longest))
             self.untuned[method] = before
+            self.checkpoints[method] = [Checkpoint(0, before.mean_accuracy, before.mean_loss)]
         if method not in self.tunes:
             spec = method_spec(self.run.model, method, longest)
             self.tunes[method] = TrainingRun.fine_tune_of(self.run, spec, longest, c.fine_tune_steps,
                                                           c.fine_tune_learning_rate)
-        tune = self.tunes[method]
+        tune, checkpoints = self.tunes[method], fine_tune_checkpoints(c.fine_tune_steps)
         for record in tune.steps():
+            if record.step in checkpoints:  # measured before the yield: a stop here keeps it
+                along = evaluate_one(tune.model, self._windows_for(longest), method)
+                self.checkpoints[method].append(Checkpoint(record.step, along.mean_accuracy, along.mean_loss))
             yield Status(FINE_TUNING, c.encoding, method, record.step, record.total_steps, self.fraction(), record)
         after = evaluate_one(tune.model, self._windows_for(longest), method)
+        curve = (*self.checkpoints.pop(method), Checkpoint(c.fine_tune_steps, after.mean_accuracy, after.mean_loss))
         self.fine_tunes[method] = FineTuneResult(method, longest, c.fine_tune_steps,
                                                  MethodResult.of(self.untuned[method]), MethodResult.of(after),
-                                                 tuple(round(p.loss, 4) for p in tune.history))
+                                                 tuple(round(p.loss, 4) for p in tune.history), curve)
         del self.tunes[method]  # the tuned copy is not kept: its numbers are
         yield Status(FINE_TUNING, c.encoding, method, c.fine_tune_steps, c.fine_tune_steps, self.fraction())
 
@@ -158,7 +209,15 @@ class ExperimentRun:
                              for p in run.history),
             results=tuple(MethodResult.of(r) for r in results),
             fine_tunes=tuple(self.fine_tunes[m] for m in c.fine_tuned_methods),
+            cost=self.cost(),
         )
+
+    def cost(self) -> Cost:
+        """Throughput and memory of the training steps (``Cost``): CUDA's measured peak, or counted elsewhere."""
+        run, memory = self.run, self.run.memory
+        peak = run.peak_memory_bytes
+        return Cost(round(run.step_tokens_per_s() or 0.0, 1), peak if peak is not None else memory.total_bytes,
+                    MEMORY_PEAK if peak is not None else MEMORY_COUNTED, memory.activation_bytes, memory.state_bytes)
 
 
 def run_experiment(config: ExperimentConfig, corpus: Corpus | None = None, device: torch.device | str | None = None,

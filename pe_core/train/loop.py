@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import os
+import statistics
 import threading
 import time
 from collections.abc import Iterator
@@ -69,10 +70,42 @@ def autocast_dtype(device: torch.device) -> torch.dtype | None:
     return torch.bfloat16 if torch.cuda.is_bf16_supported() else None
 
 
+def _decayed(name: str, parameter: torch.nn.Parameter) -> bool:
+    # As nanoGPT: decay matrices, not norms, biases, the (few) T5 bias values or Transformer-XL's u and v
+    return parameter.dim() >= 2 and not name.startswith("t5_bias") and not name.endswith(("xl_u", "xl_v"))
+
+
+class MemoryCount(NamedTuple):
+    """Memory of one training step, counted (not sampled): what the step keeps alive at its peak."""
+
+    activation_bytes: int  # tensors autograd saves for the backward pass (parameters excluded)
+    state_bytes: int  # weights, their gradients and AdamW's two moments
+
+    @property
+    def total_bytes(self) -> int:
+        return self.activation_bytes + self.state_bytes
+
+
+@contextlib.contextmanager
+def counting_saved_tensors(model: torch.nn.Module, counted: dict[int, int]):
+    """Record in ``counted`` (storage address → bytes) every tensor autograd saves for backward, once per
+    storage, leaving out the parameters themselves (they exist anyway)."""
+    parameters = {p.untyped_storage().data_ptr() for p in model.parameters()}
+
+    def pack(tensor: torch.Tensor) -> torch.Tensor:
+        storage = tensor.untyped_storage()
+        address = storage.data_ptr()
+        if address not in parameters:
+            counted[address] = storage.nbytes()
+        return tensor
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+        yield
+
+
 def _optimiser(model: TinyTransformer, config: TrainConfig, device: torch.device) -> torch.optim.Optimizer:
-    # As nanoGPT: decay matrices, not norms, biases or the (few) T5 bias values
-    decay = [p for n, p in model.named_parameters() if p.dim() >= 2 and not n.startswith("t5_bias")]
-    no_decay = [p for n, p in model.named_parameters() if p.dim() < 2 or n.startswith("t5_bias")]
+    decay = [p for n, p in model.named_parameters() if _decayed(n, p)]
+    no_decay = [p for n, p in model.named_parameters() if not _decayed(n, p)]
     groups = [{"params": decay, "weight_decay": config.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
     return torch.optim.AdamW(groups, lr=config.learning_rate, betas=(0.9, 0.99), fused=device.type == "cuda")
 
@@ -118,6 +151,9 @@ class TrainingRun:
         self.step = 0
         self.elapsed_s = 0.0
         self.history: list[Progress] = []
+        self.step_seconds: list[float] = []  # the optimiser steps alone (no validation): the throughput measure
+        self.memory: MemoryCount | None = None  # counted on the first step
+        self.peak_memory_bytes: int | None = None  # CUDA only: torch.cuda.max_memory_allocated while training
         self.validation = self._marked(
             evenly_spaced_windows(self.corpus.validation, self.length, train_config.validation_windows))
         self.autocast = autocast_dtype(self.device)
@@ -155,6 +191,8 @@ class TrainingRun:
         config, length = self.train_config, self.length
         end = config.steps if limit is None else min(config.steps, self.step + limit)
         self.model.train()
+        if self.device.type == "cuda" and self.step == 0:
+            torch.cuda.reset_peak_memory_stats(self.device)
         while self.step < end:
             started = time.perf_counter()
             batch = self._marked(random_windows(self.corpus.train, length, config.batch_size, self.batches))
@@ -162,15 +200,23 @@ class TrainingRun:
             learning_rate = config.learning_rate_at(self.step)
             for group in self.optimiser.param_groups:
                 group["lr"] = learning_rate
-            with self._autocast():
-                logits = self.model(batch[:, :-1])
-            loss = F.cross_entropy(logits.float().flatten(0, 1), batch[:, 1:].flatten())
+            saved: dict[int, int] = {}
+            counting = counting_saved_tensors(self.model, saved) if self.memory is None else contextlib.nullcontext()
+            with counting:
+                with self._autocast():
+                    logits = self.model(batch[:, :-1])
+                loss = F.cross_entropy(logits.float().flatten(0, 1), batch[:, 1:].flatten())
             self.optimiser.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(self.model.parameters(), config.grad_clip)
             self.optimiser.step()
             loss_value = loss.item()  # synchronises, so the timing below is honest on CUDA too
             step_seconds = time.perf_counter() - started
+            if self.memory is None:
+                weights = sum(p.numel() * p.element_size() for p in self.model.parameters())
+                self.memory = MemoryCount(sum(saved.values()), 4 * weights)  # weights, gradients, two moments
+            else:  # the counted first step pays for its hooks: not a throughput sample
+                self.step_seconds.append(step_seconds)
             self.step += 1
             validation_loss = None
             if self.step % config.validate_every == 0 or self.step == config.steps:
@@ -197,3 +243,17 @@ class TrainingRun:
         """Training throughput over the whole run so far."""
         tokens = self.step * self.train_config.batch_size * self.length
         return tokens / self.elapsed_s if self.elapsed_s else 0.0
+
+    def step_tokens_per_s(self) -> float | None:
+        """Characters per second of an optimiser step: the step's characters over the median step time.
+
+        The median (not the mean) so that a shared machine's hiccups do not count; validation is left out.
+        """
+        if not self.step_seconds:
+            return None
+        return self.train_config.batch_size * self.length / statistics.median(self.step_seconds)
+
+    def finish_memory(self) -> None:
+        """Read the CUDA peak after training (max_memory_allocated since the first step)."""
+        if self.device.type == "cuda" and self.peak_memory_bytes is None:
+            self.peak_memory_bytes = int(torch.cuda.max_memory_allocated(self.device))

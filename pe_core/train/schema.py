@@ -1,10 +1,15 @@
 """What a finished run is, as plain JSON: the one schema of the CLI's output and of the run store.
 
 A ``RunRecord`` holds the full config and its hash, the loss curve, per-position losses and
-accuracies for every (method, length), the fine-tunes, and where and with which code it was
-made. ``to_json`` / ``from_json`` round-trip it exactly (per-position values are rounded to
-4 decimals); ``SCHEMA_VERSION`` names the layout, and a record of another version is refused
-with a sentence, never half-read.
+accuracies for every (method, length), the fine-tunes with their accuracy along the way, what
+training cost (throughput and memory), and where and with which code it was made.
+``to_json`` / ``from_json`` round-trip it exactly (per-position values are rounded to 4
+decimals); ``SCHEMA_VERSION`` names the layout.
+
+Schema history: 1 had no cost and only the accuracy before and after a fine-tune. A schema-1
+record is migrated when read: ``cost`` is None ("not measured", and shown so) and a fine-tune's
+curve holds its two ends. A record of any other version is refused with a sentence, never
+half-read.
 """
 
 from __future__ import annotations
@@ -19,8 +24,10 @@ from typing import NamedTuple
 
 from pe_core.train.config import RESULTS_VERSION, ExperimentConfig
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+MIGRATED_SCHEMAS = (1,)  # older layouts from_json still reads (see the module docstring)
 DIGITS = 4
+MEMORY_PEAK, MEMORY_COUNTED = "cuda_peak", "counted"  # how Cost.memory_bytes was measured
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -70,6 +77,14 @@ class MethodResult(NamedTuple):
                    float(values["mean_accuracy"]), tuple(values["loss"]), tuple(values["accuracy"]))
 
 
+class Checkpoint(NamedTuple):
+    """Accuracy and loss at the longest length after ``step`` fine-tuning steps (0: before)."""
+
+    step: int
+    accuracy: float
+    loss: float
+
+
 class FineTuneResult(NamedTuple):
     method: str
     length: int
@@ -77,16 +92,42 @@ class FineTuneResult(NamedTuple):
     before: MethodResult
     after: MethodResult
     loss_curve: tuple[float, ...]
+    curve: tuple[Checkpoint, ...] = ()  # step 0, the checkpoints along the way, the last step
 
     def to_json(self) -> dict:
         return {"method": self.method, "length": self.length, "steps": self.steps, "before": self.before.to_json(),
-                "after": self.after.to_json(), "loss_curve": list(self.loss_curve)}
+                "after": self.after.to_json(), "loss_curve": list(self.loss_curve),
+                "curve": [list(c) for c in self.curve]}
 
     @classmethod
-    def from_json(cls, values: dict) -> FineTuneResult:
-        return cls(values["method"], int(values["length"]), int(values["steps"]),
-                   MethodResult.from_json(values["before"]), MethodResult.from_json(values["after"]),
-                   tuple(values["loss_curve"]))
+    def from_json(cls, values: dict, schema: int = SCHEMA_VERSION) -> FineTuneResult:
+        before, after = MethodResult.from_json(values["before"]), MethodResult.from_json(values["after"])
+        steps = int(values["steps"])
+        if schema == 1:  # no checkpoints were measured: the curve is its two ends
+            curve = (Checkpoint(0, before.mean_accuracy, before.mean_loss),
+                     Checkpoint(steps, after.mean_accuracy, after.mean_loss))
+        else:
+            curve = tuple(Checkpoint(int(s), float(a), float(loss)) for s, a, loss in values["curve"])
+        return cls(values["method"], int(values["length"]), steps, before, after, tuple(values["loss_curve"]), curve)
+
+
+class Cost(NamedTuple):
+    """What training cost, measured on the run's device with the run's shapes (every encoding trains the same
+    batches of the same length, so the encodings compare)."""
+
+    tokens_per_s: float  # characters per second of an optimiser step (median step time)
+    memory_bytes: int  # MEMORY_PEAK: CUDA's max_memory_allocated while training; MEMORY_COUNTED: the next two summed
+    memory_measure: str
+    activation_bytes: int  # tensors autograd kept for the backward pass of one step, counted by hooks (every device)
+    state_bytes: int  # weights, gradients and AdamW's two moments
+
+    def to_json(self) -> dict:
+        return self._asdict()
+
+    @classmethod
+    def from_json(cls, values: dict) -> Cost:
+        return cls(float(values["tokens_per_s"]), int(values["memory_bytes"]), str(values["memory_measure"]),
+                   int(values["activation_bytes"]), int(values["state_bytes"]))
 
 
 class CurvePoint(NamedTuple):
@@ -112,6 +153,7 @@ class RunRecord:
     results: tuple[MethodResult, ...]
     fine_tunes: tuple[FineTuneResult, ...] = ()
     results_version: int = RESULTS_VERSION
+    cost: Cost | None = None  # None: stored before costs were measured (schema 1)
 
     @property
     def hash(self) -> str:
@@ -160,14 +202,16 @@ class RunRecord:
             "loss_curve": [list(p) for p in self.loss_curve],
             "results": [r.to_json() for r in self.results],
             "fine_tunes": [f.to_json() for f in self.fine_tunes],
+            "cost": None if self.cost is None else self.cost.to_json(),
         }
 
     @classmethod
     def from_json(cls, values: dict) -> RunRecord:
         version = values.get("schema_version") if isinstance(values, dict) else None
-        if version != SCHEMA_VERSION:
-            raise RecordError(f"This run was saved with record schema {version!r}; this version reads schema "
-                              f"{SCHEMA_VERSION} only.")
+        if version != SCHEMA_VERSION and version not in MIGRATED_SCHEMAS:
+            readable = ", ".join(map(str, (*MIGRATED_SCHEMAS, SCHEMA_VERSION)))
+            raise RecordError(f"This run was saved with record schema {version!r}; this version reads schemas "
+                              f"{readable} only.")
         try:
             record = cls(
                 config=ExperimentConfig.from_json(values["config"]),
@@ -178,8 +222,9 @@ class RunRecord:
                 loss_curve=tuple(CurvePoint(int(s), float(loss), None if v is None else float(v))
                                  for s, loss, v in values["loss_curve"]),
                 results=tuple(MethodResult.from_json(r) for r in values["results"]),
-                fine_tunes=tuple(FineTuneResult.from_json(f) for f in values["fine_tunes"]),
+                fine_tunes=tuple(FineTuneResult.from_json(f, version) for f in values["fine_tunes"]),
                 results_version=int(values["results_version"]),
+                cost=None if version == 1 or values["cost"] is None else Cost.from_json(values["cost"]),
             )
         except (KeyError, TypeError, ValueError) as err:
             raise RecordError(f"This run record is incomplete or damaged ({type(err).__name__}: {err}).") from err

@@ -202,6 +202,22 @@ class RunStore:
             raise StoreError(f"The stored run {run_hash} in {describe_location(self.location)} cannot be read: "
                              f"{err}") from err
 
+    def records(self, family: str, encoding: str | None = None) -> list[RunRecord]:
+        """Every stored run of a family (other encodings and seeds of one experiment), or of one encoding of it,
+        read whole: for what the result rows do not hold (fine-tune curves, costs). Oldest first."""
+        rows = self._fetchall("SELECT hash, encoding, record FROM runs WHERE family = ? ORDER BY created_at, hash",
+                              (family,))
+        records = []
+        for run_hash, stored_encoding, text in rows:
+            if encoding is not None and stored_encoding != encoding:
+                continue
+            try:
+                records.append(RunRecord.from_json(json.loads(text)))
+            except (json.JSONDecodeError, RecordError) as err:
+                raise StoreError(f"The stored run {run_hash} in {describe_location(self.location)} cannot be read: "
+                                 f"{err}") from err
+        return records
+
     def __contains__(self, run_hash: str) -> bool:
         return bool(self._fetchall("SELECT 1 FROM runs WHERE hash = ?", (run_hash,)))
 
