@@ -104,10 +104,16 @@ def page_errors(page) -> list[str]:
     return page.locator('[data-testid="stException"]').all_inner_texts()
 
 
-def move_first_slider(page, presses: int = 1, key: str = "ArrowRight") -> float:
-    """Focus the first slider thumb, press a key, wait for the figures to change; returns seconds."""
+def move_first_slider(page, presses: int = 1, key: str | None = None) -> float:
+    """Focus the first slider thumb, press a key, wait for the figures to change; returns seconds.
+
+    With no key, the thumb moves the way it can: left from its maximum, right otherwise (a default at the
+    end of its range would ignore the other key, and nothing would change)."""
     before = figures_signature(page)
     thumb = page.locator('[data-testid="stSlider"] input[type="range"]').first
+    if key is None:
+        at_end = thumb.evaluate("(el) => Number(el.value) >= Number(el.max)")
+        key = "ArrowLeft" if at_end else "ArrowRight"
     thumb.focus()
     started = time.perf_counter()
     for _ in range(presses):
