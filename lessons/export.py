@@ -192,7 +192,9 @@ def thumbnails(out: Path, lessons: Mapping[str, Lesson] | None = None, *, log=pr
         figure = go.Figure(lesson.figure(lesson.key_figure_name))
         width, height = THUMBNAIL_SIZE
         figure.update_layout(width=width, height=height, title=None, showlegend=False,
-                             margin=dict(l=40, r=10, t=20, b=40))
+                             margin=dict(l=40, r=10, t=34, b=40))
+        # panel titles and notes sized for a full figure run into each other at card width
+        figure.update_annotations(font_size=11)
         path = out / f"{lesson.name}.png"
         path.write_bytes(render(figure, "png", scale=1))
         written.append(path)
