@@ -49,6 +49,9 @@ METHOD_STYLES: dict[str, TraceStyle] = {
     "llama3": TraceStyle("#E69F00", "longdashdot", "cross"),
     "longrope": TraceStyle("#882255", "dash", "hexagon"),
     "abf": TraceStyle("#999933", "dot", "pentagon"),
+    # inference-time methods of the tiny model (pe_core.train's INFERENCE_METHODS)
+    "rerope": TraceStyle("#994F00", "solid", "triangle-down"),
+    "leaky_rerope": TraceStyle("#7A5195", "longdashdot", "triangle-left"),
     "model": TraceStyle("#777777", "solid", "circle-open"),
 }
 
@@ -87,19 +90,24 @@ def style_of(key: str, kind: str = "method") -> TraceStyle:
     return styles[key]
 
 
+LOGN_DASH = "dashdot"  # "+ log n": the method's colour, this dash, its marker open
+
+
 def keyed(key: str, kind: str = "method", *, lines: bool = True, markers: bool = False, width: float | None = None,
-          **extra) -> dict:
+          logn: bool = False, **extra) -> dict:
     """Trace keyword arguments that draw ``key`` in its colour, dash and marker and tag it in ``meta``.
 
     ``go.Scatter(x=..., y=..., name=..., **keyed("yarn"))``; ``extra`` may hold more line or marker
-    settings (``line=dict(width=1)``), merged over the key's style.
+    settings (``line=dict(width=1)``), merged over the key's style. ``logn`` draws the method with log-n
+    attention scaling added: its colour, a dash-dot line and an open marker, ``meta`` saying so.
     """
     style = style_of(key, kind)
-    line = {"color": style.colour, "dash": style.dash, **({"width": width} if width else {}),
+    symbol = style.marker if not logn or style.marker.endswith("-open") else style.marker + "-open"
+    line = {"color": style.colour, "dash": LOGN_DASH if logn else style.dash, **({"width": width} if width else {}),
             **extra.pop("line", {})}
-    marker = {"color": style.colour, "symbol": style.marker, **extra.pop("marker", {})}
+    marker = {"color": style.colour, "symbol": symbol, **extra.pop("marker", {})}
     mode = "+".join(part for part, on in (("lines", lines), ("markers", markers)) if on) or "lines"
-    meta = {kind: key, **(extra.pop("meta", None) or {})}
+    meta = {kind: key, **({"logn": True} if logn else {}), **(extra.pop("meta", None) or {})}
     out = {"mode": mode, "meta": meta, **extra}
     if lines:
         out["line"] = line

@@ -15,7 +15,7 @@ from typing import NamedTuple
 import plotly.graph_objects as go
 import torch
 
-from figures.theme import HIGHLIGHT, KINDS, LEGEND_BELOW, MUTED, TraceStyle, new_figure, series_colour
+from figures.theme import HIGHLIGHT, LEGEND_BELOW, MUTED, keyed, new_figure, series_colour, style_of
 from i18n import N_, _
 
 MAX_LINE_POINTS = 2000
@@ -34,43 +34,6 @@ TUNE_CURVE_TITLE = N_("Accuracy at the longest length along the fine-tune")
 SU_TITLE = N_("Su's published extrapolation table beside this toy")
 POSITION_TITLE = N_("How the encoding represents position")
 COMPARE_TITLE = N_("Two stored runs compared")
-
-# Until the theme styles ReRoPE's two variants (figures.theme.METHOD_STYLES has no key for them yet): one look
-# each, in colours no theme key uses.
-PENDING_METHOD_STYLES = {
-    "rerope": TraceStyle("#994F00", "solid", "triangle-down"),
-    "leaky_rerope": TraceStyle("#7A5195", "longdashdot", "triangle-left"),
-}
-LOGN_DASH = "dashdot"  # "+ log n": the scaling method's colour, this dash, its marker open
-
-
-def style(key: str, kind: str = "method") -> TraceStyle:
-    """The theme's look of ``key`` (or the pending one of a ReRoPE variant)."""
-    styles = KINDS[kind]
-    if key in styles:
-        return styles[key]
-    if kind == "method" and key in PENDING_METHOD_STYLES:
-        return PENDING_METHOD_STYLES[key]
-    raise KeyError(f"no {kind} style for {key!r}; known: {', '.join(styles)}")
-
-
-def look(key: str, kind: str = "method", logn: bool = False, *, lines: bool = True, markers: bool = False,
-         **extra) -> dict:
-    """Trace keyword arguments that draw ``key`` as the theme's ``keyed`` does (colour, dash, marker, ``meta``);
-    a log-n variant keeps its method's colour with a dash-dot line and an open marker, and says so in ``meta``."""
-    look_of = style(key, kind)
-    symbol = look_of.marker if not logn or look_of.marker.endswith("-open") else look_of.marker + "-open"
-    line = {"color": look_of.colour, "dash": LOGN_DASH if logn else look_of.dash, **extra.pop("line", {})}
-    marker = {"color": look_of.colour, "symbol": symbol, **extra.pop("marker", {})}
-    mode = "+".join(part for part, on in (("lines", lines), ("markers", markers)) if on) or "lines"
-    meta = {kind: key, **({"logn": True} if logn else {}), **(extra.pop("meta", None) or {})}
-    out = {"mode": mode, "meta": meta, **extra}
-    if lines:
-        out["line"] = line
-    if markers or not lines:
-        out["marker"] = marker
-    return out
-
 
 class Keyed(NamedTuple):
     """A series that shows one method or one encoding (its look comes from the theme)."""
@@ -256,9 +219,9 @@ def seed_chart_figure(rows: Sequence[SeedRow], *, longest_label: str, train_labe
     figure = new_figure(title or _(SEEDS_TITLE), height=190 + 34 * len(rows), xaxis_title=_("next-character accuracy"),
                         margin=dict(l=10, r=20, t=60, b=120))
     for row in rows:
-        colour = style(row.key, row.kind).colour
-        symbol = style(row.key, row.kind).marker.replace("-open", "")
-        trace = look(row.key, row.kind, row.logn, lines=False, markers=True,
+        colour = style_of(row.key, row.kind).colour
+        symbol = style_of(row.key, row.kind).marker.replace("-open", "")
+        trace = keyed(row.key, row.kind, logn=row.logn, lines=False, markers=True,
                      marker=dict(size=12, symbol=symbol + "-open" if row.logn else symbol,
                                  line=dict(width=2.5, color=colour)))  # line-only symbols (x-thin) need a line
         hover = _("{name}: {mean:.1%} ± {sd:.1%} over {n} seeds").format(name=row.name, mean=row.mean, sd=row.sd,
@@ -289,7 +252,7 @@ def per_position_figure(curves: Sequence[Keyed], train_length: int, length: int,
     for curve in curves:
         x, y = binned(curve.values, bins)
         top = max(top, max(y, default=0.0))
-        figure.add_scatter(x=x, y=y, name=curve.name, **look(curve.key, curve.kind, curve.logn))
+        figure.add_scatter(x=x, y=y, name=curve.name, **keyed(curve.key, curve.kind, logn=curve.logn))
     if length > train_length:
         figure.add_vrect(x0=train_length, x1=length, fillcolor=HIGHLIGHT, opacity=0.05, line_width=0)
     figure.add_scatter(x=[train_length, train_length], y=[0, top * 1.05], mode="lines",
@@ -309,10 +272,10 @@ def per_length_figure(multiples: Sequence[int], curves: Sequence[Keyed], *, titl
     for curve in curves:
         extra = {}
         if curve.spread is not None:
-            extra["error_y"] = dict(type="data", array=list(curve.spread), color=style(curve.key, curve.kind).colour,
+            extra["error_y"] = dict(type="data", array=list(curve.spread), color=style_of(curve.key, curve.kind).colour,
                                     thickness=1.5, width=5)
         figure.add_scatter(x=list(multiples), y=list(curve.values), name=curve.name,
-                           **look(curve.key, curve.kind, curve.logn, markers=True), **extra)
+                           **keyed(curve.key, curve.kind, logn=curve.logn, markers=True), **extra)
     figure.update_xaxes(type="log", tickvals=list(multiples), ticktext=[f"{m:g}×" for m in multiples])
     figure.update_yaxes(tickformat=".0%")
     return _legend_below(figure, 150, entries=len(curves))
@@ -330,7 +293,7 @@ def fine_tune_figure(curves: Sequence[Keyed], train_length: int, length: int, st
         top = max(top, max(y, default=0.0))
         after = curve.spread is None
         figure.add_scatter(x=x, y=y, name=curve.name,
-                           **look(curve.key, curve.kind, line=dict(dash="solid" if after else "dot"),
+                           **keyed(curve.key, curve.kind, line=dict(dash="solid" if after else "dot"),
                                   opacity=1.0 if after else 0.7))
     figure.add_scatter(x=[train_length, train_length], y=[0, top * 1.05], mode="lines",
                        name=_("training length L = {length}").format(length=train_length), hoverinfo="skip",
@@ -348,9 +311,9 @@ def fine_tune_curve_figure(curves: Sequence[StepCurve], steps: int, *, longest_l
                         height=440)
     for curve in curves:
         figure.add_scatter(x=list(curve.steps), y=list(curve.mean), name=curve.name,
-                           error_y=dict(type="data", array=list(curve.sd), color=style(curve.key, curve.kind).colour,
+                           error_y=dict(type="data", array=list(curve.sd), color=style_of(curve.key, curve.kind).colour,
                                         thickness=1.5, width=5),
-                           **look(curve.key, curve.kind, curve.logn, markers=True, marker=dict(size=9)))
+                           **keyed(curve.key, curve.kind, logn=curve.logn, markers=True, marker=dict(size=9)))
     if target is not None:
         figure.add_scatter(x=[0, steps], y=[target, target], mode="lines", name=target_label, hoverinfo="skip",
                            line=dict(color=MUTED, dash="dash", width=1.5))
@@ -429,7 +392,7 @@ def compare_figure(multiples: Sequence[int], first: Sequence[Keyed], second: Seq
                         yaxis_title=_("next-character accuracy"), height=460)
     for curves, label, solid in ((first, first_label, True), (second, second_label, False)):
         for curve in curves:
-            trace = look(curve.key, curve.kind, curve.logn, markers=True,
+            trace = keyed(curve.key, curve.kind, logn=curve.logn, markers=True,
                          line=dict(dash="solid" if solid else "dot"),
                          marker=dict(symbol="circle" if solid else "circle-open", size=9))
             figure.add_scatter(x=list(multiples), y=list(curve.values), name=f"{label}: {curve.name}",
