@@ -28,7 +28,7 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks.harness import CHROMIUM, CHROMIUM_ARGS, ROOT, streamlit_server
+from benchmarks.harness import CHROMIUM, CHROMIUM_ARGS, ROOT, first_move_key, has_slider, streamlit_server
 
 HERE = Path(__file__).resolve().parent
 FLOOR_APP = HERE / "floor_app.py"
@@ -96,10 +96,12 @@ def measure_page(browser, url: str, moves: int) -> dict:
     _settle(page)
     thumb = page.locator('[data-testid="stSlider"] input[type="range"]').first
     first_changes, settled = [], []
+    there = first_move_key(thumb)
+    back = "ArrowLeft" if there == "ArrowRight" else "ArrowRight"
     for move in range(moves):
         thumb.focus()
         before = page.evaluate("() => window.__bench.changes.length")
-        thumb.press("ArrowRight" if move % 2 == 0 else "ArrowLeft")
+        thumb.press(there if move % 2 == 0 else back)
         page.wait_for_function("(n) => window.__bench.changes.length > n", arg=before, timeout=60_000)
         _settle(page)
         key, changes = page.evaluate("() => [window.__bench.keys.at(-1), window.__bench.changes]")
@@ -133,13 +135,17 @@ def _pages(app_dir: Path) -> list[tuple[str, str]]:
         import importlib
 
         pages = importlib.import_module("ui.pages")
-        listed = [(p.title, p.url_path) for p in pages.available_pages()]
+        try:
+            lessons = importlib.import_module("lessons").all_lessons()
+        except ImportError:  # a checkout from before the lessons layer: its pages with sliders by name
+            lessons = None
+        listed = [(p.title, p.url_path, lessons is None or has_slider(p, lessons)) for p in pages.available_pages()]
     finally:
         sys.path.remove(str(app_dir))
-        for name in [m for m in sys.modules if m == "ui" or m.startswith("ui.")]:
+        for name in [m for m in sys.modules if m.split(".")[0] in ("ui", "lessons", "pe_core", "figures", "i18n")]:
             del sys.modules[name]
     skip = {"", "derivations", "references", "glossary"}
-    return [(title, path) for title, path in listed if path not in skip]
+    return [(title, path) for title, path, slider in listed if slider and path not in skip]
 
 
 def run(app_dir: Path, moves: int, only: set[str] | None) -> dict:

@@ -104,6 +104,24 @@ def page_errors(page) -> list[str]:
     return page.locator('[data-testid="stException"]').all_inner_texts()
 
 
+SLIDER_WIDGETS = ("slider", "select_slider")
+# The tour's slider picks a step (its figure appears only after an answer); the derivations' slider picks a
+# formula, and its figures are not plotly charts.
+NOT_SLIDER_PAGES = ("pages/home.py", "pages/maths.py", "pages/tour.py")
+
+
+def has_slider(info, lessons: dict) -> bool:
+    """Whether the page's lesson has a slider whose move redraws a plotly figure."""
+    lesson = lessons.get(info.lesson) if getattr(info, "lesson", None) else None
+    return (info.path not in NOT_SLIDER_PAGES and lesson is not None
+            and any(c.widget in SLIDER_WIDGETS for c in lesson.settings.controls().values()))
+
+
+def first_move_key(thumb) -> str:
+    """The arrow key that moves a slider thumb: left from the end of its range, right otherwise."""
+    return "ArrowLeft" if thumb.evaluate("(el) => Number(el.value) >= Number(el.max)") else "ArrowRight"
+
+
 def move_first_slider(page, presses: int = 1, key: str | None = None) -> float:
     """Focus the first slider thumb, press a key, wait for the figures to change; returns seconds.
 
@@ -111,9 +129,7 @@ def move_first_slider(page, presses: int = 1, key: str | None = None) -> float:
     end of its range would ignore the other key, and nothing would change)."""
     before = figures_signature(page)
     thumb = page.locator('[data-testid="stSlider"] input[type="range"]').first
-    if key is None:
-        at_end = thumb.evaluate("(el) => Number(el.value) >= Number(el.max)")
-        key = "ArrowLeft" if at_end else "ArrowRight"
+    key = key or first_move_key(thumb)
     thumb.focus()
     started = time.perf_counter()
     for _ in range(presses):

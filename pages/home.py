@@ -29,8 +29,9 @@ with st.expander(_("A 50-minute class"), expanded=True, icon=":material/school:"
 
 st.header(_("Every page"))
 cards = [page for page in available_pages() if page.path != "pages/home.py"]
-columns = st.columns(3)
 for number, page in enumerate(cards):
+    if number % 3 == 0:  # a row at a time, so a phone, which stacks columns, keeps the pages in order
+        columns = st.columns(3)
     with columns[number % 3].container(border=True):
         image = thumbnail(page.lesson) if page.lesson else None
         if image is not None:

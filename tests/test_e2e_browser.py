@@ -11,6 +11,7 @@ import pytest
 from benchmarks.harness import (
     browser,
     chromium_available,
+    has_slider,
     move_first_slider,
     page_errors,
     streamlit_server,
@@ -27,17 +28,7 @@ pytestmark = [
 
 RESULTS = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
 LATENCIES: dict[str, list[float]] = {}
-SLIDER_WIDGETS = ("slider", "select_slider")
-
-
-def _has_slider(info) -> bool:
-    lesson = all_lessons().get(info.lesson) if info.lesson else None
-    return lesson is not None and any(c.widget in SLIDER_WIDGETS for c in lesson.settings.controls().values())
-
-
-# The tour's slider picks a step: its figure appears only once the reader has answered (tested below);
-# the derivations' slider picks a formula, and its figures are not plotly charts.
-PAGES_WITH_SLIDERS = [p for p in available_pages() if _has_slider(p) and p.path not in ("pages/maths.py",)]
+PAGES_WITH_SLIDERS = [p for p in available_pages() if has_slider(p, all_lessons())]
 OTHER_PAGES = [p for p in available_pages() if p not in PAGES_WITH_SLIDERS and p.path != "pages/home.py"]
 
 
