@@ -143,7 +143,7 @@ def spectrum_figure(lines: Sequence[SpectrumLine], scale: int) -> go.Figure:
                          (1.0 / scale, _("one turn within {scale}·L").format(scale=scale))):
         figure.add_scatter(x=[0, 1], y=[level, level], mode="lines", name=label, hoverinfo="skip",
                            line=dict(color=MUTED if level == 1 else HIGHLIGHT, dash="dot", width=1.5))
-    figure.update_yaxes(type="log", exponentformat="power")
+    figure.update_yaxes(type="log", exponentformat="power", dtick=1)  # powers of ten only: minor labels crowd
     figure.update_xaxes(range=[0, 1])
     return _legend_below(figure, 170)
 
@@ -341,7 +341,7 @@ def pair_wavelength_figure(wavelengths: Sequence[float] | torch.Tensor, train_le
         figure.add_scatter(x=span, y=[longest] * 2, mode="lines", hoverinfo="skip",
                            name=_("longest evaluation L′ = {length}").format(length=f"{longest:,}"),
                            line=dict(color=MUTED, dash="dash", width=1.5))
-    figure.update_yaxes(type="log", exponentformat="power")
+    figure.update_yaxes(type="log", exponentformat="power", dtick=1)
     return _legend_below(figure, 130)
 
 
