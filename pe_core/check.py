@@ -665,8 +665,8 @@ def _detail(bug: BugClass, candidate: Candidate, spec: RopeSpec, expected_attent
         if key in detail:
             detail[key] = base_text(detail[key])
     if "used_layout" in detail:
-        detail["used_title"] = _(LAYOUT_TITLES[detail["used_layout"]])
-        detail["expected_title"] = _(LAYOUT_TITLES[detail["expected_layout"]])
+        used, expected = LAYOUT_TITLES[detail["used_layout"]], LAYOUT_TITLES[detail["expected_layout"]]
+        detail["used_title"], detail["expected_title"] = _(used), _(expected)
     if "dtype" in detail:
         detail["bits"] = round(-math.log2(torch.finfo(LOW_PRECISION_DTYPES[detail["dtype"]]).eps)) + 1
         detail["error"] = float(torch.finfo(LOW_PRECISION_DTYPES[detail["dtype"]]).eps)
