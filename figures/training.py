@@ -9,6 +9,7 @@ decides what to draw. A trace that shows one method or encoding takes its look f
 from __future__ import annotations
 
 import math
+import unicodedata
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -173,15 +174,22 @@ CHARACTER_WIDTH = 8.6  # px of a character at the table's 14 px font (digits are
 LINE_HEIGHT = 20  # px each further line of a wrapped cell adds
 
 
+def _characters(word: str) -> int:
+    """``word``'s width in characters of the table's font: a Chinese character is about two."""
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in word)
+
+
 def _wrapped_lines(text: str, width_px: float) -> int:
-    """About how many lines ``text`` takes in a column ``width_px`` wide (words are not broken)."""
+    """About how many lines ``text`` takes in a column ``width_px`` wide (words are not broken; plotly breaks
+    lines only at spaces, so a Chinese cell is one word up to its next space)."""
     per_line = max(4, int((width_px - 16) / CHARACTER_WIDTH))
     lines, used = 1, 0
     for word in str(text).replace("<b>", "").replace("</b>", "").split():
-        if used and used + 1 + len(word) > per_line:
-            lines, used = lines + 1, len(word)
+        width = _characters(word)
+        if used and used + 1 + width > per_line:
+            lines, used = lines + 1, width
         else:
-            used += len(word) + (1 if used else 0)
+            used += width + (1 if used else 0)
     return lines
 
 

@@ -614,6 +614,17 @@ def stored_runs(limit: int = 500) -> list[dict]:
     return rows
 
 
+# The browse view's column headers (the rows keep these keys; ``stored_table`` shows the headers)
+STORED_COLUMNS = {"hash": N_("hash"), "encoding": N_("encoding"), "seed": N_("seed"), "L": "L", "base": N_("base"),
+                  "size": N_("width, heads × d, layers"), "steps": N_("steps"), "device": N_("device"),
+                  "seconds": N_("seconds"), "created": N_("created"), "code": N_("code version")}
+
+
+def stored_table(rows: list[dict]) -> list[dict]:
+    """``stored_runs`` rows as the browse view shows them: the same values under translated headers."""
+    return [{_(STORED_COLUMNS[key]): value for key, value in row.items()} for row in rows]
+
+
 def run_label(row: dict) -> str:
     return _("{encoding}, seed {seed}, L = {L}, {steps} steps ({short})").format(**row, short=row["hash"][:8])
 

@@ -31,7 +31,7 @@ config = lesson.LESSON.config(settings)
 service = lesson.service()
 if store_problem():
     st.warning(_("The run store could not be opened, so runs are kept only until the server restarts: {problem}")
-               .format(problem=store_problem()), icon="⚠️")
+               .format(problem=_(store_problem())), icon="⚠️")
 
 # --- the toy's spectrum -----------------------------------------------------------------------------
 st.header(_("A faithful miniature"))
@@ -246,7 +246,7 @@ with st.expander(_("Browse the run store and compare two runs")):
     if len(rows) < 2:
         st.caption(_("{count} run(s) stored so far; two are needed to compare.").format(count=len(rows)))
     if rows:
-        st.dataframe(rows, hide_index=True, width="stretch")
+        st.dataframe(lesson.stored_table(rows), hide_index=True, width="stretch")
     if len(rows) >= 2:
         hashes = [row["hash"] for row in rows]
         labels = {row["hash"]: lesson.run_label(row) for row in rows}

@@ -135,12 +135,18 @@ def readings_for(spec: RopeSpec, count: int, form: str = "auto") -> list[Reading
         return options
     partial = ""
     if spec.rotary_dim < spec.head_dim:
-        partial = (f" (or {spec.head_dim // 2} / {spec.head_dim} for the whole head of {spec.head_dim} "
-                   "dimensions)")
-    shape = {"auto": "", "pairs": " one per pair", "dims": " one per dimension"}[form]
-    raise ValueError(
-        f"Got {count} numbers{shape}, but this RoPE rotates {spec.rotary_dim} of {spec.head_dim} dimensions: "
-        f"give {spec.num_pairs} θᵢ (one per pair) or {spec.rotary_dim} (one per rotated dimension){partial}.")
+        partial = " " + _("(or {pairs} / {head} for the whole head of {head} dimensions)").format(
+            pairs=spec.head_dim // 2, head=spec.head_dim)
+    message = {
+        "auto": N_("Got {count} numbers, but this RoPE rotates {rotated} of {head} dimensions: give {pairs} θᵢ "
+                   "(one per pair) or {rotated} (one per rotated dimension){partial}."),
+        "pairs": N_("Got {count} numbers one per pair, but this RoPE rotates {rotated} of {head} dimensions: give "
+                    "{pairs} θᵢ (one per pair) or {rotated} (one per rotated dimension){partial}."),
+        "dims": N_("Got {count} numbers one per dimension, but this RoPE rotates {rotated} of {head} dimensions: "
+                   "give {pairs} θᵢ (one per pair) or {rotated} (one per rotated dimension){partial}."),
+    }[form]
+    raise ValueError(_(message).format(count=count, rotated=spec.rotary_dim, head=spec.head_dim,
+                                       pairs=spec.num_pairs, partial=partial))
 
 
 # ---- the bug classes ------------------------------------------------------------------------------
@@ -659,8 +665,8 @@ def _detail(bug: BugClass, candidate: Candidate, spec: RopeSpec, expected_attent
         if key in detail:
             detail[key] = base_text(detail[key])
     if "used_layout" in detail:
-        detail["used_title"] = _(LAYOUT_TITLES[detail["used_layout"]])
-        detail["expected_title"] = _(LAYOUT_TITLES[detail["expected_layout"]])
+        used, expected = LAYOUT_TITLES[detail["used_layout"]], LAYOUT_TITLES[detail["expected_layout"]]
+        detail["used_title"], detail["expected_title"] = _(used), _(expected)
     if "dtype" in detail:
         detail["bits"] = round(-math.log2(torch.finfo(LOW_PRECISION_DTYPES[detail["dtype"]]).eps)) + 1
         detail["error"] = float(torch.finfo(LOW_PRECISION_DTYPES[detail["dtype"]]).eps)
@@ -675,9 +681,11 @@ def check(spec: RopeSpec, numbers: Sequence[float] | torch.Tensor, attention_fac
     given = torch.as_tensor(numbers, dtype=torch.float64).reshape(-1)
     if bool((given < 0).any()):
         first = int(torch.nonzero(given < 0)[0])
-        raise ValueError(f"Number {first + 1} is negative ({float(given[first]):g}); inverse frequencies θᵢ are ≥ 0.")
+        raise ValueError(_("Number {index} is negative ({value:g}); inverse frequencies θᵢ are ≥ 0.").format(
+            index=first + 1, value=float(given[first])))
     if attention_factor is not None and not (math.isfinite(attention_factor) and attention_factor > 0):
-        raise ValueError(f"The attention factor must be a positive number (got {attention_factor!r}).")
+        raise ValueError(_("The attention factor must be a positive number (got {text}).").format(
+            text=repr(attention_factor)))
     expected, expected_attention = _expected(spec, seq_len)
     readings = readings_for(spec, given.numel(), form)
     attention_ok = None if attention_factor is None else _attention_close(attention_factor, expected_attention)

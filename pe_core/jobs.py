@@ -19,6 +19,8 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+from i18n import _
+
 QUEUED, RUNNING, DONE, STOPPED, FAILED = "queued", "running", "done", "stopped", "failed"
 FINISHED = (DONE, STOPPED, FAILED)
 
@@ -168,10 +170,9 @@ class JobLimiter:
                         job.requests += 1
                         return job
             if len(self._running) >= self.max_running and len(self._waiting) >= self.max_waiting:
-                raise ServerBusy(
-                    f"The server is busy: {len(self._running)} training job(s) running and "
-                    f"{len(self._waiting)} waiting. Please try again in a minute."
-                )
+                raise ServerBusy(_("The server is busy: {running} training job(s) running and {waiting} waiting. "
+                                   "Please try again in a minute.").format(running=len(self._running),
+                                                                           waiting=len(self._waiting)))
             job = Job(name, work, self, key=key, estimate_s=estimate_s)
             self._waiting.append(job)
         job.thread.start()

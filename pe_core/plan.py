@@ -28,7 +28,7 @@ from typing import NamedTuple
 
 import torch
 
-from i18n import N_
+from i18n import N_, _
 from pe_core.base_bound import base_lower_bound, first_negative_distance
 from pe_core.config import from_hf_config
 from pe_core.rope import RopeSpec, check_length, default_inv_freq, ntk_aware_base, rope_frequencies
@@ -208,9 +208,10 @@ def plan(config: Mapping, target: int, *, methods: Sequence[str] = PLAN_METHODS,
     spec = from_hf_config(config)
     L = spec.original_max_position_embeddings
     if target <= L:
-        raise ValueError(f"The target length must exceed the training length L = {L:,} (got {target:,}).")
+        raise ValueError(_("The target length must exceed the training length L = {length:,} (got {target:,}).")
+                         .format(length=L, target=target))
     if target > MAX_TARGET:
-        raise ValueError(f"Plans go up to {MAX_TARGET:,} tokens (got {target:,}).")
+        raise ValueError(_("Plans go up to {cap:,} tokens (got {target:,}).").format(cap=MAX_TARGET, target=target))
     train = RopeSpec(head_dim=spec.head_dim, base=spec.base, original_max_position_embeddings=L,
                      partial_rotary_factor=spec.partial_rotary_factor)
     constant = unrotated_pairs(train)

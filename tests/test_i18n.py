@@ -23,37 +23,23 @@ from tests.visible_text import (
 )
 from ui.pages import available_pages
 
-# Files other engineers are still writing; their strings get a delta pass once they land.
-# TODO(lead): remove an entry once its strings are translated (python -m i18n check lists them).
-NOT_YET_TRANSLATED = ("pages/training.py", "figures/training.py", "pe_core/train", "lessons/training.py",
-                      "pages/check.py", "pages/plan.py", "pages/compare.py", "lessons/check.py",
-                      "lessons/plan.py", "lessons/compare.py")
 MIN_CJK_SHARE = 0.5  # of the letters a reader sees outside formulas and proper names
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
-def _pending(locations) -> bool:
-    """All of a message's uses are in files still waiting for their translation pass."""
-    return bool(locations) and all(str(file).startswith(NOT_YET_TRANSLATED) for file, _line in locations)
-
-
-def _catalog_entries():
-    return [m for m in read_catalog("zh") if m.id and not _pending(m.locations)]
-
 
 # ---- the catalog ---------------------------------------------------------------------------------
 
 def test_every_message_has_a_chinese_translation_with_the_same_placeholders():
-    pending = {(m.id[0] if isinstance(m.id, tuple) else m.id)[:70] for m in read_catalog("zh") if _pending(m.locations)}
-    problems = [p for p in catalog_problems("zh") if not any(repr(text) in p for text in pending)]
+    problems = catalog_problems("zh")
     assert not problems, "python -m i18n check:\n" + "\n".join(problems)
 
 
 def test_the_catalog_holds_every_string_the_code_marks():
     from i18n.__main__ import missing_messages
 
-    missing = {text: where for text, where in missing_messages("zh").items() if not _pending(where)}
+    missing = missing_messages("zh")
     assert not missing, ("run python -m i18n extract && python -m i18n update, then translate:\n"
                          + "\n".join(f"{text!r} ({where[0][0]}:{where[0][1]})" for text, where in missing.items()))
 
@@ -62,7 +48,7 @@ def test_translations_use_the_term_list():
     terms = load_terms("zh")
     assert len(terms) >= 30
     bad = []
-    for message in _catalog_entries():
+    for message in (m for m in read_catalog("zh") if m.id):
         english = message.id[0] if isinstance(message.id, tuple) else message.id
         chinese = " ".join(message.string) if isinstance(message.string, tuple) else message.string
         for term in missing_terms(english, chinese, terms):
@@ -156,7 +142,7 @@ def test_error_messages_from_the_core_are_translated():
 
 # ---- every page in Chinese ---------------------------------------------------------------------
 
-PAGES = [page.path for page in available_pages() if not page.path.startswith(NOT_YET_TRANSLATED)]
+PAGES = [page.path for page in available_pages()]
 
 
 @pytest.mark.parametrize("path", PAGES)

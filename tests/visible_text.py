@@ -202,10 +202,11 @@ def untranslated(texts: list[tuple[str, str]], min_letters: int = 12) -> list[tu
 # AppTest keeps only the page's own elements when app.py's st.navigation runs a page, so the shared
 # sidebar (language switch, export box) would be missing; this script draws it itself, as app.py does.
 # Page links need pages registered with st.navigation, so here they are drawn as plain markdown links.
+# finish_page names the compute device in the sidebar, as app.py's run does.
 _PAGE_SCRIPT = """
 import runpy
 import streamlit as st
-from ui.layout import start_page
+from ui.layout import finish_page, start_page
 
 _page_link = st.page_link
 st.page_link = lambda page, *, label=None, icon=None, **kwargs: st.markdown(f"[{{label}}](/{{page}})")
@@ -214,6 +215,7 @@ try:
     runpy.run_path({path!r}, run_name="__main__")
 finally:
     st.page_link = _page_link
+    finish_page()
 """
 
 

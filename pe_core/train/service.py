@@ -180,7 +180,8 @@ def server_service() -> TrainingService:
             try:
                 store = open_store()
             except StoreError as err:
-                _SERVICE_ERROR = str(err)
+                # kept as raised: a Deferred message is shown in each reader's language
+                _SERVICE_ERROR = err.args[0] if err.args and isinstance(err.args[0], str) else str(err)
                 store = open_store(":memory:")
             _SERVICE = TrainingService(store, server_limiter())
         return _SERVICE

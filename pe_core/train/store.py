@@ -29,6 +29,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from i18n import N_, Deferred
 from pe_core.train.schema import RecordError, RunRecord
 
 STORE_SCHEMA_VERSION = 1
@@ -155,20 +156,25 @@ class RunStore:
                               ("schema_version", str(STORE_SCHEMA_VERSION)))
             return
         if "store_meta" not in tables:
-            raise StoreError(f"The database at {where} holds other tables ({', '.join(sorted(tables))}), not a run "
-                             "store. It was left untouched; choose another location with --store or PE_RUN_STORE.")
+            raise StoreError(Deferred(N_("The database at {where} holds other tables ({tables}), not a run store. It "
+                                         "was left untouched; choose another location with --store or PE_RUN_STORE."),
+                                      where=where, tables=", ".join(sorted(tables))))
         rows = self._fetchall("SELECT value FROM store_meta WHERE key = ?", ("schema_version",))
         version = rows[0][0] if rows else None
         if version != str(STORE_SCHEMA_VERSION):
-            age = "an older" if version is not None and version.isdigit() and int(version) < STORE_SCHEMA_VERSION \
-                else "another"
-            raise StoreError(f"The run store at {where} was written by {age} version of this app (store schema "
-                             f"{version}); this version reads schema {STORE_SCHEMA_VERSION}. It was left untouched: "
-                             "move it aside to start a new store, or open it with the version that wrote it.")
+            older = version is not None and version.isdigit() and int(version) < STORE_SCHEMA_VERSION
+            message = (N_("The run store at {where} was written by an older version of this app (store schema "
+                          "{version}); this version reads schema {current}. It was left untouched: move it aside to "
+                          "start a new store, or open it with the version that wrote it.") if older else
+                       N_("The run store at {where} was written by another version of this app (store schema "
+                          "{version}); this version reads schema {current}. It was left untouched: move it aside to "
+                          "start a new store, or open it with the version that wrote it."))
+            raise StoreError(Deferred(message, where=where, version=version, current=STORE_SCHEMA_VERSION))
         missing = _TABLES - tables
         if missing:
-            raise StoreError(f"The run store at {where} lacks the table(s) {', '.join(sorted(missing))}; it may be "
-                             "damaged. It was left untouched; move it aside to start a new store.")
+            raise StoreError(Deferred(N_("The run store at {where} lacks the table(s) {tables}; it may be damaged. It "
+                                         "was left untouched; move it aside to start a new store."),
+                                      where=where, tables=", ".join(sorted(missing))))
 
     # ---- runs -------------------------------------------------------------------------------------
 
@@ -307,19 +313,22 @@ class SQLiteStore(RunStore):
         if where != ":memory:":
             path = Path(where)
             if path.exists() and path.is_dir():
-                raise StoreError(f"{where} is a folder; give the run store a file name (e.g. {path / 'runs.sqlite3'}).")
+                raise StoreError(Deferred(N_("{where} is a folder; give the run store a file name (e.g. {example})."),
+                                          where=where, example=str(path / "runs.sqlite3")))
             path.parent.mkdir(parents=True, exist_ok=True)
         try:
             connection = sqlite3.connect(where, check_same_thread=False, isolation_level=None, timeout=30)
             connection.execute("PRAGMA busy_timeout = 30000")
             check = connection.execute("PRAGMA quick_check").fetchone()
         except sqlite3.DatabaseError as err:
-            raise StoreError(f"{where} is not a readable SQLite database ({err}). It was left untouched; move it "
-                             "aside or choose another location with --store or PE_RUN_STORE.") from err
+            raise StoreError(Deferred(N_("{where} is not a readable SQLite database ({error}). It was left untouched; "
+                                         "move it aside or choose another location with --store or PE_RUN_STORE."),
+                                      where=where, error=str(err))) from err
         if check is None or check[0] != "ok":
             connection.close()
-            raise StoreError(f"The SQLite database {where} is damaged ({check[0] if check else 'no answer'}). It was "
-                             "left untouched; move it aside to start a new store.")
+            raise StoreError(Deferred(N_("The SQLite database {where} is damaged ({error}). It was left untouched; "
+                                         "move it aside to start a new store."),
+                                      where=where, error=check[0] if check else "no answer"))
         return connection
 
     def _opened(self) -> None:
@@ -332,8 +341,9 @@ class SQLiteStore(RunStore):
         try:
             rows = self._fetchall("SELECT name FROM sqlite_master WHERE type = 'table'")
         except sqlite3.DatabaseError as err:
-            raise StoreError(f"The SQLite database {self.location} is damaged ({err}). It was left untouched; move "
-                             "it aside to start a new store.") from err
+            raise StoreError(Deferred(N_("The SQLite database {where} is damaged ({error}). It was left untouched; "
+                                         "move it aside to start a new store."),
+                                      where=self.location, error=str(err))) from err
         return {name for (name,) in rows}
 
     def _transaction(self) -> _SQLiteTransaction:
@@ -350,13 +360,13 @@ class PostgresStore(RunStore):
         try:
             import psycopg
         except ImportError as err:
-            raise StoreError("A PostgreSQL run store needs the psycopg package: pip install 'psycopg[binary]'.") \
-                from err
+            raise StoreError(Deferred(N_("A PostgreSQL run store needs the psycopg package: "
+                                         "pip install 'psycopg[binary]'."))) from err
         try:
             return psycopg.connect(self.location, autocommit=True, connect_timeout=10)
         except psycopg.Error as err:
-            raise StoreError(f"Cannot connect to the run store at {describe_location(self.location)}: "
-                             f"{str(err).strip()}") from err
+            raise StoreError(Deferred(N_("Cannot connect to the run store at {where}: {error}"),
+                                      where=describe_location(self.location), error=str(err).strip())) from err
 
     def _tables(self) -> set[str]:
         rows = self._fetchall("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")
