@@ -68,7 +68,7 @@ def _length(value: float) -> str:
 
 
 def _entry_axis(per_dimension: bool) -> str:
-    return _("rotated dimension j (as your code lays them out)") if per_dimension else _("pair index i")
+    return _("dimension j (in your code's order)") if per_dimension else _("pair index i")
 
 
 def check_theta_figure(*, expected, given, ok: Sequence[bool], per_dimension: bool, first_part: int | None,

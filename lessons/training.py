@@ -224,7 +224,7 @@ def row_key(encoding: str, method: str) -> tuple[str, str, bool]:
 
 
 def spectrum_name(s: Spectrum, toy: bool) -> str:
-    text = _("{name} (d = {d}, b = {base}, L = {L}): {turning} of {pairs} pairs turn within L; "
+    text = _("{name} (d = {d}, b = {base}, L = {L}):<br>{turning} of {pairs} pairs turn within L; "
              "{unseen:.0%} of angles unseen at {scale}×")
     name = _("this toy") if toy else s.name
     return text.format(name=name, d=s.head_dim, base=base_text(s.base), L=length_text(s.train_length),
