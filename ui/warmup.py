@@ -1,4 +1,4 @@
-"""Warm the server once it has served its first page: start the browser that draws exported images, then
+"""Warm the server a few seconds after it has served its first page: start the browser that draws exported images, then
 import every lesson and draw its figures at their defaults, in a background thread, so the first
 export and the next page a class opens are quick.
 
@@ -13,6 +13,10 @@ import threading
 
 _started = threading.Event()
 log = logging.getLogger(__name__)
+# The first page's figures are still being drawn in the reader's browser when its script run ends; on a small
+# machine, starting the renderer's browser and computing every lesson at once slowed that first draw by 1-2 s
+# (measured with python -m benchmarks.browser). Readers stay on a page longer than this.
+WARM_DELAY_S = 6.0
 
 
 def _warm() -> None:
@@ -40,4 +44,6 @@ def warm_up_in_background() -> None:
     if os.environ.get("PE_EXPLORER_WARMUP", "1") == "0" or _started.is_set():
         return
     _started.set()
-    threading.Thread(target=_warm, name="warm-lessons", daemon=True).start()
+    timer = threading.Timer(WARM_DELAY_S, _warm)
+    timer.name, timer.daemon = "warm-lessons", True
+    timer.start()
