@@ -23,7 +23,7 @@ def _recording(monkeypatch, delay: float) -> tuple[list[str], threading.Event]:
 
 def test_warms_once_in_the_background_after_a_delay(monkeypatch):
     monkeypatch.setenv("PE_EXPLORER_WARMUP", "1")
-    calls, done = _recording(monkeypatch, 0.3)
+    calls, done = _recording(monkeypatch, 1.0)
     warmup.warm_up_in_background()
     warmup.warm_up_in_background()  # a second page: nothing more
     assert calls == []  # not yet: the first page is still being drawn
