@@ -56,6 +56,20 @@ def test_translations_use_the_term_list():
     assert not bad, "\n".join(bad)
 
 
+CJK_PUNCTUATION = "：。；，！？"
+
+
+def test_bold_text_in_chinese_closes():
+    """Markdown does not close ``**`` after punctuation when a letter follows (``**结论。**下文`` stays raw
+    asterisks): the punctuation goes after the bold span."""
+    unclosed = []
+    for message in (m for m in read_catalog("zh") if m.id):
+        chinese = " ".join(message.string) if isinstance(message.string, tuple) else message.string
+        spans = chinese.split("**")[1:-1:2]  # the text between an opening and its closing **
+        unclosed += [span for span in spans if span.endswith(tuple(CJK_PUNCTUATION))]
+    assert not unclosed, unclosed
+
+
 def test_terms_are_matched_as_words_longest_first():
     terms = load_terms("zh")
     used = {t.english for t in terms_used("Position Interpolation interpolates; PI extrapolates", terms)}
