@@ -11,8 +11,15 @@ import torch
 from figures import practitioner as draw
 from i18n import N_, _
 from lessons.base import FigureSpec, Lesson, LessonSettings, figure_registry, setting
-from lessons.model_source import SOURCES, config_of, preset_names, source_title, spec_of
-from lessons.rope_setup import EXAMPLE_CONFIG, OLD_STYLE_LINEAR_CONFIG
+from lessons.model_source import (
+    EXAMPLE_CONFIG,
+    OLD_STYLE_LINEAR_CONFIG,
+    SOURCES,
+    config_of,
+    preset_names,
+    source_title,
+    spec_of,
+)
 from pe_core import RopeSpec, rope_frequencies
 from pe_core.check import close
 from pe_core.config import extended_length

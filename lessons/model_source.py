@@ -12,7 +12,7 @@ from pe_core import RopeSpec, from_hf_config, load_presets
 
 MODEL = "model"
 SOURCES = ("preset", "config")
-SOURCE_TITLES = {"preset": N_("A real model"), "config": N_("Paste config.json")}
+SOURCE_TITLES = {"sliders": N_("Sliders"), "preset": N_("A real model"), "config": N_("Paste config.json")}
 
 
 def preset_names() -> tuple[str, ...]:
@@ -21,6 +21,10 @@ def preset_names() -> tuple[str, ...]:
 
 def source_title(source: str) -> str:
     return _(SOURCE_TITLES[source])
+
+
+def preset_config(name: str) -> dict:
+    return next(p.config for p in load_presets() if p.name == name)
 
 
 def parse_config(text: str) -> dict:
@@ -40,14 +44,25 @@ def parse_config(text: str) -> dict:
 def config_of(source: str, preset: str, text: str) -> dict:
     """The config dict the settings name: a preset's, or the pasted text's."""
     if source == "preset":
-        return dict(next(p.config for p in load_presets() if p.name == preset))
+        return dict(preset_config(preset))
     return parse_config(text)
 
 
-def _example_configs():
-    from lessons.rope_setup import EXAMPLE_CONFIG, OLD_STYLE_LINEAR_CONFIG
-
-    return EXAMPLE_CONFIG, OLD_STYLE_LINEAR_CONFIG
+# The paste box starts with a real config (Qwen2.5-7B-Instruct with the YaRN block its model card gives),
+# so "Paste config.json" shows something at once and the reader sees the shape to paste.
+EXAMPLE_CONFIG = json.dumps({"hidden_size": 3584, "num_attention_heads": 28, "max_position_embeddings": 32768,
+                             "rope_theta": 1000000.0,
+                             "rope_scaling": {"factor": 4.0, "original_max_position_embeddings": 32768,
+                                              "type": "yarn"}}, indent=1)
+OLD_STYLE_LINEAR_CONFIG = json.dumps({"hidden_size": 4096, "num_attention_heads": 32, "max_position_embeddings": 4096,
+                                      "rope_scaling": {"type": "linear", "factor": 4}})
+# google/gemma-3-4b-it's config.json as published: the language model under text_config, and only the
+# values that differ from transformers' Gemma3TextConfig defaults.
+GEMMA3_CONFIG = {"architectures": ["Gemma3ForConditionalGeneration"], "model_type": "gemma3",
+                 "text_config": {"hidden_size": 2560, "intermediate_size": 10240, "model_type": "gemma3_text",
+                                 "num_hidden_layers": 34, "rope_scaling": {"factor": 8.0, "rope_type": "linear"},
+                                 "sliding_window": 1024},
+                 "vision_config": {"model_type": "siglip_vision_model", "hidden_size": 1152}}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,8 +73,8 @@ class ModelSettings(LessonSettings):
                           format=source_title)
     preset: str = setting("Llama-3-8B", N_("Model"), key="preset", widget="selectbox", group=MODEL,
                           options=preset_names(), when={"source": ("preset",)}, examples=("Llama-2-7B", "gpt-oss-20b"))
-    config: str = setting(_example_configs()[0], N_("config.json"), key="config", widget="text", group=MODEL,
-                          when={"source": ("config",)}, examples=(_example_configs()[1],),
+    config: str = setting(EXAMPLE_CONFIG, N_("config.json"), key="config", widget="text", group=MODEL,
+                          when={"source": ("config",)}, examples=(OLD_STYLE_LINEAR_CONFIG,),
                           help=N_("The model's config.json as transformers writes it (rope_theta, head_dim or "
                                   "hidden_size / num_attention_heads, max_position_embeddings, rope_scaling)."))
 

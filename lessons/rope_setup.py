@@ -12,7 +12,16 @@ from typing import NamedTuple
 from i18n import N_, _
 from lessons.base import LessonSettings, SettingsError, cached, setting
 from lessons.format import base_text, length_text, scale_text
-from pe_core import METHODS, MethodSetup, from_hf_config, load_presets, method_setup
+from lessons.model_source import (
+    EXAMPLE_CONFIG,
+    GEMMA3_CONFIG,
+    OLD_STYLE_LINEAR_CONFIG,
+    parse_config,
+    preset_config,
+    preset_names,
+    source_title,
+)
+from pe_core import METHODS, MethodSetup, from_hf_config, method_setup
 from pe_core.config import extended_length, original_length_given, text_config_of
 from pe_core.methods import DEFAULT_ABF_BASE
 
@@ -24,16 +33,7 @@ SCALES = (1.0, 1.5, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0)
 MAX_TARGET_LENGTH = 1 << 20  # the longest L' any page analyses
 UNSCALED_MODEL_SCALE = 4  # a model without RoPE scaling is shown at 4× its training length
 SOURCES = ("sliders", "preset", "config")
-SOURCE_TITLES = {"sliders": N_("Sliders"), "preset": N_("A real model"), "config": N_("Paste config.json")}
 GROUP = "rope"
-
-
-def _preset_names() -> tuple[str, ...]:
-    return tuple(p.name for p in load_presets())
-
-
-def _source_title(source: str) -> str:
-    return _(SOURCE_TITLES[source])
 
 
 def _method_title(method: str) -> str:
@@ -41,35 +41,14 @@ def _method_title(method: str) -> str:
 
 
 FROM_SLIDERS = {"source": ("sliders",)}
-# The paste box starts with a real config (Qwen2.5-7B-Instruct with the YaRN block its model card gives),
-# so "Paste config.json" shows something at once and the reader sees the shape to paste.
-EXAMPLE_CONFIG = json.dumps({"hidden_size": 3584, "num_attention_heads": 28, "max_position_embeddings": 32768,
-                             "rope_theta": 1000000.0,
-                             "rope_scaling": {"factor": 4.0, "original_max_position_embeddings": 32768,
-                                              "type": "yarn"}}, indent=1)
-OLD_STYLE_LINEAR_CONFIG = json.dumps({"hidden_size": 4096, "num_attention_heads": 32, "max_position_embeddings": 4096,
-                                      "rope_scaling": {"type": "linear", "factor": 4}})
-# google/gemma-3-4b-it's config.json as published: the language model under text_config, and only the
-# values that differ from transformers' Gemma3TextConfig defaults.
-GEMMA3_CONFIG = {"architectures": ["Gemma3ForConditionalGeneration"], "model_type": "gemma3",
-                 "text_config": {"hidden_size": 2560, "intermediate_size": 10240, "model_type": "gemma3_text",
-                                 "num_hidden_layers": 34, "rope_scaling": {"factor": 8.0, "rope_type": "linear"},
-                                 "sliding_window": 1024},
-                 "vision_config": {"model_type": "siglip_vision_model", "hidden_size": 1152}}
-
-
-def _preset_config(name: str) -> dict:
-    return next(p.config for p in load_presets() if p.name == name)
-
-
 def config_examples() -> dict[str, dict]:
     """One config per kind of rope_scaling the app reads (label -> config.json), for "try an example"."""
     return {
-        N_("Llama 3.1 · llama3 bands"): _preset_config("Llama-3.1-8B"),
-        N_("Qwen2.5 · YaRN ×4"): _preset_config("Qwen2.5-7B-Instruct (+YaRN x4)"),
-        N_("DeepSeek-V3 · YaRN with mscale"): _preset_config("DeepSeek-V3"),
-        N_("Phi-3.5 · LongRoPE"): _preset_config("Phi-3.5-mini-instruct"),
-        N_("gpt-oss · YaRN without truncation"): _preset_config("gpt-oss-20b"),
+        N_("Llama 3.1 · llama3 bands"): preset_config("Llama-3.1-8B"),
+        N_("Qwen2.5 · YaRN ×4"): preset_config("Qwen2.5-7B-Instruct (+YaRN x4)"),
+        N_("DeepSeek-V3 · YaRN with mscale"): preset_config("DeepSeek-V3"),
+        N_("Phi-3.5 · LongRoPE"): preset_config("Phi-3.5-mini-instruct"),
+        N_("gpt-oss · YaRN without truncation"): preset_config("gpt-oss-20b"),
         N_("Gemma 3 · nested text_config"): GEMMA3_CONFIG,
         N_("Llama 2 · old-style linear ×4"): json.loads(OLD_STYLE_LINEAR_CONFIG),
     }
@@ -80,9 +59,9 @@ class RopeSettings(LessonSettings):
     """Which RoPE to look at, and which methods to compare (the sidebar of the RoPE pages)."""
 
     source: str = setting("sliders", N_("Settings from"), key="src", widget="radio", group=GROUP, options=SOURCES,
-                          format=_source_title)
-    preset: str = setting(_preset_names()[0], N_("Model"), key="preset", widget="selectbox", group=GROUP,
-                          options=_preset_names(), when={"source": ("preset",)})
+                          format=source_title)
+    preset: str = setting(preset_names()[0], N_("Model"), key="preset", widget="selectbox", group=GROUP,
+                          options=preset_names(), when={"source": ("preset",)})
     config: str = setting(EXAMPLE_CONFIG, N_("config.json"), key="config", widget="text", group=GROUP,
                           when={"source": ("config",)}, examples=(OLD_STYLE_LINEAR_CONFIG,),
                           help=N_("A model's config.json as transformers writes it: rope_theta, head_dim or "
@@ -125,10 +104,8 @@ class RopeSetup(NamedTuple):
 def model_config(settings: RopeSettings) -> dict | None:
     """The config.json of the chosen preset or paste (None for sliders); ``SettingsError`` for a bad paste."""
     if settings.source == "preset":
-        return next(p.config for p in load_presets() if p.name == settings.preset)
+        return preset_config(settings.preset)
     if settings.source == "config":
-        from lessons.model_source import parse_config
-
         return parse_config(settings.config)
     return None
 

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from lessons.rope_setup import GEMMA3_CONFIG as GEMMA3
+from lessons.model_source import GEMMA3_CONFIG as GEMMA3
 from pe_core import RopeSpec, extended_length, from_hf_config, load_presets, preset_by_name, rope_frequencies
 from pe_core.config import text_config_of
 

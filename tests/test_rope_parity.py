@@ -75,7 +75,7 @@ def test_nested_text_config_matches_transformers():
     """Gemma 3's config.json keeps the language model under text_config; its global layers' RoPE is linear ×8."""
     from transformers import Gemma3Config
 
-    from lessons.rope_setup import GEMMA3_CONFIG as GEMMA3
+    from lessons.model_source import GEMMA3_CONFIG as GEMMA3
 
     text = Gemma3Config(**GEMMA3).get_text_config()
     inv_freq, _ = ROPE_INIT_FUNCTIONS["linear"](text, None, None, layer_type="full_attention")

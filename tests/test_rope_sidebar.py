@@ -7,7 +7,8 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 
 import pytest
 
-from lessons.rope_setup import GEMMA3_CONFIG, config_examples
+from lessons.model_source import GEMMA3_CONFIG
+from lessons.rope_setup import config_examples
 from pe_core import preset_by_name
 from tests.conftest import chart_figures, figure_titled, run_page
 
