@@ -93,7 +93,8 @@ else:
     st.info(_("Pick at least one method in the sidebar, or add the β-base conversion, to see the dials."))
 st.latex(r"\theta_i=b^{-2i/d}=\beta^{-i},\quad \beta=b^{2/d}\qquad\Longrightarrow\qquad "
          r"n\,\theta_i \bmod 2\pi=\frac{n}{\beta^{i}} \bmod 2\pi")
-st.latex(r"\text{compare the digit of a whole-number base: }\ d_i=\Big\lfloor\frac{n}{\beta^{i}}\Big\rfloor \bmod \beta")
+st.markdown(_("Compare the digit of a whole-number base:"))
+st.latex(r"d_i=\Big\lfloor\frac{n}{\beta^{i}}\Big\rfloor \bmod \beta")
 
 # --- 3. the bound ----------------------------------------------------------------------------------
 st.header(_("3 · How much must the base grow?"))
@@ -111,7 +112,7 @@ st.markdown(_(
     "because RoPE's digits wrap at 2π rather than at β. The two β differ by the factor $s^{4/(d(d-2))}$, which is "
     "close to 1 for large d."
 ))
-st.latex(r"\underbrace{(\lambda\beta)^{d/2-1}=s\,\beta^{d/2-1}}_{\text{slowest pair matches interpolation}}"
+st.latex(r"\underbrace{(\lambda\beta)^{d/2-1}=s\,\beta^{d/2-1}}_{\text{" + _("slowest pair matches interpolation") + r"}}"
          r"\;\Rightarrow\;\lambda=s^{2/(d-2)},\quad b'=b\,\lambda^{d/2}=b\,s^{d/(d-2)}")
 page.controls(lesson.BOUND, columns=2)
 page.figure("stretch-bound")

@@ -101,5 +101,5 @@ st.markdown(_(
     "the model has seen relative positions up to {reach:,.0f}, so plain RoPE stays within them up to that length."
 ).format(inverse=cite("leaky_rerope_inverse"), train=cost.settings.leaky_train, window=cost.settings.leaky_window,
          k=cost.settings.leaky_k, reach=cost.leaky_reach))
-st.latex(r"\text{relative position in training} = \begin{cases} i - j & i - j < w\\ w + k\,(i - j - w) & "
+st.latex(r"\text{" + _("relative position in training") + r"} = \begin{cases} i - j & i - j < w\\ w + k\,(i - j - w) & "
          r"i - j \ge w\end{cases},\qquad \max = w + k\,(L - 1 - w)")

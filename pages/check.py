@@ -84,7 +84,7 @@ else:
 
 page.figure("theta")
 page.figure("error")
-st.latex(r"\text{match} \iff \frac{|\theta^{\text{yours}}_i - \theta_i|}{\theta_i} \le "
+st.latex(r"\text{" + _("match") + r"} \iff \frac{|\theta^{\text{" + _("yours") + r"}}_i - \theta_i|}{\theta_i} \le "
          r"8\,\varepsilon_{32}\,\bigl(1 + |\ln \theta_i|\bigr)\ \ \forall i,\qquad \varepsilon_{32} = 2^{-23}")
 st.caption(_(
     "Computing b^(−2i/d) in float32 rounds the exponent, an error the power multiplies by |ln θᵢ|; the rest is a few "

@@ -71,10 +71,12 @@ st.latex(r"(R_m q)\cdot(R_n k) = \operatorname{Re}\Big[\sum_{i=0}^{N-1} h_i\, e^
          r"\qquad r = m - n")
 st.latex(r"h_i = (q_{2i} + \mathrm{i}\,q_{2i+1})(k_{2i} - \mathrm{i}\,k_{2i+1})")
 show_derivation("decay_abel_summation")
-st.latex(r"\text{plotted: }\ B(r) = \frac{1}{N}\sum_{j=1}^{N}\big|S_j(r)\big|,\qquad "
+st.markdown(_("Plotted:"))
+st.latex(r"B(r) = \frac{1}{N}\sum_{j=1}^{N}\big|S_j(r)\big|,\qquad "
          r"S_j(r) = \sum_{i=0}^{j-1} e^{\mathrm{i} r\theta_i}")
-st.latex(r"\text{random-phase level: }\ \lim_{R\to\infty}\frac{1}{R}\int_0^R B(r)\,dr = "
-         r"\frac{1}{N}\sum_{j=1}^{N}\mathbb{E}\Big|\sum_{i<j} e^{\mathrm{i}\phi_i}\Big|,\quad \phi_i \text{ uniform}")
+st.markdown(_("Random-phase level:"))
+st.latex(r"\lim_{R\to\infty}\frac{1}{R}\int_0^R B(r)\,dr = "
+         r"\frac{1}{N}\sum_{j=1}^{N}\mathbb{E}\Big|\sum_{i<j} e^{\mathrm{i}\phi_i}\Big|,\quad \phi_i \sim \mathcal{U}[0, 2\pi)")
 flipped = derivations.get("decay_abel_sign")
 if not verification("decay_abel_sign").holds:
     st.caption(_("A note on the sign: the identity is sometimes restated as {said} sympy refutes that when this page "
@@ -185,5 +187,7 @@ st.markdown(_(
 ).format(d=s.d_model, base=base_text(s.sinusoidal_base), t=length_text(s.max_offset),
          roformer=cite("roformer", "§3.2.2")))
 page.figure("projected-scores")
-st.latex(r"\text{score}(t, k) = \big(W_q\,PE(t)\big)\cdot\big(W_k\,PE(t+k)\big) = PE(t)^{\top} W_q^{\top} W_k\, PE(t+k)")
-st.latex(r"\mathbb{E}_{W}\big[W_q^{\top}W_k\big] = 0 \quad\Rightarrow\quad \mathbb{E}_W[\text{score}(t, k)] = 0")
+score = r"\text{" + _("score") + "}"
+st.latex(score + r"(t, k) = \big(W_q\,PE(t)\big)\cdot\big(W_k\,PE(t+k)\big) = PE(t)^{\top} W_q^{\top} W_k\, PE(t+k)")
+st.latex(r"\mathbb{E}_{W}\big[W_q^{\top}W_k\big] = 0 \quad\Rightarrow\quad \mathbb{E}_W["
+         + score + r"(t, k)] = 0")

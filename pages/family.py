@@ -39,7 +39,7 @@ def sinusoidal() -> None:
              r"PE_{(pos,\,2i+1)} = \cos\!\big(pos\cdot b^{-2i/d}\big)")
     page.figure("sinusoidal-periods")
     view = page.result((lesson.SINUSOIDAL,)).sinusoidal
-    st.latex(r"T_j = 2\pi\, b^{\,2\lfloor j/2\rfloor/d}\ \text{tokens}:\quad T_0 = 2\pi \approx "
+    st.latex(r"T_j = 2\pi\, b^{\,2\lfloor j/2\rfloor/d}\ \text{" + _("tokens") + r"}:\quad T_0 = 2\pi \approx "
              + f"{view.shortest:.2f}" + r",\qquad T_{d-1} = 2\pi\, b^{(d-2)/d} \approx "
              + f"{view.longest:,.0f}".replace(",", "{,}") + r" < 2\pi b")
 
@@ -192,8 +192,9 @@ def relative_schemes() -> None:
     page.figure("dual-chunk")
     st.latex(r"M[i][j] = \begin{cases} (i \bmod s) - (j \bmod s) & \lfloor i/s\rfloor = \lfloor j/s\rfloor \\ "
              r"P^{succ}_q[i] - (j \bmod s) & \lfloor i/s\rfloor - \lfloor j/s\rfloor = 1 \\ "
-             r"(c-1) - (j \bmod s) & \text{otherwise} \end{cases}")
-    st.latex(r"P^{succ}_q[i] = \begin{cases} s + (i \bmod s) & (i \bmod s) < w \\ c-1 & \text{otherwise}\end{cases}")
+             r"(c-1) - (j \bmod s) & \text{" + _("otherwise") + r"} \end{cases}")
+    st.latex(r"P^{succ}_q[i] = \begin{cases} s + (i \bmod s) & (i \bmod s) < w \\ c-1 & \text{"
+             + _("otherwise") + r"}\end{cases}")
 
     st.markdown(_("One row of each matrix - the last query looking back - side by side:"))
     page.figure("position-curves")
@@ -215,7 +216,7 @@ def logit_scaling() -> None:
     page.figure("log-n")
     length = page.settings().logn_train_length
     st.latex(r"\operatorname{Attention}(Q,K,V) = \operatorname{softmax}\!\Big(\frac{\log_{L} n}{\sqrt d}\,QK^\top"
-             r"\Big)V\qquad(\log_{" + str(length) + r"} n \text{ for } L = " + str(length) + ")")
+             r"\Big)V\qquad(L = " + str(length) + r":\ \log_{" + str(length) + r"} n)")
     st.markdown(_(
         "YaRN sharpens the softmax by a temperature that depends on the scale s = L′/L instead ({yarn}). Its "
         "√(1/t) multiplies q *and* k, so the logits grow by (0.1·ln s + 1)². Written in s, log-n is "

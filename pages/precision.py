@@ -54,8 +54,9 @@ st.markdown(_(
     "**Why.** A float with p significand bits (the hidden leading 1 included: {bits}) spaces its numbers evenly "
     "inside each binade [2ᵏ, 2ᵏ⁺¹). All integers up to 2ᵖ are exact; above, only multiples of the gap survive:"
 ).format(bits=", ".join(f"{name} {p}" for name, p in facts.bits.items())))
-st.latex(r"\text{gap in } [2^k, 2^{k+1}) = 2^{\,k-p+1}")
-st.latex(r"\#\{\text{exact positions among } 0, \dots, 2^K - 1\} = 2^p + (K - p)\,2^{p-1}\qquad (K \ge p)")
+st.latex(r"g(m) = 2^{\,k-p+1}\qquad (2^k \le m < 2^{k+1})")
+st.markdown(_("So the number N(K) of exact positions among 0, …, 2ᴷ − 1 is"))
+st.latex(r"N(K) = 2^p + (K - p)\,2^{p-1}\qquad (K \ge p)")
 check = result.power_of_two_check
 if check is not None:
     sentence = _("For bfloat16 at L′ = 2{K} = {length}: 2{p} + ({k} − {bits})·2{p1} = **{formula}** exact positions, "
@@ -111,9 +112,12 @@ st.markdown(_(
 ).format(title=_(analysed.title), d=analysed.spec.rotary_dim, base=base_text(analysed.spec.base),
          last=length_text(rope.length - 1), dtype=rope.settings.low_dtype))
 page.figure("angle-error")
-st.latex(r"\text{positions rounded:}\quad |\tilde m - m|\,\theta_i \;\le\; \tfrac{g(m)}{2}\,\theta_i")
-st.latex(r"\theta \text{ rounded:}\quad m\,|\tilde\theta_i - \theta_i| \;\le\; m\,\theta_i\,2^{-p}")
-st.latex(r"\cos/\sin \text{ rounded:}\quad |\widetilde{\cos} - \cos|,\ |\widetilde{\sin} - \sin| \;\le\; 2^{-p}")
+st.markdown(_("Positions rounded:"))
+st.latex(r"|\tilde m - m|\,\theta_i \;\le\; \tfrac{g(m)}{2}\,\theta_i")
+st.markdown(_("θ rounded:"))
+st.latex(r"m\,|\tilde\theta_i - \theta_i| \;\le\; m\,\theta_i\,2^{-p}")
+st.markdown(_("cos and sin rounded:"))
+st.latex(r"|\widetilde{\cos} - \cos|,\ |\widetilde{\sin} - \sin| \;\le\; 2^{-p}")
 st.markdown(_(
     "with g(m) the gap at m. Rounding the positions or θ makes errors that **grow with m** until the angle is noise "
     "(π); rounding only the final cos/sin costs a bounded 2⁻ᵖ = {bound:.4f} ({dtype}, p = {p}) at every position. "

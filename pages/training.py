@@ -203,7 +203,8 @@ if record is not None:
     ).format(logn=cite("logn"), rerope=cite("rerope"), su_length=f"{lesson.SU_TRAIN_LENGTH:,}"))
     st.latex(r"q_i \to \max\!\Big(1, \frac{\ln (i+1)}{\ln L}\Big)\, q_i \qquad "
              r"\text{ReRoPE: } i-j \to \min(i-j,\ w) \qquad "
-             r"\text{Leaky: } i-j \to \begin{cases} i-j & i-j < w \\ w + (i-j-w)/k & \text{else} \end{cases}")
+             r"\text{Leaky: } i-j \to \begin{cases} i-j & i-j < w \\ w + (i-j-w)/k & \text{" + _("otherwise")
+             + r"} \end{cases}")
 
     st.header(_("Su's table beside the toy"))
     st.markdown(_(
