@@ -4,17 +4,24 @@ import pandas as pd
 import streamlit as st
 
 from figures.theme import HIGHLIGHT, translucent
-from i18n import _
+from i18n import N_, _
 from lessons import beta_base as lesson
 from lessons.format import base_text, length_text, number_text, superscript
 from references import cite
+from ui.contents import Contents
 from ui.lesson import LessonPage
 from ui.rope import rope_sidebar
 
 page = LessonPage(lesson.LESSON)
 UNSEEN = translucent(HIGHLIGHT, 0.18)  # table cells holding a digit training never produced
 
+contents = Contents({
+    "plain-number": N_("1 · A plain number in base β"),
+    "digits": N_("2 · RoPE's pairs are the digits of the position"),
+    "base-growth": N_("3 · How much must the base grow?"),
+})
 st.title(_("RoPE as a β-base number"))
+contents.show()
 st.markdown(_(
     "A reading of RoPE due to Su Jianlin ({source}): the angles n·θᵢ are the **digits of the position n "
     "written in base** $\\beta = b^{{2/d}}$. Seen that way, the three ways to run a model past its training length are the "
@@ -28,7 +35,7 @@ with st.sidebar:
     page.controls(lesson.DIALS)
 
 # --- 1. plain numbers ------------------------------------------------------------------------------
-st.header(_("1 · A plain number in base β"))
+contents.header("plain-number")
 st.markdown(_(
     "A model trained on numbers below βᴾ written with P digits must now take numbers s times larger. "
     "**Direct extrapolation** writes them with more places: the new top place was 0 throughout training. "
@@ -70,7 +77,7 @@ st.markdown(_(
 ))
 
 # --- 2. RoPE ---------------------------------------------------------------------------------------
-st.header(_("2 · RoPE's pairs are the digits of the position"))
+contents.header("digits")
 rope = page.result(("rope", lesson.DIALS))
 setup = rope.setup
 st.markdown(_(
@@ -97,7 +104,7 @@ st.markdown(_("Compare the digit of a whole-number base:"))
 st.latex(r"d_i=\Big\lfloor\frac{n}{\beta^{i}}\Big\rfloor \bmod \beta")
 
 # --- 3. the bound ----------------------------------------------------------------------------------
-st.header(_("3 · How much must the base grow?"))
+contents.header("base-growth")
 st.markdown(_("With P digits in base β the largest number is βᴾ − 1. To reach s times as far with the same P "
               "digits, the new base λβ needs"))
 st.latex(r"(\lambda\beta)^{P}-1\;\ge\;s\,(\beta^{P}-1)\quad\Longleftrightarrow\quad"

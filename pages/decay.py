@@ -3,11 +3,12 @@
 import streamlit as st
 
 import derivations
-from i18n import _
+from i18n import N_, _
 from lessons import decay as lesson
 from lessons.derivations import verification
 from lessons.format import base_text, length_text, superscript
 from references import cite
+from ui.contents import Contents
 from ui.lesson import LessonPage
 from ui.rope import rope_sidebar
 
@@ -25,7 +26,14 @@ def show_derivation(slug: str) -> None:
         st.error(_("The sympy check of “{title}” failed.").format(title=_(derivation.title)), icon="⚠️")
 
 
+contents = Contents({
+    "bound": N_("RoFormer's bound, base by base"),
+    "methods": N_("What context-extension methods do to it"),
+    "sinusoidal": N_("Sinusoidal encodings: PE(t)·PE(t+k)"),
+    "real-scores": N_("Real q·k: does the decay survive?"),
+})
 st.title(_("Long-range decay"))
+contents.show()
 st.markdown(_(
     "Does attention fade with distance? Under RoPE the score of a query at position *m* and a key at *n* depends "
     "only on **r = m − n**. RoFormer argues that it tends to shrink as *r* grows, through an upper bound that "
@@ -41,7 +49,7 @@ with st.sidebar:
     setup = rope_sidebar(page)
 
 # --- RoFormer's bound -------------------------------------------------------------------------
-st.header(_("RoFormer's bound, base by base"))
+contents.header("bound")
 page.controls(lesson.BOUND, columns=2)
 st.markdown(_(
     "**What to notice.** At *r* = 0 every phase is 0, so |Sⱼ| = j and the bound is (N + 1)/2 = **{at_zero:g}** for "
@@ -88,7 +96,7 @@ st.caption(_(
 ).format(kluyver=cite("kluyver")))
 
 # --- context-extension methods ------------------------------------------------------------------
-st.header(_("What context-extension methods do to it"))
+contents.header("methods")
 if not page.settings().methods and (setup is None or setup.model is None):
     st.info(_("Pick at least one method in the sidebar."))
 else:
@@ -111,7 +119,7 @@ else:
     page.figure("bound-methods")
 
 # --- sinusoidal encodings -----------------------------------------------------------------------
-st.header(_("Sinusoidal encodings: PE(t)·PE(t+k)"))
+contents.header("sinusoidal")
 page.controls(lesson.SINUSOIDAL, columns=4)
 sinusoidal = page.result((lesson.SINUSOIDAL,))
 s = sinusoidal.settings
@@ -162,7 +170,7 @@ with right:
     page.figure("similarity-projected")
 
 # --- real attention -----------------------------------------------------------------------------
-st.header(_("Real q·k: does the decay survive?"))
+contents.header("real-scores")
 page.controls(lesson.SCORES, columns=2)
 scores = page.result(("rope", lesson.SCORES))
 st.markdown(_(

@@ -8,15 +8,25 @@ import streamlit as st
 import torch
 
 import ui
-from i18n import _
+from i18n import N_, _
 from lessons import family as lesson
 from references import cite
+from ui.contents import Contents
 from ui.lesson import LessonPage
 from ui.pages import ROOT
 
 page = LessonPage(lesson.LESSON)
 
+contents = Contents({
+    "sinusoidal": N_("Sinusoidal"),
+    "learned": N_("Learned absolute embeddings"),
+    "alibi": N_("ALiBi"),
+    "t5": N_("T5 relative buckets"),
+    "relative": N_("Which relative position does attention see?"),
+    "logn": N_("Scaling the logits with length: log-n and YaRN"),
+})
 st.title(_("The wider family"))
+contents.show()
 st.markdown(_(
     "RoPE is one member of a larger family. Each encoding below answers the same question - *how does "
     "attention know where a token is?* - in its own way, and each has one picture that explains it. "
@@ -26,7 +36,7 @@ st.markdown(_(
 
 @st.fragment
 def sinusoidal() -> None:
-    st.header(_("Sinusoidal"))
+    contents.header("sinusoidal")
     st.markdown(_(
         "Each position gets a fixed vector of sines and cosines ({source}). **Notice** the fast stripes on the "
         "left and the slow ones on the right: the period grows geometrically with the dimension index, so low "
@@ -70,7 +80,7 @@ def link_to_training() -> None:
 
 
 def learned() -> None:
-    st.header(_("Learned absolute embeddings"))
+    contents.header("learned")
     st.markdown(_(
         "A learned table has one free vector per position up to the training length and nothing beyond it, "
         "which is why it cannot extrapolate ({source} found the two nearly identical within the trained "
@@ -99,7 +109,7 @@ learned()
 
 @st.fragment
 def alibi() -> None:
-    st.header(_("ALiBi"))
+    contents.header("alibi")
     st.markdown(_(
         "No position vectors at all ({source}): each head adds −m·(i − j) to its attention logits, a penalty that "
         "grows linearly with distance. The slopes m form a geometric sequence, so some heads look far and "
@@ -131,7 +141,7 @@ alibi()
 
 @st.fragment
 def t5() -> None:
-    st.header(_("T5 relative buckets"))
+    contents.header("t5")
     st.markdown(_(
         "T5 learns one scalar bias per head and *bucket* of relative distance ({source}). Small distances get a "
         "bucket each; larger ones share buckets whose width grows logarithmically up to max_distance, beyond "
@@ -166,7 +176,7 @@ t5()
 
 @st.fragment
 def relative_schemes() -> None:
-    st.header(_("Which relative position does attention see?"))
+    contents.header("relative")
     st.markdown(_(
         "Relative schemes feed attention a function of the distance i − j. Plain RoPE uses the distance itself, "
         "so a long text produces distances never seen in training. Shaw et al. clip it ({shaw}), so every far "
@@ -205,7 +215,7 @@ relative_schemes()
 
 @st.fragment
 def logit_scaling() -> None:
-    st.header(_("Scaling the logits with length: log-n and YaRN"))
+    contents.header("logn")
     st.markdown(_(
         "With more tokens to spread over, softmax attention grows flatter (its entropy rises with log n). "
         "**Log-n scaling** multiplies the logits by $\\log_L n$ so the entropy stays near what the model saw "

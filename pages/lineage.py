@@ -2,15 +2,24 @@
 
 import streamlit as st
 
-from i18n import _
+from i18n import N_, _
 from lessons import lineage as lesson
 from references import cite
+from ui.contents import Contents
 from ui.formula import show_checked
 from ui.lesson import LessonPage
 
 page = LessonPage(lesson.LESSON)
 
+contents = Contents({
+    "four-terms": N_("One score, four terms"),
+    "schemes": N_("What each scheme keeps"),
+    "what-attention-gets": N_("What position information attention gets"),
+    "table-rows": N_("From a distance to a row of the table"),
+    "absolute": N_("Other absolute encodings"),
+})
 st.title(_("From absolute to relative position"))
+contents.show()
 st.markdown(_(
     "Before RoPE, the field moved from adding a position vector to each token towards telling attention how far "
     "apart two tokens are. Almost every step of that path starts from one expansion of the attention score and "
@@ -19,7 +28,7 @@ st.markdown(_(
 ))
 
 # --- the four terms -----------------------------------------------------------------------------------
-st.header(_("One score, four terms"))
+contents.header("four-terms")
 st.markdown(_(
     "Add a position vector $p_i$ to token $x_i$ before the projections $W_Q$ and $W_K$, and the score of query $i$ "
     "and key $j$ "
@@ -37,7 +46,7 @@ st.markdown(_(
 show_checked("lineage_projected_sinusoid")
 
 # --- the schemes -----------------------------------------------------------------------------------------
-st.header(_("What each scheme keeps"))
+contents.header("schemes")
 page.figure("kept-terms")
 result = page.result((lesson.SCORES,))
 s = result.settings
@@ -91,7 +100,7 @@ st.markdown(_(
 show_checked("lineage_logit_scale")
 
 # --- what attention gets -------------------------------------------------------------------------------------
-st.header(_("What position information attention gets"))
+contents.header("what-attention-gets")
 st.markdown(_(
     "Below, each scheme's score minus its content–content term, for the same tokens and tables. A relative "
     "scheme gives a matrix that is constant along every diagonal when the content is fixed; the absolute score "
@@ -103,7 +112,7 @@ rows = [f"| {lesson.scheme_title(name)} | {lesson.dependence_note(value)} |" for
 header = "| {} | {} |".format(_("scheme"), _("position part"))
 st.markdown("\n".join([header, "| --- | --- |", *rows]))
 
-st.header(_("From a distance to a row of the table"))
+contents.header("table-rows")
 st.markdown(_(
     "A relative scheme can only tell apart the distances that land on different rows of its table. Shaw and "
     "DeBERTa clip, T5 buckets logarithmically, DeBERTa-v2 does both."
@@ -123,7 +132,7 @@ st.latex(r"r \mapsto \operatorname{sign}(r)\Big(m + \Big\lceil "
          r"\frac{\ln(|r|/m)}{\ln((P-1)/m)}(m-1)\Big\rceil\Big)\ \ (|r| > m = \tfrac{B}{2})")
 
 # --- other absolute encodings --------------------------------------------------------------------------------
-st.header(_("Other absolute encodings"))
+contents.header("absolute")
 st.markdown(_(
     "Not every answer was relative. These schemes still give each position its own vector; the figure shows how "
     "alike two positions look to a dot product."

@@ -9,13 +9,21 @@ from i18n import N_, _
 from lessons import precision as lesson
 from lessons.format import base_text, length_text, superscript
 from references import cite
+from ui.contents import Contents
 from ui.lesson import LessonPage
 from ui.rope import rope_sidebar
 
 page = LessonPage(lesson.LESSON)
 facts, marks = lesson.dtype_facts(), lesson.landmarks()
 
+contents = Contents({
+    "exact": N_("How many positions are stored exactly?"),
+    "collisions": N_("Zoom in: which positions collide"),
+    "rope": N_("What it does to RoPE"),
+    "fix": N_("Where this bites, and the fix"),
+})
 st.title(_("Low-precision positions"))
+contents.show()
 st.markdown(_(
     "A position is an integer m = 0, 1, …, L′ − 1. Code often turns it into a float before RoPE or ALiBi use it, "
     "and in mixed-precision training that float may be **bfloat16** or **float16**. Floats round to the nearest "
@@ -29,7 +37,7 @@ with st.sidebar:
     rope_sidebar(page)
 
 # --- how many positions survive ------------------------------------------------------------------
-st.header(_("How many positions are stored exactly?"))
+contents.header("exact")
 result = page.result(("rope",))
 st.markdown(_(
     "Each row rounds the positions 0 … {last} (L′ = {length}, set in the sidebar) to the dtype with torch's own cast "
@@ -79,7 +87,7 @@ st.markdown(_(
          long_length=length_text(marks.long_length), long_group=length_text(marks.largest_long)))
 
 # --- zoom ----------------------------------------------------------------------------------------
-st.header(_("Zoom in: which positions collide"))
+contents.header("collisions")
 st.markdown(_(
     "Pick a stretch of positions. Points off the dotted diagonal are stored as a different number. Every value that "
     "several positions share has its own colour, drawn as a bar through those positions - the model cannot tell them "
@@ -98,7 +106,7 @@ with buttons[1]:
 page.figure("collision-window")
 
 # --- RoPE ----------------------------------------------------------------------------------------
-st.header(_("What it does to RoPE"))
+contents.header("rope")
 page.controls(lesson.ERRORS)
 rope = page.result(("rope", lesson.ERRORS))
 if not rope.setup.setups:
@@ -130,7 +138,7 @@ page.figure("angle-error-map")
 page.figure("logit-error")
 
 # --- practice ------------------------------------------------------------------------------------
-st.header(_("Where this bites, and the fix"))
+contents.header("fix")
 st.markdown(_(
     "- **Buffers that follow the model's dtype.** Older RoPE code built positions with "
     "`t = torch.arange(n, dtype=self.inv_freq.dtype)`; after `model.to(torch.bfloat16)` (or loading with "
