@@ -5,7 +5,7 @@ from __future__ import annotations
 import sympy as sp
 
 from derivations.base import Derivation, Step, all_of, identity, numbers_match, power_zero
-from i18n import N_, Deferred
+from i18n import N_, Deferred, Latex
 from references import cite
 
 TOPIC = N_("ALiBi slopes")
@@ -108,7 +108,7 @@ MISQUOTED_SLOPE = Derivation(
     slug="alibi_misquoted_slope",
     title=N_("The n-th head's slope is 2^(−8/n)"),
     topic=TOPIC,
-    claim=r"m_n = 2^{-8/n}\ \text{ for head } n",
+    claim=Latex(r"m_n = 2^{-8/n}\quad(\text{head}\ n)", N_("head")),
     steps=(),
     check=N_("Compare the misquoted slopes with the paper's for 8 heads."),
     check_function=_misquoted_formula,

@@ -9,7 +9,7 @@ import sympy as sp
 
 from derivations.base import Derivation, Step, all_of, identity, numbers_match, truth
 from derivations.rope_2d import rotation
-from i18n import N_, Deferred
+from i18n import N_, Deferred, Latex
 from references import cite
 
 TOPIC = N_("Caveats of context extension")
@@ -149,8 +149,9 @@ NTK_REQUIRED = Derivation(
     slug="caveat_ntk_required_scale",
     title=N_("NTK-aware scaling needs s = ρ^((d−2)/(2i₀)) > L′/L to keep every pair within its trained angles"),
     topic=TOPIC,
-    claim=r"\frac{L'\theta'_i}{L\theta_i} = \rho\, s^{-2i/(d-2)} \le 1 \iff s \ge \rho^{(d-2)/(2i)},\qquad "
-          r"s_{\text{needed}} = \rho^{(d-2)/(2i_0)},\quad i_0 = \min\{\,i : L\theta_i < 2\pi\,\},\quad \rho = L'/L",
+    claim=Latex(r"\begin{gathered}\frac{L'\theta'_i}{L\theta_i} = \rho\, s^{-2i/(d-2)} \le 1 \iff "
+                r"s \ge \rho^{(d-2)/(2i)},\\ s_{\text{needed}} = \rho^{(d-2)/(2i_0)},\quad "
+                r"i_0 = \min\{\,i : L\theta_i < 2\pi\,\},\quad \rho = L'/L\end{gathered}", N_("needed")),
     steps=(
         Step(N_("NTK-aware scaling with factor s multiplies θᵢ by s^(−2i/(d−2)); running at L′ = ρL the largest angle "
              "of pair i, relative to training, is"), r"\frac{L'\theta'_i}{L\theta_i} = \rho\,s^{-2i/(d-2)}"),
@@ -172,7 +173,7 @@ NTK_REAL_RATIO = Derivation(
     slug="caveat_ntk_real_ratio",
     title=N_("NTK-aware with s = L′/L keeps every pair within its trained angles"),
     topic=TOPIC,
-    claim=r"s = \frac{L'}{L}\ \Rightarrow\ L'\theta'_i \le L\theta_i\ \text{ for every pair with } L\theta_i < 2\pi",
+    claim=r"s = \frac{L'}{L}\ \Rightarrow\ L'\theta'_i \le L\theta_i\quad \forall\, i : L\theta_i < 2\pi",
     steps=(),
     check=N_("Evaluate the ratio of the first pair that never turns in training at s = L′/L."),
     check_function=_ntk_real_ratio,
@@ -219,15 +220,16 @@ CACHE_ERROR = Derivation(
     slug="caveat_dynamic_cache_error",
     title=N_("Dynamic NTK with cached rotated keys: pair i of key j is off by j·(θᵢ(written) − θᵢ(now))"),
     topic=TOPIC,
-    claim=r"\begin{gathered}s_{\text{cached}} - s_{\text{fresh}} = \sum_i q_i^{\top}R(-t\theta'_i)\big[R(j\theta^w_i) - "
-          r"R(j\theta'_i)\big]k_i,\\ \mathbb{E}\big[(s_{\text{cached}} - s_{\text{fresh}})^2\big] = "
-          r"\sum_i 4\big(1 - \cos\Delta_i\big),\quad \Delta_i = j\,(\theta^w_i - \theta'_i),\quad "
-          r"\mathbb{E}[s^2] = d\end{gathered}",
+    claim=Latex(r"\begin{gathered}s_{\text{cached}} - s_{\text{fresh}} = \sum_i q_i^{\top}R(-t\theta'_i)\big["
+                r"R(j\theta^w_i) - R(j\theta'_i)\big]k_i,\\ \mathbb{E}\big[(s_{\text{cached}} - s_{\text{fresh}})^2\big] = "
+                r"\sum_i 4\big(1 - \cos\Delta_i\big),\quad \Delta_i = j\,(\theta^w_i - \theta'_i),\quad "
+                r"\mathbb{E}[s^2] = d\end{gathered}", N_("cached"), N_("fresh")),
     steps=(
         Step(N_("Dynamic NTK recomputes the base from the current length ℓ. A cache of rotated keys keeps key j as it "
              "was rotated when written, with θʷ (the base of that moment); the query at t uses the current θ′."),
-             r"s_{\text{cached}} = \sum_i \big(R(t\theta'_i)q_i\big)^{\top}R(j\theta^w_i)k_i,\qquad "
-             r"s_{\text{fresh}} = \sum_i \big(R(t\theta'_i)q_i\big)^{\top}R(j\theta'_i)k_i"),
+             Latex(r"s_{\text{cached}} = \sum_i \big(R(t\theta'_i)q_i\big)^{\top}R(j\theta^w_i)k_i,\qquad "
+                   r"s_{\text{fresh}} = \sum_i \big(R(t\theta'_i)q_i\big)^{\top}R(j\theta'_i)k_i",
+                   N_("cached"), N_("fresh"))),
         Step(N_("Pair by pair the difference is qᵀR(−tθ′)[R(jθʷ) − R(jθ′)]k. For independent standard normal q and k, "
              "E[(qᵀMk)²] = ‖M‖²_F, and the rotation in front does not change it."),
              r"\big\lVert R(\alpha) - R(\beta)\big\rVert_F^2 = 4 - 4\cos(\alpha - \beta)"),
@@ -279,9 +281,9 @@ REROPE_COST = Derivation(
     slug="caveat_rerope_cost",
     title=N_("ReRoPE costs up to 1.5× RoPE's FLOPs to encode a prompt and 1.75× per generated token"),
     topic=TOPIC,
-    claim=r"\frac{F_{\text{ReRoPE}}}{F_{\text{RoPE}}}\Big|_{\text{prefill}} = \frac{24D + 6n + 9}{24D + 4n + 6}"
-          r"\ \xrightarrow{n\to\infty}\ \frac32,\qquad \frac{F_{\text{ReRoPE}}}{F_{\text{RoPE}}}\Big|_{\text{decode}} = "
-          r"\frac{24D + 7n}{24D + 4n + 6}\ \xrightarrow{n\to\infty}\ \frac74",
+    claim=Latex(r"\frac{F_{\text{ReRoPE}}}{F_{\text{RoPE}}}\Big|_{\text{prefill}} = \frac{24D + 6n + 9}{24D + 4n + 6}"
+                r"\ \xrightarrow{n\to\infty}\ \frac32,\qquad \frac{F_{\text{ReRoPE}}}{F_{\text{RoPE}}}\Big|_{\text{decode}}"
+                r" = \frac{24D + 7n}{24D + 4n + 6}\ \xrightarrow{n\to\infty}\ \frac74", N_("prefill"), N_("decode")),
     steps=(
         Step(N_("Per layer and n tokens of width D, the projections and MLP cost 24nD² either way; RoPE's attention "
              "costs 2n²D for Q·Kᵀ, 2n²D for A·V and 6nD to rotate q and k (3 FLOPs per element)."),
@@ -291,7 +293,8 @@ REROPE_COST = Derivation(
              r"F_{\text{ReRoPE}} = 24nD^2 + 6n^2D + 9nD"),
         Step(N_("When generating, its cache holds unrotated keys (their rotation depends on the distance to the new "
              "query), so all n keys are rotated again at every step."),
-             r"F^{\text{step}}_{\text{RoPE}} = 24D^2 + 4nD + 6D,\qquad F^{\text{step}}_{\text{ReRoPE}} = 24D^2 + 7nD"),
+             Latex(r"F^{\text{step}}_{\text{RoPE}} = 24D^2 + 4nD + 6D,\qquad F^{\text{step}}_{\text{ReRoPE}} = "
+                   r"24D^2 + 7nD", N_("step"))),
         Step(N_("Leaky ReRoPE has the same structure (one more rotation in prefill). Training with Leaky ReRoPE and "
              "running plain RoPE (Su 2023c) costs exactly RoPE's at inference.")),
     ),

@@ -105,7 +105,7 @@ PI_EQUIVALENCES = Derivation(
     title=N_("Position Interpolation: positions ÷ s = every θᵢ ÷ s (a different base for each pair)"),
     topic=TOPIC,
     claim=r"\frac{m}{s}\,\theta_i = m\,\frac{\theta_i}{s} = m\,\big(b\,s^{\,d/(2i)}\big)^{-2i/d}\quad(i \ge 1),"
-          r"\qquad \theta_0 = 1 \text{ for every base}",
+          r"\qquad \theta_0 = b^{0} = 1\ \ \forall\, b",
     steps=(
         Step(N_("PI feeds position m/s instead of m (Chen et al. 2023). The angle is a product, so the 1/s can sit on "
                 "the frequency instead."), r"f'(x, m) = f\!\left(x, \tfrac{m}{s}\right),\quad \tfrac{m}{s}\theta_i = "

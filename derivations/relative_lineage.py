@@ -6,7 +6,7 @@ from __future__ import annotations
 import sympy as sp
 
 from derivations.base import Derivation, Step, all_of, identity, numbers_match
-from i18n import N_, Deferred
+from i18n import N_, Deferred, Latex
 from references import cite
 
 TOPIC = N_("From absolute to relative position")
@@ -142,11 +142,12 @@ FOUR_TERMS = Derivation(
     slug="lineage_four_terms",
     title=N_("An absolute-PE score is four terms: content–content, content–position, position–content, position–position"),
     topic=TOPIC,
-    claim=r"\begin{aligned}q_i k_j^{\top} &= (x_i + p_i)W_Q\,W_K^{\top}(x_j + p_j)^{\top}\\ &= "
-          r"\underbrace{x_iW_QW_K^{\top}x_j^{\top}}_{\text{content–content}} + "
-          r"\underbrace{x_iW_QW_K^{\top}p_j^{\top}}_{\text{content–position}} + "
-          r"\underbrace{p_iW_QW_K^{\top}x_j^{\top}}_{\text{position–content}} + "
-          r"\underbrace{p_iW_QW_K^{\top}p_j^{\top}}_{\text{position–position}}\end{aligned}",
+    claim=Latex(r"\begin{aligned}q_i k_j^{\top} &= (x_i + p_i)W_Q\,W_K^{\top}(x_j + p_j)^{\top}\\ &= "
+                r"\underbrace{x_iW_QW_K^{\top}x_j^{\top}}_{\text{content–content}} + "
+                r"\underbrace{x_iW_QW_K^{\top}p_j^{\top}}_{\text{content–position}} + "
+                r"\underbrace{p_iW_QW_K^{\top}x_j^{\top}}_{\text{position–content}} + "
+                r"\underbrace{p_iW_QW_K^{\top}p_j^{\top}}_{\text{position–position}}\end{aligned}",
+                N_("content–content"), N_("content–position"), N_("position–content"), N_("position–position")),
     steps=(
         Step(N_("With absolute encodings the position vector is added to the token before the projections "
              "(row vectors, as in the papers)."), r"q_i = (x_i + p_i)W_Q,\qquad k_j = (x_j + p_j)W_K"),
@@ -230,9 +231,10 @@ DEBERTA_SYMMETRY = Derivation(
     slug="lineage_deberta_symmetry",
     title=N_("DeBERTa's δ(j, i) in the position-to-content term makes query and key play mirror roles"),
     topic=TOPIC,
-    claim=r"\begin{gathered}\tilde A_{ij} = Q^c_iK^{c\top}_j + Q^c_iK^{r\top}_{\delta(i,j)} + "
-          r"K^c_jQ^{r\top}_{\delta(j,i)},\quad \delta(i,j) = \begin{cases}0 & i-j\le -k\\ 2k-1 & i-j\ge k\\ "
-          r"i-j+k & \text{else}\end{cases}\\ \tilde A\big|_{Q\leftrightarrow K} = \tilde A^{\top}\end{gathered}",
+    claim=Latex(r"\begin{gathered}\tilde A_{ij} = Q^c_iK^{c\top}_j + Q^c_iK^{r\top}_{\delta(i,j)} + "
+                r"K^c_jQ^{r\top}_{\delta(j,i)},\quad \delta(i,j) = \begin{cases}0 & i-j\le -k\\ 2k-1 & i-j\ge k\\ "
+                r"i-j+k & \text{otherwise}\end{cases}\\ \tilde A\big|_{Q\leftrightarrow K} = \tilde A^{\top}"
+                r"\end{gathered}", N_("otherwise")),
     steps=(
         Step(N_("Content-to-position: the query's content looks up the key's position relative to it, δ(i, j)."),
              r"Q^c_i\,K^{r\top}_{\delta(i,j)}"),

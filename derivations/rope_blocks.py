@@ -6,7 +6,7 @@ import sympy as sp
 
 from derivations.base import Derivation, Parameter, Step, all_of, identity
 from derivations.rope_2d import rotation
-from i18n import N_, Deferred
+from i18n import N_, Deferred, Latex
 from references import cite
 
 TOPIC = N_("Block-diagonal RoPE in d dimensions")
@@ -171,7 +171,7 @@ HALF_SPLIT = Derivation(
         Step(N_("Permute the coordinates so that each pair sits side by side: P is exactly that shuffle."),
              r"Px = (x_0, x_{d/2}, x_1, x_{d/2+1}, \dots)"),
         Step(N_("In the shuffled coordinates the half-split form is the interleaved RoPE, so it is Pᵀ R_m P."),
-             r"\text{half-split}(x) = P^\top R_m P x"),
+             Latex(r"\text{half-split}(x) = P^\top R_m P x", N_("half-split"))),
         Step(N_("P is orthogonal, so if the rows of W_q and W_k are permuted the same way (as the LLaMA "
                 "conversion scripts do) the attention scores are identical."),
              r"(P^\top R_m P q)^\top (P^\top R_n P k) = (Pq)^\top R_{n-m} (Pk)"),

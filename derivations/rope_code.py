@@ -7,11 +7,13 @@ import sympy as sp
 
 from derivations.base import Derivation, Parameter, Step, all_of, identity, numbers_match
 from derivations.rope_blocks import block_rotation, frequencies, half_split_form, m, n, vector
-from i18n import N_, Deferred
+from i18n import N_, Deferred, Latex
 from references import cite
 
 TOPIC = N_("RoPE in code: complex numbers and rotate_half")
 
+# the subscripts that name the two pairings in the formulas: transformers' rotate_half and Meta's complex form
+PAIRINGS = (N_("half"), N_("complex"))
 HEAD_DIM = Parameter("d", N_("Head dimension d (for the code-form proofs)"), (2, 4, 6, 8), 4)
 
 _EXAMPLE_DIM, _EXAMPLE_BASE = 8, 10_000
@@ -112,13 +114,15 @@ PERMUTED_WEIGHTS = Derivation(
     slug="code_permuted_weights",
     title=N_("The two pairings give the same attention scores once the rows of W_q and W_k are reordered"),
     topic=TOPIC,
-    claim=r"\big\langle \operatorname{RoPE}_{\text{half}}(P W_q x, m),\ \operatorname{RoPE}_{\text{half}}(P W_k y, n)"
-          r"\big\rangle = \big\langle \operatorname{RoPE}_{\text{complex}}(W_q x, m),\ "
-          r"\operatorname{RoPE}_{\text{complex}}(W_k y, n)\big\rangle,\quad (Pz) = z[\,0, 2, \dots,\ 1, 3, \dots\,]",
+    claim=Latex(r"\begin{gathered}\big\langle \operatorname{RoPE}_{\text{half}}(P W_q x, m),\ "
+                r"\operatorname{RoPE}_{\text{half}}(P W_k y, n)\big\rangle = \big\langle "
+                r"\operatorname{RoPE}_{\text{complex}}(W_q x, m),\ \operatorname{RoPE}_{\text{complex}}(W_k y, n)"
+                r"\big\rangle,\\ (Pz) = z[\,0, 2, \dots,\ 1, 3, \dots\,]\end{gathered}", *PAIRINGS),
     steps=(
         Step(N_("Reordering the rows of W_q reorders the coordinates of q = W_q x; by the previous claim rotate_half "
              "then returns the complex form's output in that order."),
-             r"\operatorname{RoPE}_{\text{half}}(Pz, m) = P\,\operatorname{RoPE}_{\text{complex}}(z, m)"),
+             Latex(r"\operatorname{RoPE}_{\text{half}}(Pz, m) = P\,\operatorname{RoPE}_{\text{complex}}(z, m)",
+                   *PAIRINGS)),
         Step(N_("A reordering is orthogonal (PᵀP = I), so it cancels in every dot product: the scores agree. This is "
              "the permutation the LLaMA-to-transformers conversion script applies to W_q and W_k (not to W_v)."),
              r"(Pa)^{\top}(Pb) = a^{\top}b"),
@@ -133,9 +137,9 @@ SAME_WEIGHTS = Derivation(
     slug="code_same_weights",
     title=N_("A checkpoint works unchanged under either pairing"),
     topic=TOPIC,
-    claim=r"\big\langle \operatorname{RoPE}_{\text{half}}(W_q x, m),\ \operatorname{RoPE}_{\text{half}}(W_k y, n)\big\rangle "
-          r"= \big\langle \operatorname{RoPE}_{\text{complex}}(W_q x, m),\ \operatorname{RoPE}_{\text{complex}}(W_k y, n)"
-          r"\big\rangle",
+    claim=Latex(r"\big\langle \operatorname{RoPE}_{\text{half}}(W_q x, m),\ \operatorname{RoPE}_{\text{half}}(W_k y, n)"
+                r"\big\rangle = \big\langle \operatorname{RoPE}_{\text{complex}}(W_q x, m),\ "
+                r"\operatorname{RoPE}_{\text{complex}}(W_k y, n)\big\rangle", *PAIRINGS),
     steps=(),
     check=N_("Subtract the two scores with the same weights at d = 4."),
     check_function=_same_weights,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sympy as sp
 
 from derivations.base import Derivation, Step, all_of, identity, numeric_witness, truth
-from i18n import N_
+from i18n import N_, Latex
 from references import cite
 
 TOPIC = N_("Deriving RoPE from relative positions")
@@ -76,7 +76,8 @@ QUADRATIC_PHASE = Derivation(
     slug="relative_quadratic_phase",
     title=N_("What if the phase grew like m²?"),
     topic=TOPIC,
-    claim=r"f(q,m) = q\,e^{i\theta m^2}\ \text{ also gives } f(q,m)f^{*}(k,n) = g(q,k,m-n)",
+    claim=Latex(r"f(q,m) = q\,e^{i\theta m^2}\ \ \text{also gives}\ \ f(q,m)f^{*}(k,n) = g(q,k,m-n)",
+                N_("also gives")),
     steps=(),
     check=N_("Differentiate the product along m = n (∂_m + ∂_n) with φ(m) = θm²."),
     check_function=_quadratic_phase,

@@ -7,7 +7,7 @@ import math
 import sympy as sp
 
 from derivations.base import Derivation, Step, all_of, identity, truth
-from i18n import N_, Deferred
+from i18n import N_, Deferred, Latex
 from references import cite
 
 TOPIC = N_("Sinusoidal encoding")
@@ -165,7 +165,7 @@ MONOTONE_DECAY = Derivation(
     slug="sinusoidal_monotone_decay",
     title=N_("The sinusoidal dot product falls steadily with k"),
     topic=TOPIC,
-    claim=r"k \mapsto \sum_{i}\cos(k\,\omega_i)\ \text{is decreasing}",
+    claim=Latex(r"k \mapsto \sum_{i}\cos(k\,\omega_i)\ \ \text{is decreasing}", N_("is decreasing")),
     steps=(),
     check=N_("Find the first offset where the sum rises (floating point), then confirm it exactly with sympy."),
     check_function=_monotone_decay,

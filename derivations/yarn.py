@@ -168,7 +168,7 @@ ATTENTION_SCALING = Derivation(
     title=N_("Scaling q and k by √(1/t) divides the logits by t; YaRN's factor makes t < 1 (sharper attention)"),
     topic=TOPIC,
     claim=r"\begin{gathered}(\sqrt{1/t}\,q)^{\top}(\sqrt{1/t}\,k) = \frac{q^{\top}k}{t}\\ \sqrt{1/t} = 0.1\ln s "
-          r"+ 1 \;\Longrightarrow\; t = (0.1\ln s + 1)^{-2} < 1 \text{ for } s > 1\end{gathered}",
+          r"+ 1 \;\Longrightarrow\; t = (0.1\ln s + 1)^{-2} < 1\quad \forall\, s > 1\end{gathered}",
     steps=(
         Step(N_("A dot product is bilinear, so a common factor on q and k comes out squared."),
              r"\sum_i (a q_i)(a k_i) = a^2 \sum_i q_i k_i,\qquad a = \sqrt{1/t} \Rightarrow a^2 = 1/t"),

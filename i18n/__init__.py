@@ -110,6 +110,37 @@ class Deferred(str):
         return _(self.message).format(**values) if values else _(self.message)
 
 
+class Latex(str):
+    r"""A formula made once and typeset in every reader's language: LaTeX whose ``\text{...}`` words translate.
+
+    For formulas built at import time (a derivation's claim and steps):
+    ``Latex(r"s_{\text{needed}} = \rho^{(d-2)/(2i_0)}", N_("needed"))`` names each word, which must appear in
+    the LaTeX as ``\text{word}``. As a ``str`` it is the English LaTeX; ``translated_latex(formula)`` puts each
+    named word in the current language where the formula is shown. The LaTeX itself never enters the catalog.
+    """
+
+    words: tuple[str, ...]
+
+    def __new__(cls, source: str, /, *words: str) -> Latex:
+        missing = [word for word in words if r"\text{" + word + "}" not in source]
+        if missing:
+            raise ValueError(f"{', '.join(missing)} must appear as \\text{{...}} in the formula {source!r}.")
+        self = super().__new__(cls, source)
+        self.words = words
+        return self
+
+    def translated(self) -> str:
+        text = str(self)
+        for word in self.words:
+            text = text.replace(r"\text{" + word + "}", r"\text{" + _(word) + "}")
+        return text
+
+
+def translated_latex(formula: str) -> str:
+    """LaTeX to typeset now: a ``Latex`` formula with its words in the current language, other LaTeX unchanged."""
+    return formula.translated() if isinstance(formula, Latex) else formula
+
+
 def ngettext(singular: str, plural: str, count: int) -> str:
     catalog = _translations(current_language())
     if catalog is None:

@@ -3,7 +3,7 @@
 import streamlit as st
 
 import derivations
-from i18n import N_, _
+from i18n import N_, _, translated_latex
 from lessons import decay as lesson
 from lessons.derivations import verification
 from lessons.format import base_text, length_text, superscript
@@ -19,7 +19,7 @@ marks = lesson.roformer_landmarks()
 def show_derivation(slug: str) -> None:
     """The claim of a sympy-checked derivation, and whether the check passed on this run of the app."""
     derivation = derivations.get(slug)
-    st.latex(derivation.claim)
+    st.latex(translated_latex(derivation.claim))
     if verification(slug).holds:
         st.caption(_("✓ Verified by sympy when this page loaded: {check}").format(check=_(derivation.check)))
     else:

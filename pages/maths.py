@@ -6,7 +6,7 @@ import streamlit as st
 
 import derivations
 from derivations.rope_blocks import HEAD_DIM
-from i18n import _
+from i18n import _, translated_latex
 from lessons import derivations as lesson
 from ui import params
 from ui.lesson import LessonPage
@@ -40,7 +40,7 @@ def show_variant(variant: derivations.Derivation, head_dim: int) -> lesson.Verdi
         st.markdown(f"{mark} {markdown_text(_(variant.title))} — *{_(variant.source)}*")
         st.markdown(_("{lead} {said} **sympy shows** {shows}").format(lead=lead, said=_(variant.said),
                                                                        shows=_(variant.shows)))
-        st.latex(variant.claim)
+        st.latex(translated_latex(variant.claim))
         detail = _("{checked} Residual: {residual}.").format(checked=markdown_text(_(verdict.checked)),
                                                             residual=residual_text(verdict.residual))
         if verdict.counterexample:
@@ -58,12 +58,12 @@ def show_derivation(derivation: derivations.Derivation, head_dim: int) -> lesson
         mark = VERIFIED_MARK.format(text=_("verified by sympy")) if verdict.holds else FAILED_MARK.format(
             text=_("not verified"))
         st.markdown(f"**{markdown_text(_(derivation.title))}**{where} {mark}")
-        st.latex(derivation.claim)
+        st.latex(translated_latex(derivation.claim))
         with st.expander(_("Derivation, step by step")):
             for number, step in enumerate(derivation.steps, start=1):
                 st.markdown(f"{number}. {_(step.text)}")
                 if step.latex:
-                    st.latex(step.latex)
+                    st.latex(translated_latex(step.latex))
             if derivation.source:
                 st.caption(_("Source: {source}").format(source=_(derivation.source)))
         residual = "0" if verdict.holds else residual_text(verdict.residual)

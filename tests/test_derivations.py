@@ -169,6 +169,16 @@ def test_no_text_is_ever_parsed():
         assert not forbidden.search(path.read_text()), path.name
 
 
+def test_words_in_formulas_are_marked_for_translation():
+    """A word typeset upright in a claim or step (\\text{...}) is a Latex word, unless it is a method's name."""
+    names = {"RoPE", "ReRoPE"}
+    for derivation in derivations.DERIVATIONS + derivations.WRONG_VARIANTS:
+        for formula in (derivation.claim, *(step.latex for step in derivation.steps)):
+            words = set(getattr(formula, "words", ())) | names
+            unmarked = [w for w in re.findall(r"\\text\{([^{}]*)\}", formula) if w not in words]
+            assert not unmarked, (derivation.slug, unmarked)
+
+
 def test_package_imports_without_streamlit_plotly_or_torch():
     code = ("import sys; import derivations; "
             "print(sorted(m for m in ('streamlit', 'plotly', 'torch') if m in sys.modules))")

@@ -10,7 +10,7 @@ import re
 import numpy as np
 import pytest
 
-from i18n import N_, Deferred, _, current_language, use_language
+from i18n import N_, Deferred, Latex, _, current_language, translated_latex, use_language
 from i18n.check import catalog_problems, load_terms, missing_terms, placeholders, read_catalog, terms_used
 from tests.visible_text import (
     cjk_share,
@@ -119,6 +119,17 @@ def test_deferred_text_is_translated_where_it_is_shown():
     with use_language("zh"):
         assert _(where) == "在 $x = 1$ 处：残差 ≈ 0.5"
         assert _(joined) == "g(m)·θ = m·(θ/s)；在 $x = 1$ 处：残差 ≈ 0.5"
+
+
+def test_words_in_a_formula_are_typeset_in_the_readers_language():
+    formula = Latex(r"s_{\text{cached}} - s_{\text{fresh}},\quad F_{\text{RoPE}}", N_("cached"), N_("fresh"))
+    assert formula == r"s_{\text{cached}} - s_{\text{fresh}},\quad F_{\text{RoPE}}"  # as a str: the English LaTeX
+    assert translated_latex(formula) == formula
+    with use_language("zh"):
+        assert translated_latex(formula) == r"s_{\text{缓存}} - s_{\text{重算}},\quad F_{\text{RoPE}}"
+        assert translated_latex(r"\text{fresh}") == r"\text{fresh}"  # plain LaTeX is never looked up
+    with pytest.raises(ValueError, match="fresh"):
+        Latex(r"s_{\text{cached}}", N_("fresh"))
 
 
 def test_sympy_verdicts_computed_once_are_shown_in_either_language():

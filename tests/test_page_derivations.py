@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 import time
 
 import pytest
@@ -134,3 +135,14 @@ def test_sources_are_public_citations(default_page):
     assert "Source: [Su et al. 2021, eq. 14](https://arxiv.org/abs/2104.09864)" in captions
     shown = " ".join(m.value for m in default_page.markdown) + captions + " ".join(i.value for i in default_page.info)
     assert "seed" not in shown.lower()
+
+
+def test_words_in_the_formulas_are_chinese_in_the_chinese_interface():
+    from tests.visible_text import run_page_with_sidebar
+
+    at = run_page_with_sidebar(PAGE, {"lang": "zh"})
+    assert not at.exception, [e.message for e in at.exception]
+    shown = "\n".join(element.value for element in at.latex)
+    for word in (r"\text{前后两半}", r"\text{复数}", r"\text{缓存}", r"\text{预填充}", r"\text{其他情况}", r"\text{头}"):
+        assert word in shown
+    assert not re.search(r"\\text\{(half|complex|cached|fresh|prefill|decode|otherwise|head|needed)\}", shown)

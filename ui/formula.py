@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from i18n import _
+from i18n import _, translated_latex
 from lessons.checked import checked, variants
 
 
@@ -16,7 +16,7 @@ def _plain(text: str) -> str:
 def show_checked(slug: str, *, with_variants: bool = True) -> None:
     """The claim of derivation ``slug`` typeset, whether sympy verified it on this run, and its refuted variants."""
     formula = checked(slug)
-    st.latex(formula.claim)
+    st.latex(translated_latex(formula.claim))
     if formula.holds:
         st.caption(_("✓ Verified by sympy on this server: {check}").format(check=_plain(_(formula.check))))
     else:
@@ -32,7 +32,7 @@ def show_refuted(slug: str) -> None:
     with st.container(border=True):
         lead = _("**What if** {said}") if variant.counterfactual else _("**A common slip:** {said}")
         st.markdown(lead.format(said=_(variant.said)))
-        st.latex(variant.claim)
+        st.latex(translated_latex(variant.claim))
         if variant.holds:
             st.error(_("sympy could not refute this variant; please report it."), icon="⚠️")
         else:
