@@ -4,6 +4,7 @@ import streamlit as st
 
 from i18n import _
 from ui.layout import finish_page, start_page
+from ui.navigation import requested_page
 from ui.pages import available_pages
 
 st.set_page_config(page_title=_("Positional-encoding explorer"), page_icon="🌀", layout="wide")
@@ -16,6 +17,9 @@ for page in available_pages():
     )
 
 navigation = st.navigation(sections)
+asked = requested_page({page.url_path: page for pages in sections.values() for page in pages})
+if asked is not None and asked.url_path != navigation.url_path:
+    st.switch_page(asked, query_params=st.query_params.to_dict())
 start_page()
 try:
     navigation.run()

@@ -51,14 +51,21 @@ def open_page(chromium, url: str):
     return page
 
 
-def test_deep_link_on_a_fresh_server_uses_the_app_navigation():
-    """The first visitor of a fresh server arrives through a shared link, not through Home."""
-    target = PAGES_WITH_SLIDERS[0] if PAGES_WITH_SLIDERS else available_pages()[0]
+# a page with sliders, and one whose address is not its file's name (/derivations is pages/maths.py)
+FIRST_VISITS = PAGES_WITH_SLIDERS[:1] + [p for p in available_pages() if p.path == "pages/maths.py"]
+
+
+@pytest.mark.parametrize("target", FIRST_VISITS, ids=[p.url_path for p in FIRST_VISITS])
+def test_deep_link_on_a_fresh_server_uses_the_app_navigation(target):
+    """The first visitor of a fresh server arrives through a shared link, not through Home, and stays on that page
+    with the link's settings."""
     with streamlit_server() as (base_url, _), browser() as chromium:
-        page = open_page(chromium, f"{base_url}/{target.url_path}?no_such=1")
+        page = open_page(chromium, f"{base_url}/{target.url_path}?lang=zh&no_such=1")
         sidebar = page.locator('[data-testid="stSidebar"]')
-        sidebar.get_by_text("Compute device").wait_for(timeout=30_000)
-        assert sidebar.get_by_text(target.title).count() >= 1
+        sidebar.get_by_text("计算设备").wait_for(timeout=30_000)
+        page.wait_for_function("(path) => location.pathname.endsWith('/' + path)", arg=target.url_path,
+                               timeout=30_000)
+        assert "lang=zh" in page.url
         assert page_errors(page) == []
 
 

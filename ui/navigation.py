@@ -9,12 +9,25 @@ switches Streamlit to app.py's navigation and reruns, which then resolves the sa
 
 from __future__ import annotations
 
+from urllib.parse import urlparse
+
 import streamlit as st
 from streamlit.runtime.pages_manager import PagesManager
 from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+REQUESTED_PATH_KEY = "_requested_path"
 
 
 def adopt_app_navigation() -> None:
     if PagesManager.uses_pages_directory and get_script_run_ctx() is not None:
         PagesManager.uses_pages_directory = False
+        # A page whose address differs from its file name (/derivations is pages/maths.py) is unknown to the
+        # old-style pages: that first run is app.py's default page, so keep the address for the rerun.
+        st.session_state[REQUESTED_PATH_KEY] = urlparse(st.context.url or "").path.strip("/")
         st.rerun()
+
+
+def requested_page(pages: dict[str, object]):
+    """The page a fresh server's first deep link asked for (``pages``: URL path -> st.Page), once; else None."""
+    path = st.session_state.pop(REQUESTED_PATH_KEY, None)
+    return pages.get(path.rsplit("/", 1)[-1]) if path else None
