@@ -41,6 +41,11 @@ def current_language() -> str:
     return DEFAULT_LANGUAGE
 
 
+def sentences(parts) -> str:
+    """Translated sentences as one text: Chinese runs sentences together, English puts a space between them."""
+    return ("" if current_language() == "zh" else " ").join(part for part in parts if part)
+
+
 @contextlib.contextmanager
 def use_language(language: str) -> Iterator[None]:
     """Translate into ``language`` inside the block, on this thread (the CLI and tests use it)."""
@@ -102,10 +107,7 @@ class Deferred(str):
 
     def translated(self) -> str:
         if self.parts:
-            pieces = [_(part) for part in self.parts]
-            # Chinese runs sentences together; English puts a space after a full stop or semicolon
-            separator = "" if current_language() == "zh" else " "
-            return separator.join(pieces)
+            return sentences(_(part) for part in self.parts)
         values = {name: _(value) if isinstance(value, Deferred) else value for name, value in self.values.items()}
         return _(self.message).format(**values) if values else _(self.message)
 

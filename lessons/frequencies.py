@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 import torch
 
 from figures import frequencies as draw
-from i18n import N_, _
+from i18n import N_, _, sentences
 from lessons.base import FigureSpec, Lesson, figure_registry, setting
 from lessons.format import length_text, scale_text
 from lessons.rope_setup import MAX_TARGET_LENGTH, SCALES, RopeSettings, RopeSetup, rope_setup
@@ -169,7 +169,7 @@ def _heatmap_caption(result: Result) -> str:
     parts.append(_("All panels share one colour scale."))
     if result.shows_untrained_rows:
         parts.append(_("Hatched: positions m ≥ L, never seen in training."))
-    return " ".join(parts)
+    return sentences(parts)
 
 
 def _unseen(result: Result, style) -> object:

@@ -14,7 +14,7 @@ import dataclasses
 import functools
 
 from figures import training as draw
-from i18n import N_, _
+from i18n import N_, _, sentences
 from lessons.base import FigureSpec, Lesson, LessonSettings, cached, figure_registry, setting
 from lessons.format import base_text, length_text
 from pe_core.biases import alibi_slopes
@@ -238,7 +238,7 @@ def spectrum_caption(result: Result) -> str:
         scale=result.scale, toy_turn=toy.turning_share, toy_unseen=toy.unseen_share)]
     parts += [_("{name}: {turn:.0%} and {unseen:.0%}.").format(name=s.name, turn=s.turning_share,
                                                                unseen=s.unseen_share) for s in real]
-    return " ".join(parts)
+    return sentences(parts)
 
 
 def seeds_caption(result: Result) -> str:
@@ -268,7 +268,7 @@ def cost_caption(result: Result) -> str:
     if unmeasured:
         parts.append(_("{count} run(s) were stored before costs were measured; their cost shows as –.").format(
             count=unmeasured))
-    return " ".join(parts)
+    return sentences(parts)
 
 
 # ---- figures ---------------------------------------------------------------------------------------
@@ -496,7 +496,7 @@ def _fine_tune_caption(result: Result) -> str:
     record = result.record
     if not record.fine_tunes:
         return _("No method was fine-tuned: choose some under “Fine-tune at the longest length” (RoPE only).")
-    return " ".join(_("{method}: accuracy at L′ {before:.1%} → {after:.1%}.").format(
+    return sentences(_("{method}: accuracy at L′ {before:.1%} → {after:.1%}.").format(
         method=_method_title(f.method), before=f.before.mean_accuracy, after=f.after.mean_accuracy)
         for f in record.fine_tunes)
 
@@ -525,9 +525,10 @@ def _tune_curve_caption(result: Result) -> str:
         first, last = points[0], points[-1]
         parts.append(_("{method}: {before:.1%} → {after:.1%} after {steps} steps.").format(
             method=_method_title(method), before=first.mean, after=last.mean, steps=last.step))
-    return _("Accuracy at the longest length, mean over {n} seeds, measured along one fine-tune per seed (the "
+    lead = _("Accuracy at the longest length, mean over {n} seeds, measured along one fine-tune per seed (the "
              "learning rate warms up, then decays over the whole fine-tune).").format(
-        n=max(p.n for points in curves.values() for p in points)) + " " + " ".join(parts)
+        n=max(p.n for points in curves.values() for p in points))
+    return sentences([lead, *parts])
 
 
 FIGURES = figure_registry(

@@ -3,7 +3,7 @@
 import streamlit as st
 
 import derivations
-from i18n import N_, _, translated_latex
+from i18n import N_, _, sentences, translated_latex
 from lessons import decay as lesson
 from lessons.derivations import verification
 from lessons.format import base_text, length_text, superscript
@@ -148,7 +148,7 @@ else:
                    "k = {k}, beyond this chart's ±{range}.").format(k=length_text(crossing.offset),
                                                                     range=length_text(s.max_offset)))
 parts.append(_("RoPE with q = k = (1, …, 1) gives exactly twice this curve (see the last section)."))
-st.markdown(" ".join(parts))
+st.markdown(sentences(parts))
 page.figure("sinusoidal-dot")
 show_derivation("sinusoidal_dot_product")
 monotone = derivations.get("sinusoidal_monotone_decay")

@@ -414,3 +414,12 @@ def test_chinese_titles_render_as_glyphs_not_boxes():
     assert first.sum() > 200 and second.sum() > 200
     assert not np.array_equal(first, second)
     assert not np.array_equal(first, boxes)
+
+
+def test_sentences_run_together_in_chinese_and_are_spaced_in_english():
+    from i18n import sentences
+
+    with use_language("en"):
+        assert sentences(["One.", "", "Two."]) == "One. Two."
+    with use_language("zh"):
+        assert sentences(["一。", "", "二。"]) == "一。二。"
