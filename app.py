@@ -17,7 +17,7 @@ for page in available_pages():
     )
 
 navigation = st.navigation(sections)
-asked = requested_page({page.url_path: page for pages in sections.values() for page in pages})
+asked = requested_page(sections)
 if asked is not None and asked.url_path != navigation.url_path:
     st.switch_page(asked, query_params=st.query_params.to_dict())
 start_page()

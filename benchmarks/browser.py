@@ -135,17 +135,18 @@ def _pages(app_dir: Path) -> list[tuple[str, str]]:
         import importlib
 
         pages = importlib.import_module("ui.pages")
+        listed = pages.available_pages()
         try:
             lessons = importlib.import_module("lessons").all_lessons()
-        except ImportError:  # a checkout from before the lessons layer: its pages with sliders by name
-            lessons = None
-        listed = [(p.title, p.url_path, lessons is None or has_slider(p, lessons)) for p in pages.available_pages()]
+            chosen = [(p.title, p.url_path) for p in listed if has_slider(p, lessons)]
+        except ImportError:  # a checkout from before the lessons layer: its pages without sliders by name
+            chosen = [(p.title, p.url_path) for p in listed
+                      if p.url_path not in ("", "derivations", "references", "glossary")]
     finally:
         sys.path.remove(str(app_dir))
         for name in [m for m in sys.modules if m.split(".")[0] in ("ui", "lessons", "pe_core", "figures", "i18n")]:
             del sys.modules[name]
-    skip = {"", "derivations", "references", "glossary"}
-    return [(title, path) for title, path, slider in listed if slider and path not in skip]
+    return chosen
 
 
 def run(app_dir: Path, moves: int, only: set[str] | None) -> dict:

@@ -105,16 +105,24 @@ def page_errors(page) -> list[str]:
 
 
 SLIDER_WIDGETS = ("slider", "select_slider")
-# The tour's slider picks a step (its figure appears only after an answer); the derivations' slider picks a
-# formula, and its figures are not plotly charts.
-NOT_SLIDER_PAGES = ("pages/home.py", "pages/maths.py", "pages/tour.py")
+# The derivations page draws a figure only beside the claims it illustrates, and its slider picks a claim: a
+# load need not draw a chart, and a slider move need not change one.
+FIGURES_ON_DEMAND = ("pages/maths.py",)
+
+
+def _lesson_of(info, lessons: dict):
+    return lessons.get(info.lesson) if getattr(info, "lesson", None) else None
+
+
+def draws_figures_on_load(info, lessons: dict) -> bool:
+    """Whether opening the page draws its lesson's plotly figures."""
+    return _lesson_of(info, lessons) is not None and info.path not in FIGURES_ON_DEMAND
 
 
 def has_slider(info, lessons: dict) -> bool:
     """Whether the page's lesson has a slider whose move redraws a plotly figure."""
-    lesson = lessons.get(info.lesson) if getattr(info, "lesson", None) else None
-    return (info.path not in NOT_SLIDER_PAGES and lesson is not None
-            and any(c.widget in SLIDER_WIDGETS for c in lesson.settings.controls().values()))
+    return draws_figures_on_load(info, lessons) and any(
+        c.widget in SLIDER_WIDGETS for c in _lesson_of(info, lessons).settings.controls().values())
 
 
 def first_move_key(thumb) -> str:

@@ -11,6 +11,7 @@ import pytest
 from benchmarks.harness import (
     browser,
     chromium_available,
+    draws_figures_on_load,
     has_slider,
     move_first_slider,
     page_errors,
@@ -104,8 +105,7 @@ def test_page_without_a_slider_loads_with_its_figures(app, info):
     base_url, _, chromium = app
     page = open_page(chromium, f"{base_url}/{info.url_path}")
     page.locator('[data-testid="stMain"] h1').first.wait_for(timeout=60_000)
-    lesson = all_lessons().get(info.lesson) if info.lesson else None
-    if lesson is not None and info.path != "pages/maths.py":
+    if draws_figures_on_load(info, all_lessons()):
         page.wait_for_selector(".js-plotly-plot", timeout=90_000)
     wait_for_app_idle(page)
     assert page_errors(page) == []

@@ -27,7 +27,10 @@ def adopt_app_navigation() -> None:
         st.rerun()
 
 
-def requested_page(pages: dict[str, object]):
-    """The page a fresh server's first deep link asked for (``pages``: URL path -> st.Page), once; else None."""
+def requested_page(sections: dict[str, list]):
+    """The page (of ``st.navigation``'s sections) a fresh server's first deep link asked for, once; else None."""
     path = st.session_state.pop(REQUESTED_PATH_KEY, None)
-    return pages.get(path.rsplit("/", 1)[-1]) if path else None
+    if not path:
+        return None
+    name = path.rsplit("/", 1)[-1]
+    return next((page for pages in sections.values() for page in pages if page.url_path == name), None)
