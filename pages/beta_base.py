@@ -9,6 +9,7 @@ from lessons import beta_base as lesson
 from lessons.format import base_text, length_text, number_text, superscript
 from references import cite
 from ui.contents import Contents
+from ui.formula import show_formula
 from ui.lesson import LessonPage
 from ui.rope import rope_sidebar
 
@@ -119,8 +120,9 @@ st.markdown(_(
     "because RoPE's digits wrap at 2π rather than at β. The two β differ by the factor $s^{4/(d(d-2))}$, which is "
     "close to 1 for large d."
 ))
-st.latex(r"\underbrace{(\lambda\beta)^{d/2-1}=s\,\beta^{d/2-1}}_{\text{" + _("slowest pair matches interpolation") + r"}}"
-         r"\;\Rightarrow\;\lambda=s^{2/(d-2)},\quad b'=b\,\lambda^{d/2}=b\,s^{d/(d-2)}")
+show_formula(r"\underbrace{(\lambda\beta)^{d/2-1}=s\,\beta^{d/2-1}}_{\text{slowest pair matches interpolation}}"
+             r"\;\Rightarrow\;\lambda=s^{2/(d-2)},\quad b'=b\,\lambda^{d/2}=b\,s^{d/(d-2)}",
+             N_("slowest pair matches interpolation"))
 page.controls(lesson.BOUND, columns=2)
 page.figure("stretch-bound")
 bound_result = page.result(("rope", lesson.DIGITS, lesson.BOUND))

@@ -2,10 +2,10 @@
 
 import streamlit as st
 
-from i18n import _
+from i18n import N_, _
 from lessons import caveats as lesson
 from references import cite
-from ui.formula import show_checked
+from ui.formula import show_checked, show_formula
 from ui.lesson import LessonPage
 
 page = LessonPage(lesson.LESSON)
@@ -101,5 +101,5 @@ st.markdown(_(
     "the model has seen relative positions up to {reach:,.0f}, so plain RoPE stays within them up to that length."
 ).format(inverse=cite("leaky_rerope_inverse"), train=cost.settings.leaky_train, window=cost.settings.leaky_window,
          k=cost.settings.leaky_k, reach=cost.leaky_reach))
-st.latex(r"\text{" + _("relative position in training") + r"} = \begin{cases} i - j & i - j < w\\ w + k\,(i - j - w) & "
-         r"i - j \ge w\end{cases},\qquad \max = w + k\,(L - 1 - w)")
+show_formula(r"\text{relative position in training} = \begin{cases} i - j & i - j < w\\ w + k\,(i - j - w) & "
+             r"i - j \ge w\end{cases},\qquad \max = w + k\,(L - 1 - w)", N_("relative position in training"))

@@ -4,10 +4,11 @@ import json
 
 import streamlit as st
 
-from i18n import _
+from i18n import N_, _
 from lessons import check as lesson
 from pe_core.inputs import NUMBER_FILE_TYPES
 from references import cite
+from ui.formula import show_formula
 from ui.lesson import LessonPage
 from ui.uploads import config_text, numbers_file_text, upload_into
 
@@ -84,8 +85,9 @@ else:
 
 page.figure("theta")
 page.figure("error")
-st.latex(r"\text{" + _("match") + r"} \iff \frac{|\theta^{\text{" + _("yours") + r"}}_i - \theta_i|}{\theta_i} \le "
-         r"8\,\varepsilon_{32}\,\bigl(1 + |\ln \theta_i|\bigr)\ \ \forall i,\qquad \varepsilon_{32} = 2^{-23}")
+show_formula(r"\text{match} \iff \frac{|\theta^{\text{yours}}_i - \theta_i|}{\theta_i} \le "
+             r"8\,\varepsilon_{32}\,\bigl(1 + |\ln \theta_i|\bigr)\ \ \forall i,\qquad \varepsilon_{32} = 2^{-23}",
+             N_("match"), N_("yours"))
 st.caption(_(
     "Computing b^(−2i/d) in float32 rounds the exponent, an error the power multiplies by |ln θᵢ|; the rest is a few "
     "roundings of the power, the division and the method's blend. transformers' own float32 values stay within 0.8 "

@@ -2,8 +2,9 @@
 
 import streamlit as st
 
-from i18n import _
+from i18n import N_, _
 from lessons import compare as lesson
+from ui.formula import show_formula
 from ui.lesson import LessonPage
 from ui.uploads import config_text, upload_into
 
@@ -33,4 +34,4 @@ st.info(result.summary(), icon="🔍")
 st.dataframe(result.table(), hide_index=True)
 page.figure("ratio")
 page.figure("wavelengths")
-st.latex(r"\lambda_i = \frac{2\pi}{\theta_i},\qquad \text{" + _("ratio") + r"}_i = \frac{\theta^{B}_i}{\theta^{A}_i}")
+show_formula(r"\lambda_i = \frac{2\pi}{\theta_i},\qquad \text{ratio}_i = \frac{\theta^{B}_i}{\theta^{A}_i}", N_("ratio"))

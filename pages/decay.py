@@ -9,6 +9,7 @@ from lessons.derivations import verification
 from lessons.format import base_text, length_text, superscript
 from references import cite
 from ui.contents import Contents
+from ui.formula import show_formula
 from ui.lesson import LessonPage
 from ui.rope import rope_sidebar
 
@@ -195,7 +196,7 @@ st.markdown(_(
 ).format(d=s.d_model, base=base_text(s.sinusoidal_base), t=length_text(s.max_offset),
          roformer=cite("roformer", "§3.2.2")))
 page.figure("projected-scores")
-score = r"\text{" + _("score") + "}"
-st.latex(score + r"(t, k) = \big(W_q\,PE(t)\big)\cdot\big(W_k\,PE(t+k)\big) = PE(t)^{\top} W_q^{\top} W_k\, PE(t+k)")
-st.latex(r"\mathbb{E}_{W}\big[W_q^{\top}W_k\big] = 0 \quad\Rightarrow\quad \mathbb{E}_W["
-         + score + r"(t, k)] = 0")
+show_formula(r"\text{score}(t, k) = \big(W_q\,PE(t)\big)\cdot\big(W_k\,PE(t+k)\big) = PE(t)^{\top} W_q^{\top} W_k\, PE(t+k)",
+             N_("score"))
+show_formula(r"\mathbb{E}_{W}\big[W_q^{\top}W_k\big] = 0 \quad\Rightarrow\quad \mathbb{E}_W[\text{score}(t, k)] = 0",
+             N_("score"))

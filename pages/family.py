@@ -12,6 +12,7 @@ from i18n import N_, _
 from lessons import family as lesson
 from references import cite
 from ui.contents import Contents
+from ui.formula import show_formula
 from ui.lesson import LessonPage
 from ui.pages import ROOT
 
@@ -49,9 +50,9 @@ def sinusoidal() -> None:
              r"PE_{(pos,\,2i+1)} = \cos\!\big(pos\cdot b^{-2i/d}\big)")
     page.figure("sinusoidal-periods")
     view = page.result((lesson.SINUSOIDAL,)).sinusoidal
-    st.latex(r"T_j = 2\pi\, b^{\,2\lfloor j/2\rfloor/d}\ \text{" + _("tokens") + r"}:\quad T_0 = 2\pi \approx "
-             + f"{view.shortest:.2f}" + r",\qquad T_{d-1} = 2\pi\, b^{(d-2)/d} \approx "
-             + f"{view.longest:,.0f}".replace(",", "{,}") + r" < 2\pi b")
+    show_formula(r"T_j = 2\pi\, b^{\,2\lfloor j/2\rfloor/d}\ \text{tokens}:\quad T_0 = 2\pi \approx "
+                 + f"{view.shortest:.2f}" + r",\qquad T_{d-1} = 2\pi\, b^{(d-2)/d} \approx "
+                 + f"{view.longest:,.0f}".replace(",", "{,}") + r" < 2\pi b", N_("tokens"))
 
 
 sinusoidal()
@@ -200,11 +201,11 @@ def relative_schemes() -> None:
     ).format(source=cite("dca", "§3.1")))
     page.controls(lesson.DCA, columns=3)
     page.figure("dual-chunk")
-    st.latex(r"M[i][j] = \begin{cases} (i \bmod s) - (j \bmod s) & \lfloor i/s\rfloor = \lfloor j/s\rfloor \\ "
+    show_formula(r"M[i][j] = \begin{cases} (i \bmod s) - (j \bmod s) & \lfloor i/s\rfloor = \lfloor j/s\rfloor \\ "
              r"P^{succ}_q[i] - (j \bmod s) & \lfloor i/s\rfloor - \lfloor j/s\rfloor = 1 \\ "
-             r"(c-1) - (j \bmod s) & \text{" + _("otherwise") + r"} \end{cases}")
-    st.latex(r"P^{succ}_q[i] = \begin{cases} s + (i \bmod s) & (i \bmod s) < w \\ c-1 & \text{"
-             + _("otherwise") + r"}\end{cases}")
+             r"(c-1) - (j \bmod s) & \text{otherwise} \end{cases}", N_("otherwise"))
+    show_formula(r"P^{succ}_q[i] = \begin{cases} s + (i \bmod s) & (i \bmod s) < w \\ c-1 & \text{otherwise}\end{cases}",
+                 N_("otherwise"))
 
     st.markdown(_("One row of each matrix - the last query looking back - side by side:"))
     page.figure("position-curves")

@@ -6,7 +6,7 @@ from i18n import N_, _
 from lessons import lineage as lesson
 from references import cite
 from ui.contents import Contents
-from ui.formula import show_checked
+from ui.formula import show_checked, show_formula
 from ui.lesson import LessonPage
 
 page = LessonPage(lesson.LESSON)
@@ -71,7 +71,7 @@ st.markdown(_(
 ).format(xl=cite("transformer_xl", "§3.3"), xlnet=cite("xlnet")))
 
 st.subheader(_("T5: drop the cross terms, learn one number per bucket"))
-st.latex(r"A_{ij} = q_i\cdot k_j + b_{\text{" + _("bucket") + r"}(j-i)}")
+show_formula(r"A_{ij} = q_i\cdot k_j + b_{\text{bucket}(j-i)}", N_("bucket"))
 st.markdown(_(
     "Content and position should not interact, so content–position and position–content go; position–position "
     "becomes a learned scalar per head and per log-spaced bucket of $j - i$. **Extrapolation:** every distance beyond "
@@ -126,7 +126,8 @@ st.markdown(_(
 ).format(far=distances.settings.max_offset, shaw=distances.index_curves[0].distinct,
          t5=distances.index_curves[1].distinct, deberta=distances.index_curves[2].distinct,
          log=distances.index_curves[3].distinct, table=distances.index_curves[3].table_size))
-st.latex(r"\delta(i,j) = \begin{cases}0 & i-j \le -k\\ 2k-1 & i-j \ge k\\ i-j+k & \text{" + _("otherwise") + r"}\end{cases}")
+show_formula(r"\delta(i,j) = \begin{cases}0 & i-j \le -k\\ 2k-1 & i-j \ge k\\ i-j+k & \text{otherwise}\end{cases}",
+             N_("otherwise"))
 st.markdown(_("DeBERTa-v2's log buckets:"))
 st.latex(r"r \mapsto \operatorname{sign}(r)\Big(m + \Big\lceil "
          r"\frac{\ln(|r|/m)}{\ln((P-1)/m)}(m-1)\Big\rceil\Big)\ \ (|r| > m = \tfrac{B}{2})")
@@ -185,5 +186,5 @@ st.markdown(_(
     "readable only within the receptive field of an edge, never in the middle of a long input. {source}"
 ).format(layers=absolute.settings.cnn_layers, kernel=absolute.settings.cnn_kernel, radius=absolute.cnn_radius,
          marked=absolute.cnn_marked, total=absolute.settings.abs_positions, source=cite("cnn_position")))
-st.latex(r"\text{" + _("receptive radius") + r"} = \text{" + _("layers") + r"}\cdot\frac{\text{"
-         + _("kernel width") + r"} - 1}{2}")
+show_formula(r"\text{receptive radius} = \text{layers}\cdot\frac{\text{kernel width} - 1}{2}",
+             N_("receptive radius"), N_("layers"), N_("kernel width"))

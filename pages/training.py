@@ -2,12 +2,13 @@
 
 import streamlit as st
 
-from i18n import _
+from i18n import N_, _
 from lessons import training as lesson
 from pe_core.jobs import QUEUED, ServerBusy
 from pe_core.train.service import latest_status, store_problem
 from references import cite
 from ui import params, show_figure
+from ui.formula import show_formula
 from ui.lesson import LessonPage
 
 POLL_SECONDS = 0.5
@@ -201,10 +202,10 @@ if record is not None:
         "crowded neighbours, not diluted attention; ReRoPE keeps more than any scaling method, and with log n "
         "it is as accurate at 8× as at L."
     ).format(logn=cite("logn"), rerope=cite("rerope"), su_length=f"{lesson.SU_TRAIN_LENGTH:,}"))
-    st.latex(r"q_i \to \max\!\Big(1, \frac{\ln (i+1)}{\ln L}\Big)\, q_i \qquad "
+    show_formula(r"q_i \to \max\!\Big(1, \frac{\ln (i+1)}{\ln L}\Big)\, q_i \qquad "
              r"\text{ReRoPE: } i-j \to \min(i-j,\ w) \qquad "
-             r"\text{Leaky: } i-j \to \begin{cases} i-j & i-j < w \\ w + (i-j-w)/k & \text{" + _("otherwise")
-             + r"} \end{cases}")
+             r"\text{Leaky: } i-j \to \begin{cases} i-j & i-j < w \\ w + (i-j-w)/k & \text{otherwise} \end{cases}",
+             N_("otherwise"))
 
     st.header(_("Su's table beside the toy"))
     st.markdown(_(

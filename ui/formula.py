@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import streamlit as st
 
-from i18n import _, translated_latex
+from i18n import Latex, _, translated_latex
 from lessons.checked import checked, variants
 
 
 def _plain(text: str) -> str:
     """Text for st.markdown where * and _ (rotate_half, k*) must not become emphasis."""
     return text.replace("\\", "\\\\").replace("*", "\\*").replace("_", "\\_")
+
+
+def show_formula(source: str, *words: str) -> None:
+    r"""Typeset ``source`` with its ``\text{...}`` ``words`` (``N_()``-marked) in the reader's language."""
+    st.latex(Latex(source, *words).translated())
 
 
 def show_checked(slug: str, *, with_variants: bool = True) -> None:
