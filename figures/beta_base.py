@@ -319,14 +319,15 @@ def phase_dials_figure(
         position=f"{position:,}"))
     figure.add_traces(traces)
     figure.update_layout(
-        annotations=[dict(x=cx, y=1.4, text=f"i = {pair}", showarrow=False, font=dict(size=12))
-                     for cx, pair in zip(centres_x, pair_indices.tolist(), strict=True)],
-        xaxis=dict(visible=False, range=[-1.3, centres_x[-1] + 1.3]),
+        # the pairs as tick labels above the dials: plotly thins them where dials are narrow (a phone)
+        xaxis=dict(side="top", range=[-1.3, centres_x[-1] + 1.3], tickvals=centres_x.tolist(),
+                   ticktext=[str(pair) for pair in pair_indices.tolist()], title=dict(text=_("pair i")),
+                   showline=False, ticks="", showgrid=False, zeroline=False, tickfont=dict(size=12)),
         yaxis=dict(range=[centres_y[-1] - 1.3, 1.75], scaleanchor="x", scaleratio=1, tickvals=centres_y.tolist(),
                    ticktext=[_(title) for _key, title in methods], showline=False, ticks="", showgrid=False,
                    zeroline=False),
-        height=170 + 85 * rows, legend=dict(orientation="h", y=-0.02, yanchor="top", x=0),
-        margin=dict(l=10, r=10, t=60, b=40),
+        height=170 + 85 * rows, legend=LEGEND_BELOW,
+        margin=dict(l=10, r=10, t=100, b=40),  # the title, and the pairs' axis above the dials
     )
     return figure
 

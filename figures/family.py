@@ -362,9 +362,9 @@ def dual_chunk_figure(relative, kind, chunk_size: int, train_length: int, kind_n
         traces, height=560,
         coloraxis=dict(colorscale=SEQUENTIAL, cmin=0, cmax=train_length - 1,
                        colorbar=dict(title=dict(text="M", side="right"), orientation="h", x=0.225, xanchor="center",
-                                     y=-0.2, yanchor="top", len=0.45, thickness=14)),
+                                     y=0, yanchor="bottom", yref="container", len=0.45, thickness=14)),
         coloraxis2=dict(colorscale=colorscale, cmin=-0.5, cmax=2.5, showscale=False),
-        showlegend=True, legend=dict(orientation="h", x=0.775, xanchor="center", y=-0.2, yanchor="top"),
+        showlegend=True, legend={**LEGEND_BELOW, "x": 0.775, "xanchor": "center"},
         **layout,
     )
 

@@ -95,6 +95,9 @@ def with_frames(current: go.Figure, variants: Sequence[tuple[str, go.Figure]], a
     height = current.layout.height or DEFAULT_HEIGHT
     top, bottom = current.layout.margin.t or 60, current.layout.margin.b or 55
     plot_height = max(1, height - top - bottom)
+    legend = current.layout.legend
+    if legend.yref == "container" and legend.y is not None:  # a legend on the canvas's bottom edge rises above the strip
+        figure.update_layout(legend_y=(legend.y * height + SLIDER_ROOM) / (height + SLIDER_ROOM))
     figure.update_layout(
         height=height + SLIDER_ROOM,
         margin=dict(b=bottom + SLIDER_ROOM),

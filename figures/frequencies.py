@@ -151,7 +151,7 @@ def angle_heatmaps(
                         ticktext=["0", "π/2", "π", "3π/2", "2π"])
     layout.update(
         coloraxis=dict(colorscale=VIEW_COLOURSCALES[view], cmin=low, cmax=high, colorbar=colorbar),
-        legend=dict(orientation="h", yanchor="top", y=-70 / (height - 160), x=0, xanchor="left"),
+        legend=LEGEND_BELOW,
         margin=dict(t=80, b=110), height=height,
     )
     figure = new_figure(title if title is not None else _(HEATMAP_TITLE))

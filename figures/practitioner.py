@@ -48,18 +48,10 @@ def _array(values, dtype=np.float64) -> np.ndarray:
     return np.asarray(values, dtype=dtype)
 
 
-BELOW_AXIS = 64  # px from the plot's bottom edge to a legend below it: under the tick labels and the axis title
-
-
 def _assemble(title: str, traces: list, layout: dict) -> go.Figure:
     figure = new_figure(title)
     figure.add_traces(traces)
     figure.update_layout(layout)
-    if layout.get("legend") is LEGEND_BELOW and figure.layout.height:
-        # placed in pixels, so the legend clears the axis title whatever the plot's height (CJK text is taller)
-        margin = figure.layout.margin
-        plot_height = max(80, figure.layout.height - (margin.t or 60) - (margin.b or 80))
-        figure.update_layout(legend_y=-BELOW_AXIS / plot_height)
     return figure
 
 

@@ -38,6 +38,7 @@ _CHAR_WIDTH = 0.55  # average glyph width of a sans-serif font, in font sizes
 _WIDE_CHAR_WIDTH = 1.0  # CJK characters and full-width punctuation are one em wide
 _BREAK = re.compile(r"<br\s*/?>", re.IGNORECASE)
 _MIN_FONT_SIZE = 14
+_BOLD_WIDTH = 1.12  # bold glyphs are wider than the average the estimate uses
 _LINE_TRACES = {"scatter", "scattergl", "scatterpolar", "scatterpolargl", "scatter3d", "scatterternary"}
 # Keys that hold data, not styling: never walked (they can be long, and hold no fonts).
 _DATA_KEYS = {"x", "y", "z", "text", "customdata", "hovertext", "ids", "r", "theta", "a", "b", "c"}
@@ -122,6 +123,28 @@ def _fit_axis_titles(layout: dict, margin: dict) -> None:
             font["size"] = round(max(_MIN_FONT_SIZE, size * room / needed), 1)
 
 
+def _fit_panel_labels(layout: dict, margin: dict) -> None:
+    """Shrink a label centred over a panel (a subplot's title) that would run past its panel at slide size,
+    over the neighbouring panel's tick labels."""
+    plot_width = SLIDE_WIDTH - margin["l"] - margin["r"]
+    domains = [tuple(axis.get("domain", (0.0, 1.0))) for name, axis in layout.items()
+               if name.startswith("xaxis") and isinstance(axis, dict)]
+    for note in layout.get("annotations", ()):
+        if (note.get("xref") or "paper") != "paper" or note.get("xanchor") != "center" or note.get("showarrow"):
+            continue
+        x = note.get("x")
+        holding = [high - low for low, high in domains if x is not None and low <= x <= high]
+        if not holding or min(holding) >= 1:
+            continue
+        font = note.setdefault("font", {})
+        size = font.get("size") or layout.get("font", {}).get("size") or SLIDE_FONT_SIZE
+        room = 0.95 * plot_width * min(holding)
+        text = str(note.get("text") or "")
+        needed = text_width(text, size) * (_BOLD_WIDTH if "<b>" in text else 1.0)
+        if needed > room:
+            font["size"] = round(max(_MIN_FONT_SIZE, size * room / needed), 1)
+
+
 def slide_style(figure: go.Figure, *, title: bool = True) -> go.Figure:
     """A copy of ``figure`` styled for a 16:9 slide; ``title=False`` drops the figure's own title.
 
@@ -158,4 +181,5 @@ def slide_style(figure: go.Figure, *, title: bool = True) -> go.Figure:
     )
     layout.setdefault("font", {}).setdefault("size", SLIDE_FONT_SIZE)
     _fit_axis_titles(layout, margin)
+    _fit_panel_labels(layout, margin)
     return go.Figure(data=data, layout=layout)

@@ -159,8 +159,12 @@ def _build_template() -> go.layout.Template:
 TEMPLATE = _build_template()
 pio.templates[TEMPLATE_NAME] = TEMPLATE
 
-# Legends below the plot area read on a phone, where a side legend would squeeze the plot.
-LEGEND_BELOW = dict(orientation="h", x=0, xanchor="left", y=-0.18, yanchor="top")
+# Legends below the plot area read on a phone, where a side legend would squeeze the plot. Anchored to the
+# canvas's bottom edge (container coordinates), not to the plot: plotly then keeps the legend's rows under the
+# axis's ticks and title at any width. A legend placed a fraction of the plot's height below the axis met the
+# axis title wherever the ticks turned or the legend wrapped (a phone): plotly reserves the larger of the two
+# bands there, not their sum.
+LEGEND_BELOW = dict(orientation="h", x=0, xanchor="left", y=0, yanchor="bottom", yref="container")
 
 
 def reference_line(value: float, text: str, *, dash: str, log_axis: bool, below: bool = False) -> tuple[dict, dict]:

@@ -105,20 +105,18 @@ LEGEND_ROW = 23  # px per row of a legend below the plot (two entries a row at t
 
 
 def _legend_below(figure: go.Figure, bottom: int = 130, entries: int = 0) -> go.Figure:
-    """The legend under the x axis's ticks and title (placed in pixels: the plot's height varies).
+    """The legend under the x axis's ticks and title.
 
     With ``entries`` legend items, the bottom margin (and the figure) grows so that about two items a row
     fit under the axis without squeezing the plot.
     """
     layout = figure.layout
-    top = layout.margin.t if layout.margin.t is not None else 60
     below_axis = 62 if layout.xaxis.title.text else 34
     needed = below_axis + LEGEND_ROW * math.ceil(entries / 2) + 20
     if needed > bottom:
         figure.update_layout(height=(layout.height or 450) + needed - bottom)
         bottom = needed
-    plot_height = max(80, (figure.layout.height or 450) - top - bottom)
-    figure.update_layout(legend={**LEGEND_BELOW, "y": -below_axis / plot_height}, margin=dict(b=bottom))
+    figure.update_layout(legend=LEGEND_BELOW, margin=dict(b=bottom))
     return figure
 
 
