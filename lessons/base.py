@@ -24,11 +24,14 @@ import math
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
-from typing import Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import plotly.graph_objects as go
 
 from i18n import _, current_language
+
+if TYPE_CHECKING:
+    from figures.page_form import PageFigure
 
 SCRUB_SETTING = "scrub_in_figure"  # the setting that switches on figures' own sliders (FigureSpec.scrub)
 WIDGETS = ("select_slider", "slider", "radio", "selectbox", "multiselect", "toggle", "number", "text")
@@ -481,7 +484,7 @@ class Lesson:
     summary: str = ""  # N_()-marked: one sentence on what the lesson shows
     key_figure: str = ""  # the figure that stands for the lesson (Home's thumbnail); the first one by default
     max_results: int = 16
-    max_figures: int = 48
+    max_figures: int = 96  # figures and their page forms
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_results", BoundedCache(self.max_results))
@@ -512,6 +515,15 @@ class Lesson:
         scrubbed = frames and bool(spec.scrub) and bool(getattr(chosen, SCRUB_SETTING, False))
         key = (name, chosen, style, current_language(), scrubbed)
         return self._figures.get_or_make(key, lambda: self._build(spec, chosen, style, scrubbed))
+
+    def page_figure(self, name: str, settings: LessonSettings | None = None, *, narrow: bool = False) -> PageFigure:
+        """Figure ``name`` in screen style as a page draws it (``figures.page_form``: its title as text above
+        it, laid out for a phone when ``narrow``), cached like the figure itself. Shared: do not change it."""
+        from figures.page_form import page_form
+
+        chosen = (settings or self.settings()).applicable().only(self.figure_spec(name).groups)
+        key = ("page", name, chosen, current_language(), narrow)
+        return self._figures.get_or_make(key, lambda: page_form(self.figure(name, chosen), narrow=narrow))
 
     def _build(self, spec: FigureSpec, settings: LessonSettings, style: FigureStyle,
                scrubbed: bool = False) -> go.Figure:

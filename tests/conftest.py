@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -17,6 +18,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks.harness import run_page  # noqa: E402 - needs the repository on sys.path
+from figures.page_form import TITLE_META_KEY  # noqa: E402
 
 _DTYPES = {"f8": np.float64, "f4": np.float32, "i1": np.int8, "u1": np.uint8, "i2": np.int16, "u2": np.uint16,
            "i4": np.int32, "u4": np.uint32, "i8": np.int64, "u8": np.uint64}
@@ -38,8 +40,28 @@ def _decode(value):
 
 
 def chart_figures(at) -> list[dict]:
-    """Every plotly figure an AppTest run drew, as decoded dicts {'data': [...], 'layout': {...}}."""
-    return [_decode(json.loads(element.proto.spec)) for element in at.get("plotly_chart")]
+    """Every plotly figure an AppTest run drew, as decoded dicts {'data': [...], 'layout': {...}}.
+
+    A chart in page form shows its title as text above it and keeps it in ``layout.meta``: it is put back as
+    the layout's title here, so tests read a chart's title one way whatever the style."""
+    figures = [_decode(json.loads(element.proto.spec)) for element in at.get("plotly_chart")]
+    for figure in figures:
+        kept = (figure["layout"].get("meta") or {}).get(TITLE_META_KEY) if isinstance(
+            figure["layout"].get("meta"), dict) else None
+        if kept is not None:
+            figure["layout"]["title"] = {"text": kept}
+            # and the line breaks it added to fit a phone are spaces again, so tests read one text either way
+            for trace in figure["data"]:
+                if isinstance(trace.get("name"), str):
+                    trace["name"] = _unwrapped(trace["name"])
+            for note in figure["layout"].get("annotations", ()):
+                if isinstance(note.get("text"), str):
+                    note["text"] = _unwrapped(note["text"])
+    return figures
+
+
+def _unwrapped(text: str) -> str:
+    return re.sub(r"\s*<br>\s*", " ", text)
 
 
 def figure_titled(at, text: str) -> dict:

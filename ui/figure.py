@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import html
+import re
 from collections.abc import Callable
 
 import plotly.graph_objects as go
 import streamlit as st
 
+from figures.page_form import PageFigure, page_form
 from ui import export
 
 _PLOTLY_CONFIG = {
@@ -16,11 +19,34 @@ _PLOTLY_CONFIG = {
 }
 
 _PAGE_FIGURES_KEY = "_figures_on_page"
+# The tags of plotly's text subset a title uses, kept when the title becomes the page's own text.
+_TITLE_TAGS = re.compile(r"&lt;(/?(?:br|sub|sup|b|i|em|strong)\s*/?)&gt;", re.IGNORECASE)
+_TITLE_STYLE = "font-size:1.1rem;font-weight:600;line-height:1.35;margin:0.4rem 0 0"
+_SUBTITLE = re.compile(r"<sup>(.*?)</sup>", re.IGNORECASE | re.DOTALL)
+_SUBTITLE_STYLE = "font-size:0.85em;font-weight:400;color:#555"
+
+
+def reader_on_phone() -> bool:
+    """The reader's browser says it is a phone ("Mobi" in its user agent, the test browsers' own guidance
+    recommends); a phone gets figures laid out for its width (``figures.page_form``)."""
+    try:
+        agent = st.context.headers.get("User-Agent") or ""
+    except Exception:  # noqa: BLE001 - no request headers (a bare script run, a test): not a phone
+        return False
+    return "Mobi" in agent
+
+
+def title_html(title: str) -> str:
+    """A figure's title (plotly's text subset) as the page's HTML: escaped, its line breaks, sub- and
+    superscripts kept; a ``<sup>`` line after a break (the figure's subtitle) set smaller, not raised."""
+    kept = _TITLE_TAGS.sub(r"<\1>", html.escape(title, quote=False))
+    kept = _SUBTITLE.sub(rf'<span style="{_SUBTITLE_STYLE}">\1</span>', kept)
+    return f'<div style="{_TITLE_STYLE}">{kept}</div>'
 
 
 def show_figure(figure: go.Figure, key: str, *, caption: str | None = None, styled: bool = False,
                 on_select: Callable[[], None] | None = None, buttons: bool = True,
-                width: int | str = "stretch", height: int | str = "content") -> None:
+                width: int | str = "stretch", height: int | str = "content", page: PageFigure | None = None) -> None:
     """Draw ``figure`` exactly as exported (the project template, not Streamlit's theme), with
     PNG / SVG / PDF download buttons; in slide style the figure is shown as the slide will look
     (``styled``: the figure is already in the sidebar's style).
@@ -28,11 +54,20 @@ def show_figure(figure: go.Figure, key: str, *, caption: str | None = None, styl
     ``on_select``: the figure takes a picked point (one click) and calls this, which reads the selection from
     ``st.session_state[key]``. ``buttons=False`` leaves out the download buttons (a presentation has no room);
     ``width`` and ``height`` as ``st.plotly_chart`` takes them ("content": the figure's own size).
+
+    In screen style the chart is the figure's page form (its title as text above it, laid out for a phone on
+    a phone), ``page`` when the caller has it cached; downloads keep the figure as built.
     """
     shown = figure if styled else export.styled(figure, export.current_style())
     stem = export.figure_stem(key)
     picking = {"on_select": on_select, "selection_mode": ("points",)} if on_select is not None else {}
-    st.plotly_chart(shown, theme=None, key=key, config=export.modebar_config(_PLOTLY_CONFIG, shown, stem),
+    drawn = shown
+    if not export.current_style().slide:
+        page = page or page_form(shown, narrow=reader_on_phone())
+        if page.title:
+            st.markdown(title_html(page.title), unsafe_allow_html=True)
+        drawn = page.figure
+    st.plotly_chart(drawn, theme=None, key=key, config=export.modebar_config(_PLOTLY_CONFIG, shown, stem),
                     width=width, height=height, **picking)
     if caption:
         st.caption(caption)
