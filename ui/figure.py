@@ -27,8 +27,8 @@ _SUBTITLE_STYLE = "font-size:0.85em;font-weight:400;color:#555"
 
 
 def reader_on_phone() -> bool:
-    """The reader's browser says it is a phone ("Mobi" in its user agent, the test browsers' own guidance
-    recommends); a phone gets figures laid out for its width (``figures.page_form``)."""
+    """The reader's browser says it is a phone ("Mobi" in its user agent, the check browser makers recommend);
+    a phone gets figures laid out for its width (``figures.page_form``)."""
     try:
         agent = st.context.headers.get("User-Agent") or ""
     except Exception:  # noqa: BLE001 - no request headers (a bare script run, a test): not a phone
