@@ -16,12 +16,10 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import unicodedata
-from collections.abc import Iterable
 
 import plotly.graph_objects as go
 
-from figures.slides import text_width
+from figures.text import text_width, wrap
 from figures.theme import BASE_FONT_SIZE, LEGEND_BELOW
 
 PHONE_PLOT_WIDTH = 270  # px of plot on a 390 px phone: the screen less the page's padding and the axis margins
@@ -36,8 +34,6 @@ LABEL_LINE = 18  # px per line of a panel's label
 PHONE_TICK_LABEL_WIDTH = 100  # px a category's name may take beside a phone's plot before it wraps
 COLOUR_BAR_LABEL_WIDTH = 70  # px per label of a colour bar laid under a phone's plot
 COLOUR_BAR_ROOM = 90  # px the figure grows by for it
-_BREAK = re.compile(r"<br\s*/?>", re.IGNORECASE)
-_TAGS = re.compile(r"<[^>]*>")
 _AXIS = re.compile(r"([xy])axis(\d*)")
 _TOLERANCE = 1e-6
 
@@ -46,46 +42,6 @@ _TOLERANCE = 1e-6
 class PageFigure:
     title: str  # the figure's title in plotly's HTML subset (<br>, <sup>, <sub>, <i>, <b>); "" when untitled
     figure: go.Figure
-
-
-def wrap(text: str, width: float, size: float = BASE_FONT_SIZE) -> str:
-    """``text`` broken with ``<br>`` into lines of at most ``width`` px at font ``size`` (estimated as the slide
-    style does). Breaks at spaces; Chinese and other wide characters may break anywhere. Existing breaks stay;
-    a single word wider than ``width`` keeps its own line."""
-    lines = []
-    for line in _BREAK.split(text):
-        current = ""
-        for token in _tokens(line):
-            candidate = current + token
-            if current.strip() and text_width(candidate.rstrip(), size) > width:
-                lines.append(current.rstrip())
-                current = token.lstrip()
-            else:
-                current = candidate
-        lines.append(current.rstrip())
-    return "<br>".join(lines)
-
-
-def _tokens(line: str) -> Iterable[str]:
-    """Words with their leading space, and wide (CJK) characters one by one; tags stay inside their word."""
-    token = ""
-    in_tag = False
-    for char in line:
-        if char == "<":
-            in_tag = True
-        if not in_tag and (char == " " or unicodedata.east_asian_width(char) in "WF"):
-            if token:
-                yield token
-            token = char
-            if char != " ":
-                yield token
-                token = ""
-        else:
-            token += char
-        if char == ">":
-            in_tag = False
-    if token:
-        yield token
 
 
 def page_form(figure: go.Figure, *, narrow: bool = False) -> PageFigure:
@@ -108,8 +64,8 @@ def page_form(figure: go.Figure, *, narrow: bool = False) -> PageFigure:
             for axis in _axes(frame_layout).values():
                 axis.pop("domain", None)
         _legend_below_on_phone(layout)
-    if layout.get("sliders") and (layout.get("legend") or {}).get("yref") == "container":
-        _legend_above(layout)
+    if layout.get("sliders"):
+        _legend_above(layout, narrow)
     for each in (layout, *frame_layouts):
         _wrap_axis_titles(each, narrow)
         if narrow:
@@ -133,14 +89,14 @@ def _legend_below_on_phone(layout: dict) -> None:
         layout["legend"] = {**legend, **LEGEND_BELOW}
 
 
-def _legend_above(layout: dict) -> None:
+def _legend_above(layout: dict, narrow: bool) -> None:
     """A figure with its own slider keeps the strip under the plot for it; its legend goes above the plot
     (the slider is placed in plot coordinates, so a legend under it could not reserve its own room there),
     above the panels' labels where there are any."""
     legend = layout.get("legend") or {}
     if legend.get("yref") != "container" or (legend.get("y") or 0) >= 0.5:
         return
-    lines = _label_lines(layout, above_only=True)
+    lines = _label_lines(layout, above_only=True, narrow=narrow)
     if not lines:
         layout["legend"] = {**legend, "y": 1, "yanchor": "top"}
         return
@@ -155,7 +111,7 @@ def _label_lines(layout: dict, *, above_only: bool = False, narrow: bool = False
     width = _label_width(layout, narrow)
     return max((_lines(str(note.get("text") or ""), (note.get("font") or {}).get("size") or BASE_FONT_SIZE, width)
                 for note in layout.get("annotations", ())
-                if _paper(note, "y") and (not above_only or (note.get("y") or 0) >= 1)), default=0)
+                if _paper(note, "y") and (not above_only or (note.get("y") or 0) >= 1 - _TOLERANCE)), default=0)
 
 
 def _wrap_annotations(layout: dict, figure_layout: dict) -> None:
@@ -289,10 +245,6 @@ def _stack_panels(layout: dict) -> list[_Panel]:
     for slider in layout.get("sliders", ()):  # placed below the plot in plot-height units: the same px as before
         if (slider.get("y") or 0) < 0:
             slider["y"] = slider["y"] * old_plot_height / plot_height
-    if layout.get("sliders") and (layout.get("legend") or {}).get("yref") == "container":
-        # above the first panel's label (placed in plot-height units: the stacked plot's height is known here)
-        layout["legend"] = {**layout["legend"], "yref": "paper", "y": 1 + (LABEL_LINE * label_lines + 6) / plot_height,
-                            "yanchor": "bottom"}
     moved = []
     for index, (x_name, y_name, panel) in enumerate(panels):
         upper = 1 - index * (STACKED_PANEL_HEIGHT + gap) / plot_height

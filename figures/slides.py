@@ -7,17 +7,17 @@ room. So the slide style keeps every trace and value and changes only how they a
 
 Titles that would overrun the slide at that size are set smaller. Widths are estimated per glyph:
 a Chinese (CJK) character takes a full em, twice a Latin letter's average, so a Chinese title of
-few characters is measured as wide as it really is (see ``text_width``).
+few characters is measured as wide as it really is (see ``figures.text.text_width``).
 """
 
 from __future__ import annotations
 
 import re
-import unicodedata
 from typing import Any
 
 import plotly.graph_objects as go
 
+from figures.text import text_width, without_tags
 from figures.theme import BASE_FONT_SIZE, TEMPLATE
 
 SLIDE_WIDTH = 1280
@@ -33,10 +33,6 @@ _PLOTLY_MARKER_SIZE = 6
 _PLOTLY_SHAPE_LINE_WIDTH = 2
 _TITLE_ROOM = 50  # px of top margin a slide title takes
 _AXIS_NAME = re.compile(r"[xy]axis\d*")
-_TAGS = re.compile(r"<[^>]*>")
-_CHAR_WIDTH = 0.55  # average glyph width of a sans-serif font, in font sizes
-_WIDE_CHAR_WIDTH = 1.0  # CJK characters and full-width punctuation are one em wide
-_BREAK = re.compile(r"<br\s*/?>", re.IGNORECASE)
 _MIN_FONT_SIZE = 14
 _BOLD_WIDTH = 1.12  # bold glyphs are wider than the average the estimate uses
 _LINE_TRACES = {"scatter", "scattergl", "scatterpolar", "scatterpolargl", "scatter3d", "scatterternary"}
@@ -85,15 +81,6 @@ def _thicken(trace: dict) -> None:
             marker["size"] = [MARKER_FACTOR * s for s in size]
 
 
-def text_width(text: str, size: float) -> float:
-    """Estimated width in px of plotly text (tags removed; the widest line of a ``<br>``-broken text) at ``size``."""
-    def line_width(line: str) -> float:
-        return sum(_WIDE_CHAR_WIDTH if unicodedata.east_asian_width(ch) in "WF" else _CHAR_WIDTH
-                   for ch in _TAGS.sub("", line))
-
-    return size * max((line_width(line) for line in _BREAK.split(text)), default=0.0)
-
-
 def _fit_title(title: dict, layout: dict, margin: dict) -> None:
     """Shrink a title that would overrun the slide's width (a long Chinese title at slide size, say)."""
     text = str(title.get("text") or "")
@@ -112,7 +99,7 @@ def _fit_axis_titles(layout: dict, margin: dict) -> None:
         if not (_AXIS_NAME.fullmatch(name) and isinstance(axis, dict) and isinstance(axis.get("title"), dict)):
             continue
         text = str(axis["title"].get("text") or "")
-        if not _TAGS.sub("", text):
+        if not without_tags(text):
             continue
         low, high = axis.get("domain", (0.0, 1.0))
         room = 0.95 * plot_size[name[0]] * (high - low)

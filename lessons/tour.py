@@ -371,6 +371,11 @@ def step_figure(step: Step, style: FigureStyle = SCREEN):
     return lesson_of(step).figure(step.figure, step_settings(step), style)
 
 
+def step_page_figure(step: Step, *, narrow: bool = False):
+    """The step's figure as a page draws it (``Lesson.page_figure``), cached by its lesson."""
+    return lesson_of(step).page_figure(step.figure, step_settings(step), narrow=narrow)
+
+
 def step_caption(step: Step) -> str | None:
     return lesson_of(step).caption(step.figure, step_settings(step))
 

@@ -6,8 +6,8 @@ import plotly.graph_objects as go
 import pytest
 from plotly.subplots import make_subplots
 
-from figures.page_form import PHONE_PLOT_WIDTH, STACKED_PANEL_HEIGHT, page_form, wrap
-from figures.slides import text_width
+from figures.page_form import PHONE_PLOT_WIDTH, STACKED_PANEL_HEIGHT, page_form
+from figures.text import text_width, wrap
 from figures.theme import LEGEND_BELOW, new_figure
 from ui.figure import title_html
 

@@ -46,7 +46,8 @@ def title_html(title: str) -> str:
 
 def show_figure(figure: go.Figure, key: str, *, caption: str | None = None, styled: bool = False,
                 on_select: Callable[[], None] | None = None, buttons: bool = True,
-                width: int | str = "stretch", height: int | str = "content", page: PageFigure | None = None) -> None:
+                width: int | str = "stretch", height: int | str = "content",
+                page: Callable[[bool], PageFigure] | None = None) -> None:
     """Draw ``figure`` exactly as exported (the project template, not Streamlit's theme), with
     PNG / SVG / PDF download buttons; in slide style the figure is shown as the slide will look
     (``styled``: the figure is already in the sidebar's style).
@@ -56,17 +57,19 @@ def show_figure(figure: go.Figure, key: str, *, caption: str | None = None, styl
     ``width`` and ``height`` as ``st.plotly_chart`` takes them ("content": the figure's own size).
 
     In screen style the chart is the figure's page form (its title as text above it, laid out for a phone on
-    a phone), ``page`` when the caller has it cached; downloads keep the figure as built.
+    a phone); ``page(narrow)`` makes it where the caller has it cached. Downloads keep the figure as built.
     """
-    shown = figure if styled else export.styled(figure, export.current_style())
+    style = export.current_style()
+    shown = figure if styled else export.styled(figure, style)
     stem = export.figure_stem(key)
     picking = {"on_select": on_select, "selection_mode": ("points",)} if on_select is not None else {}
     drawn = shown
-    if not export.current_style().slide:
-        page = page or page_form(shown, narrow=reader_on_phone())
-        if page.title:
-            st.markdown(title_html(page.title), unsafe_allow_html=True)
-        drawn = page.figure
+    if not style.slide:
+        narrow = reader_on_phone()
+        form = page(narrow) if page is not None else page_form(shown, narrow=narrow)
+        if form.title:
+            st.markdown(title_html(form.title), unsafe_allow_html=True)
+        drawn = form.figure
     st.plotly_chart(drawn, theme=None, key=key, config=export.modebar_config(_PLOTLY_CONFIG, shown, stem),
                     width=width, height=height, **picking)
     if caption:

@@ -29,7 +29,7 @@ from i18n import _
 from lessons.base import Control, Lesson, LessonSettings, SettingsError
 from pe_core.device import use_server_threads
 from ui import export, params
-from ui.figure import reader_on_phone, show_figure
+from ui.figure import show_figure
 from ui.language import remember_bound_value
 
 use_server_threads()  # before a lesson page's first torch work
@@ -168,8 +168,8 @@ class LessonPage:
         key = f"{self.lesson.name}_{name}"
         # A figure that selects a highlight takes a click when the page shows that highlight's control.
         on_select = self._picker(spec.selects, spec.select_axis, key) if spec.selects in self._values else None
-        page = None if style.slide else self.lesson.page_figure(name, settings, narrow=reader_on_phone())
-        show_figure(figure, key, caption=caption, styled=True, on_select=on_select, page=page)
+        show_figure(figure, key, caption=caption, styled=True, on_select=on_select,
+                    page=lambda narrow: self.lesson.page_figure(name, settings, narrow=narrow))
         export.remember_lesson(self.lesson, self._settings_for_export)
 
     def _picker(self, name: str, axis: str, chart_key: str) -> Callable[[], None]:

@@ -176,8 +176,8 @@ def figure(step: tour.Step, presenting: bool) -> None:
             else:
                 show_figure(tour.step_figure(step), key, styled=True, buttons=False)
     else:
-        shown = tour.step_figure(step, export.current_style())
-        show_figure(shown, key, caption=tour.step_caption(step), styled=True)
+        show_figure(tour.step_figure(step, export.current_style()), key, caption=tour.step_caption(step), styled=True,
+                    page=lambda narrow: tour.step_page_figure(step, narrow=narrow))
 
 
 def placeholder(step: tour.Step) -> None:

@@ -1,0 +1,72 @@
+"""How wide plotly text is, and how to break it to a width: estimates shared by the slide style and the page form.
+
+Widths are estimated per glyph, without a browser: a Chinese (CJK) character takes a full em, twice a Latin
+letter's average, so a Chinese title of few characters is measured as wide as it really is.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable
+
+from figures.theme import BASE_FONT_SIZE
+
+_TAGS = re.compile(r"<[^>]*>")
+_CHAR_WIDTH = 0.55  # average glyph width of a sans-serif font, in font sizes
+_WIDE_CHAR_WIDTH = 1.0  # CJK characters and full-width punctuation are one em wide
+_BREAK = re.compile(r"<br\s*/?>", re.IGNORECASE)
+
+
+def without_tags(text: str) -> str:
+    return _TAGS.sub("", text)
+
+
+def text_width(text: str, size: float) -> float:
+    """Estimated width in px of plotly text (tags removed; the widest line of a ``<br>``-broken text) at ``size``."""
+    def line_width(line: str) -> float:
+        return sum(_WIDE_CHAR_WIDTH if unicodedata.east_asian_width(ch) in "WF" else _CHAR_WIDTH
+                   for ch in without_tags(line))
+
+    return size * max((line_width(line) for line in _BREAK.split(text)), default=0.0)
+
+
+
+def wrap(text: str, width: float, size: float = BASE_FONT_SIZE) -> str:
+    """``text`` broken with ``<br>`` into lines of at most ``width`` px at font ``size`` (estimated by
+    ``text_width``). Breaks at spaces; Chinese and other wide characters may break anywhere. Existing breaks stay;
+    a single word wider than ``width`` keeps its own line."""
+    lines = []
+    for line in _BREAK.split(text):
+        current = ""
+        for token in _tokens(line):
+            candidate = current + token
+            if current.strip() and text_width(candidate.rstrip(), size) > width:
+                lines.append(current.rstrip())
+                current = token.lstrip()
+            else:
+                current = candidate
+        lines.append(current.rstrip())
+    return "<br>".join(lines)
+
+
+def _tokens(line: str) -> Iterable[str]:
+    """Words with their leading space, and wide (CJK) characters one by one; tags stay inside their word."""
+    token = ""
+    in_tag = False
+    for char in line:
+        if char == "<":
+            in_tag = True
+        if not in_tag and (char == " " or unicodedata.east_asian_width(char) in "WF"):
+            if token:
+                yield token
+            token = char
+            if char != " ":
+                yield token
+                token = ""
+        else:
+            token += char
+        if char == ">":
+            in_tag = False
+    if token:
+        yield token
