@@ -1,7 +1,8 @@
 """Tiny-transformer timings: training throughput, evaluation per method, the store's lookup, core maths.
 
-Training tokens/s decides whether a default run fits in 30 s: ``python -m benchmarks --filter training``
-prints a step's time (tokens/s = 2,048 / step time). The lesson's figures are timed by bench_lessons
+Training tokens/s decides how long a default run takes (steps × step time; 1,000 steps of about 43 ms on
+one core of the 2-core machine): ``python -m benchmarks --filter training`` prints a step's time
+(tokens/s = 2,048 / step time). The lesson's figures are timed by bench_lessons
 (it skips this expensive lesson) and the page by bench_pages.
 """
 

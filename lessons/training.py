@@ -3,7 +3,7 @@
 The settings are the knobs of ``pe_core.train.ExperimentConfig`` (same names), so a page link,
 ``python -m figures.export --set`` and ``python -m pe_core.train`` describe one experiment the
 same way. ``compute`` returns the stored run when the run store has the config's hash, and
-trains it (about 30 s of training on a laptop CPU, then the evaluations and fine-tunes) and stores
+trains it (about 45 s of training on one core of a laptop CPU, then the evaluations and fine-tunes) and stores
 it otherwise; the page never waits on that: it asks ``pe_core.train.service`` for a background
 job and shows its progress.
 """

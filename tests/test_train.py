@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
 import subprocess
 import sys
@@ -21,6 +23,7 @@ from pe_core.train import (
     AS_TRAINED,
     FINE_TUNING,
     INFERENCE_METHODS,
+    RESULTS_VERSION,
     SCHEMA_VERSION,
     TRAINING,
     ExperimentConfig,
@@ -360,7 +363,35 @@ def test_the_hash_ignores_what_does_not_apply_and_the_order_of_choices():
     assert tiny_config(multiples=(4, 2)).multiples == (1, 2, 4)  # L itself is always measured
 
 
+def test_changing_a_default_never_renames_the_runs_it_does_not_apply_to():
+    @dataclasses.dataclass(frozen=True)
+    class LongerFineTunes(ExperimentConfig):  # as if a later version fine-tuned longer by default
+        fine_tune_steps: int = 999
+        rope_pairing: str = "interleaved"
+
+    assert LongerFineTunes(encoding="alibi").hash == ExperimentConfig(encoding="alibi").hash
+    assert LongerFineTunes(fine_tune=()).hash == ExperimentConfig(fine_tune=(), rope_pairing="interleaved").hash
+    assert LongerFineTunes().hash != ExperimentConfig(rope_pairing="interleaved").hash  # where they apply, they count
+
+
+def test_runs_stored_before_the_weight_decay_knob_read_as_trained_and_keep_their_hash():
+    legacy = tiny_config(weight_decay=0.1)  # what every run used before the knob existed
+    saved = legacy.to_json()
+    del saved["weight_decay"]
+    assert ExperimentConfig.from_json(saved) == legacy
+    identity = {"results_version": RESULTS_VERSION, **saved}  # the hash as computed before the knob
+    text = json.dumps(identity, sort_keys=True, separators=(",", ":"))
+    assert legacy.hash == hashlib.sha256(text.encode()).hexdigest()[:16]
+    assert tiny_config().weight_decay == 0.0 and tiny_config().hash != legacy.hash
+    assert legacy.family != tiny_config().family  # another training recipe: another seed table
+    for config in (legacy, tiny_config()):
+        run = TrainingRun(config.model_config(), config.train_config(), device="cpu")
+        decayed, plain = run.optimiser.param_groups
+        assert (decayed["weight_decay"], plain["weight_decay"]) == (config.weight_decay, 0.0)
+
+
 @pytest.mark.parametrize("changes, message", [
+    ({"weight_decay": -0.1}, "weight_decay"),
     ({"encoding": "xpos"}, "encoding must be one of"),
     ({"methods": ("magic",)}, "Unknown method"),
     ({"fine_tune": ("dynamic",)}, "Fine-tune with one of"),

@@ -24,6 +24,13 @@ from pe_core.train.evaluate import AS_TRAINED, FINE_TUNABLE, INFERENCE_METHODS
 RESULTS_VERSION = 1
 TOKENS_PER_STEP = 2048  # batch size × training length, so a step costs about the same at every L
 DEFAULT_SEEDS = (0, 1, 2, 3, 4)
+# Knobs added after runs were first stored, with the value every earlier run used: a record without the
+# knob gets that value, and a config holding it hashes as before the knob existed, so those runs stay found.
+LEGACY_VALUES = {"weight_decay": 0.1}
+# What a knob that does not apply to an encoding is set to before hashing (the defaults when runs were first
+# stored). Fixed, not the current defaults: changing a default must not rename the runs it does not apply to.
+NOT_APPLICABLE = {"rope_base": 50.0, "rope_pairing": "half", "methods": (), "fine_tune": (), "fine_tune_steps": 100,
+                  "fine_tune_learning_rate": 3e-3}
 DEFAULT_METHODS = ("direct", "pi", "ntk", "dynamic", "yarn", "direct_logn", "pi_logn", "ntk_logn", "rerope",
                    "rerope_logn", "leaky_rerope")
 
@@ -56,6 +63,9 @@ class TrainConfig:
         if not (isinstance(self.learning_rate, (int, float)) and math.isfinite(self.learning_rate)
                 and self.learning_rate > 0):
             raise ValueError(f"learning_rate must be a positive number (got {self.learning_rate!r}).")
+        if not (isinstance(self.weight_decay, (int, float)) and math.isfinite(self.weight_decay)
+                and self.weight_decay >= 0):
+            raise ValueError(f"weight_decay must be a number ≥ 0 (got {self.weight_decay!r}).")
 
     def learning_rate_at(self, step: int) -> float:
         """Linear warm-up, then cosine decay to ``min_learning_rate_fraction`` of the peak."""
@@ -87,16 +97,17 @@ class ExperimentConfig:
     n_head: int = _knob(2, "attention heads")
     head_size: int = _knob(64, "head size d: what RoPE rotates, in d/2 pairs (heads × d may differ from d_model)")
     n_layer: int = _knob(2, "transformer blocks")
-    steps: int = _knob(700, "optimiser steps")
+    steps: int = _knob(1000, "optimiser steps")
     tokens_per_step: int = _knob(TOKENS_PER_STEP, "characters per optimiser step (batch size × L)")
     learning_rate: float = _knob(6e-3, "peak learning rate (AdamW, warm-up then cosine)")
+    weight_decay: float = _knob(0.0, "AdamW's weight decay on the weight matrices (0: none, as in the faithful toy)")
     seed: int = _knob(0, "seed of the initial weights and of the batches")
     multiples: tuple[int, ...] = _knob((1, 2, 4, 8), "evaluation lengths, as multiples of L")
     methods: tuple[str, ...] = _knob(DEFAULT_METHODS, "RoPE scaling methods and inference-time tricks to evaluate",
                                      choices=tuple(INFERENCE_METHODS))
     fine_tune: tuple[str, ...] = _knob(("pi", "ntk", "yarn"), "methods fine-tuned at the longest length",
                                        choices=FINE_TUNABLE)
-    fine_tune_steps: int = _knob(100, "fine-tuning steps at the longest length")
+    fine_tune_steps: int = _knob(200, "fine-tuning steps at the longest length")
     fine_tune_learning_rate: float = _knob(3e-3, "peak learning rate of the fine-tune")
     eval_tokens: int = _knob(EVAL_CHARACTERS_PER_LENGTH, "validation characters per evaluation length")
     start_token: bool = _knob(False, "begin every window with a start-of-text token, as language models' "
@@ -154,7 +165,7 @@ class ExperimentConfig:
 
     def train_config(self) -> TrainConfig:
         return TrainConfig(steps=self.steps, batch_size=batch_size_for(self.train_length, self.tokens_per_step),
-                           learning_rate=self.learning_rate, seed=self.seed)
+                           learning_rate=self.learning_rate, weight_decay=self.weight_decay, seed=self.seed)
 
     # ---- identity --------------------------------------------------------------------------------
 
@@ -162,18 +173,15 @@ class ExperimentConfig:
         return dataclasses.replace(self, **changes)
 
     def canonical(self) -> ExperimentConfig:
-        """The same experiment with every knob that does not apply to the encoding at its default."""
-        default = type(self)()
-        reset: dict = {}
+        """The same experiment with every knob that does not apply to the encoding at a fixed value."""
+        unused: list[str] = []
         if not ENCODINGS[self.encoding].uses_base:
-            reset["rope_base"] = default.rope_base
+            unused.append("rope_base")
         if not self.scalable:
-            reset.update(rope_pairing=default.rope_pairing, methods=(), fine_tune=(),
-                         fine_tune_steps=default.fine_tune_steps,
-                         fine_tune_learning_rate=default.fine_tune_learning_rate)
+            unused += ["rope_pairing", "methods", "fine_tune", "fine_tune_steps", "fine_tune_learning_rate"]
         elif not self.fine_tuned_methods:
-            reset.update(fine_tune_steps=default.fine_tune_steps,
-                         fine_tune_learning_rate=default.fine_tune_learning_rate)
+            unused += ["fine_tune_steps", "fine_tune_learning_rate"]
+        reset = {name: NOT_APPLICABLE[name] for name in unused}
         return dataclasses.replace(self, **reset) if reset else self
 
     def to_json(self) -> dict:
@@ -182,10 +190,12 @@ class ExperimentConfig:
 
     @classmethod
     def from_json(cls, values: dict) -> ExperimentConfig:
+        """A config saved as JSON; a knob it lacks was added later and gets the value its run used."""
         known = {f.name: f for f in dataclasses.fields(cls)}
         unknown = set(values) - set(known)
         if unknown:
             raise ValueError(f"Unknown experiment setting(s): {', '.join(sorted(unknown))}.")
+        values = {**LEGACY_VALUES, **values}
         return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in values.items()})
 
     @property
@@ -194,7 +204,15 @@ class ExperimentConfig:
         return self.hash_at(RESULTS_VERSION)
 
     def hash_at(self, results_version: int) -> str:
-        return _digest({"results_version": results_version, **self.canonical().to_json()})
+        return _digest({"results_version": results_version, **self._identity()})
+
+    def _identity(self) -> dict:
+        """The canonical settings, without the later knobs that hold their legacy value (see LEGACY_VALUES)."""
+        values = self.canonical().to_json()
+        for name, legacy in LEGACY_VALUES.items():
+            if values[name] == legacy:
+                del values[name]
+        return values
 
     @property
     def family(self) -> str:
@@ -202,7 +220,7 @@ class ExperimentConfig:
         return self.family_at(RESULTS_VERSION)
 
     def family_at(self, results_version: int) -> str:
-        values = self.canonical().to_json()
+        values = self._identity()
         for name in ("encoding", "seed", "rope_base", "rope_pairing", "methods", "fine_tune", "fine_tune_steps",
                      "fine_tune_learning_rate"):
             values.pop(name)
