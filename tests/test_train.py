@@ -386,8 +386,10 @@ def test_runs_stored_before_the_weight_decay_knob_read_as_trained_and_keep_their
     assert legacy.family != tiny_config().family  # another training recipe: another seed table
     for config in (legacy, tiny_config()):
         run = TrainingRun(config.model_config(), config.train_config(), device="cpu")
-        decayed, plain = run.optimiser.param_groups
-        assert (decayed["weight_decay"], plain["weight_decay"]) == (config.weight_decay, 0.0)
+        tune = TrainingRun.fine_tune_of(run, method_spec(run.model, "pi", 32), 32, 2, learning_rate=1e-3)
+        for trainer in (run, tune):  # a fine-tune keeps pre-training's recipe
+            decayed, plain = trainer.optimiser.param_groups
+            assert (decayed["weight_decay"], plain["weight_decay"]) == (config.weight_decay, 0.0)
 
 
 @pytest.mark.parametrize("changes, message", [

@@ -163,11 +163,11 @@ class TrainingRun:
                      learning_rate: float) -> TrainingRun:
         """A copy of ``run``'s model, trained ``steps`` more steps at ``length`` with ``spec`` (Chen et al. 2023, §3).
 
-        Batches hold as many characters as in pre-training.
+        Batches hold as many characters as in pre-training, and the weight decay is pre-training's.
         """
         base = run.train_config
         config = TrainConfig(steps=steps, batch_size=max(1, base.batch_size * run.length // length),
-                             learning_rate=learning_rate,
+                             learning_rate=learning_rate, weight_decay=base.weight_decay,
                              warmup_steps=max(1, steps // 10), seed=base.seed + 7, validate_every=steps,
                              validation_windows=max(4, base.validation_windows * run.length // length))
         return cls(run.model_config, config, run.corpus, run.device, model=run.model, length=length, spec=spec,
