@@ -46,7 +46,7 @@ one run at a time on each of the 2 cores):
 Better-trained models use their slow pairs more, so unseen angles cost direct extrapolation more: NTK-aware
 gains a point or two, direct extrapolation loses one or two. The price is time: 1,000 steps take about 43 s
 on one core (700 took 30 s). PI's fine-tune was still climbing at 100 steps (seed 0: 44 %, 8 points short of L);
-200 steps bring it within 2 points, so the default fine-tune is 200 steps.
+200 steps bring it within 2 points (within 3 for every seed), so the default fine-tune is 200 steps.
 
 The default (width 64, two heads of size 64, b 50, L 64, 1,000 steps at 6e-3 without weight decay,
 fine-tunes of 200 steps at 3e-3), seeds 0-5, from ``python -m benchmarks.study_toy --store runs/runs.sqlite3``
@@ -62,7 +62,7 @@ fine-tunes of 200 steps at 3e-3), seeds 0-5, from ``python -m benchmarks.study_t
 
 So NTK − direct ≥ 8 holds for the default seed and seeds 1, 2 and 4 (8.0 on average), YaRN ≥ NTK-aware for
 every seed but 1, direct − PI ≥ 5 and ALiBi within 3 points for every seed, and after fine-tuning YaRN and
-NTK-aware are back at their accuracy at L and PI within 2 points of it.
+NTK-aware are back at their accuracy at L and PI within 3 points of it (2 on average).
 
 The inference-time tricks and the two relative encodings, seeds 0-5 of the default (accuracy at 8×:
 direct + log n / PI + log n / NTK + log n / ReRoPE / ReRoPE + log n / Leaky ReRoPE, then Transformer-XL and
