@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import tomllib
+
 import torch
 from streamlit.testing.v1 import AppTest
 
@@ -95,7 +97,5 @@ def test_home_has_three_questions_for_every_page_and_titles_match_lessons():
 def test_the_server_skips_streamlits_forced_collection_after_each_run():
     # gc.collect(2) after every script run took ~110 ms with the lessons loaded and held back the end of the page
     # (the last figures and the run-finished message): settled slider moves 46-98 ms sooner without it.
-    import tomllib
-
     config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
     assert config["runner"]["postScriptGC"] is False
