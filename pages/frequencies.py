@@ -4,39 +4,33 @@ import streamlit as st
 
 from i18n import N_, _
 from lessons import frequencies as lesson
+from ui.formula import show_formula
 from ui.lesson import LessonPage
 from ui.rope import rope_sidebar
 
-
-def _text(word: str) -> str:
-    """A translated word typeset upright inside a formula."""
-    return r"\text{" + word + "}"
-
-
-def method_formula(method: str) -> str:
-    """The LaTeX of one method's θ′ᵢ, its words in the reader's language (built at display time)."""
-    formulas = {
-        "direct": _text(_("Direct extrapolation")) + r":\quad \theta'_i = \theta_i = b^{-2i/d}",
-        "pi": r"\text{PI:}\quad \theta'_i = \theta_i / s \quad(m \mapsto m/s)",
-        "ntk": r"\text{NTK-aware:}\quad b' = b\,s^{d/(d-2)} \;\Rightarrow\; \theta'_i = \theta_i\, s^{-2i/(d-2)},"
-               r"\quad \theta'_{d/2-1} = \theta_{d/2-1}/s",
-        "dynamic": _text(_("Dynamic NTK")) + r":\quad b'(l) = b\left(\tfrac{l}{L}\right)^{d/(d-2)},\quad l = \max("
-                   + _text(_("length so far")) + ", L)",
-        "ntk_by_parts": r"\text{NTK-by-parts:}\quad \theta'_i = \bigl(1-\gamma(r_i)\bigr)\tfrac{\theta_i}{s} "
-                        r"+ \gamma(r_i)\,\theta_i,\quad r_i = \tfrac{L}{\lambda_i}",
-        "yarn": _text(_("YaRN (code)")) + r":\quad \theta'_i = \bigl(1-\rho(i)\bigr)\theta_i + \rho(i)\tfrac{\theta_i}{s},"
-                r"\quad \rho(i) = \operatorname{clamp}\!\Bigl(\tfrac{i-i_{\text{low}}}{i_{\text{high}}-i_{\text{low}}},0,1\Bigr)",
-        "llama3": r"\text{Llama-3:}\quad \theta'_i = \begin{cases}\theta_i & \lambda_i < L/f_{\text{hi}}\\"
-                  r"\theta_i/s & \lambda_i > L/f_{\text{lo}}\\"
-                  r"(1-\sigma_i)\,\theta_i/s + \sigma_i\,\theta_i & " + _text(_("otherwise")) + r",\ "
-                  r"\sigma_i = \frac{L/\lambda_i - f_{\text{lo}}}{f_{\text{hi}}-f_{\text{lo}}}\end{cases}"
-                  r"\quad (f_{\text{lo}}, f_{\text{hi}} = 1, 4)",
-        "longrope": r"\text{LongRoPE:}\quad \theta'_i = \theta_i / f^{\text{long}}_i \ \ (l > L),"
-                    r"\quad \theta_i / f^{\text{short}}_i \ \ (l \le L)",
-        "abf": _text(_("Base change (ABF)")) + r":\quad \theta'_i = b'^{-2i/d},\quad b' > b\ \ (" + _text(_("e.g."))
-               + r"\ 10^4 \to 5\cdot 10^5)",
-    }
-    return formulas[method]
+# Each method's θ′ᵢ as LaTeX and the words in it that are typeset in the reader's language.
+METHOD_FORMULAS = {
+    "direct": (r"\text{Direct extrapolation}:\quad \theta'_i = \theta_i = b^{-2i/d}", N_("Direct extrapolation")),
+    "pi": (r"\text{PI:}\quad \theta'_i = \theta_i / s \quad(m \mapsto m/s)",),
+    "ntk": (r"\text{NTK-aware:}\quad b' = b\,s^{d/(d-2)} \;\Rightarrow\; \theta'_i = \theta_i\, s^{-2i/(d-2)},"
+            r"\quad \theta'_{d/2-1} = \theta_{d/2-1}/s",),
+    "dynamic": (r"\text{Dynamic NTK}:\quad b'(l) = b\left(\tfrac{l}{L}\right)^{d/(d-2)},\quad l = \max("
+                r"\text{length so far}, L)", N_("Dynamic NTK"), N_("length so far")),
+    "ntk_by_parts": (r"\text{NTK-by-parts:}\quad \theta'_i = \bigl(1-\gamma(r_i)\bigr)\tfrac{\theta_i}{s} "
+                     r"+ \gamma(r_i)\,\theta_i,\quad r_i = \tfrac{L}{\lambda_i}",),
+    "yarn": (r"\text{YaRN (code)}:\quad \theta'_i = \bigl(1-\rho(i)\bigr)\theta_i + \rho(i)\tfrac{\theta_i}{s},"
+             r"\quad \rho(i) = \operatorname{clamp}\!\Bigl(\tfrac{i-i_{\text{low}}}{i_{\text{high}}-i_{\text{low}}},0,1\Bigr)",
+             N_("YaRN (code)")),
+    "llama3": (r"\text{Llama-3:}\quad \theta'_i = \begin{cases}\theta_i & \lambda_i < L/f_{\text{hi}}\\"
+               r"\theta_i/s & \lambda_i > L/f_{\text{lo}}\\"
+               r"(1-\sigma_i)\,\theta_i/s + \sigma_i\,\theta_i & \text{otherwise},\ "
+               r"\sigma_i = \frac{L/\lambda_i - f_{\text{lo}}}{f_{\text{hi}}-f_{\text{lo}}}\end{cases}"
+               r"\quad (f_{\text{lo}}, f_{\text{hi}} = 1, 4)", N_("otherwise")),
+    "longrope": (r"\text{LongRoPE:}\quad \theta'_i = \theta_i / f^{\text{long}}_i \ \ (l > L),"
+                 r"\quad \theta_i / f^{\text{short}}_i \ \ (l \le L)",),
+    "abf": (r"\text{Base change (ABF)}:\quad \theta'_i = b'^{-2i/d},\quad b' > b\ \ (\text{e.g.}"
+            r"\ 10^4 \to 5\cdot 10^5)", N_("Base change (ABF)"), N_("e.g.")),
+}
 
 page = LessonPage(lesson.LESSON)
 
@@ -74,10 +68,10 @@ st.markdown(_(
     "overshoot by interpolating only pairs that never completed a turn in training."
 ))
 with st.expander(_("Formulas for the methods shown"), expanded=False):
-    st.latex(r"\theta_i = b^{-2i/d},\qquad " + _text(_("angle")) + r"_{m,i} = m\,\theta_i,\qquad "
-             r"\lambda_i = \frac{2\pi}{\theta_i} = 2\pi\, b^{2i/d},\qquad s = \frac{L'}{L}")
+    show_formula(r"\theta_i = b^{-2i/d},\qquad \text{angle}_{m,i} = m\,\theta_i,\qquad "
+                 r"\lambda_i = \frac{2\pi}{\theta_i} = 2\pi\, b^{2i/d},\qquad s = \frac{L'}{L}", N_("angle"))
     for method in dict.fromkeys(page.settings().methods):
-        st.latex(method_formula(method))
+        show_formula(*METHOD_FORMULAS[method])
     st.caption(_(
         "Dynamic NTK is shown with transformers' formula at factor 1, so at length l it equals static NTK with "
         "s = l/L (and plain RoPE up to L). LongRoPE's factors fᵢ are found by search per model; here the "
@@ -92,7 +86,7 @@ st.markdown(_(
     "if L′·θ′ᵢ stays within that arc. This is the YaRN paper's argument for NTK-by-parts (§3.2): "
     "NTK-aware fixes both ends of the spectrum but not the middle."
 ))
-st.latex(_text(_("unseen")) + r"_i \iff L\,\theta_i < 2\pi \;\land\; L'\,\theta'_i > L\,\theta_i")
+show_formula(r"\text{unseen}_i \iff L\,\theta_i < 2\pi \;\land\; L'\,\theta'_i > L\,\theta_i", N_("unseen"))
 page.figure("unseen-angles")
 
 # --- line plots -------------------------------------------------------------------------------
@@ -132,6 +126,6 @@ st.markdown(_(
 page.figure("yarn-ramp")
 st.latex(r"\gamma(r) = \begin{cases}0 & r < \alpha\\ \dfrac{r-\alpha}{\beta-\alpha} & \alpha \le r \le \beta\\"
          r"1 & r > \beta\end{cases},\qquad r_i = \frac{L}{\lambda_i} = \frac{L}{2\pi b^{2i/d}}")
-st.latex(r"i(r) = \frac{d\,\ln\!\bigl(L/(2\pi r)\bigr)}{2\ln b},\qquad i_{\text{low}} = \lfloor i(\beta)\rfloor,"
-         r"\quad i_{\text{high}} = \lceil i(\alpha)\rceil,\qquad "
-         + _text(_("kept")) + r"_{" + _text(_("code")) + r"}(i) = 1-\rho(i)")
+show_formula(r"i(r) = \frac{d\,\ln\!\bigl(L/(2\pi r)\bigr)}{2\ln b},\qquad i_{\text{low}} = \lfloor i(\beta)\rfloor,"
+             r"\quad i_{\text{high}} = \lceil i(\alpha)\rceil,\qquad \text{kept}_{\text{code}}(i) = 1-\rho(i)",
+             N_("kept"), N_("code"))
