@@ -174,7 +174,8 @@ def figure(step: tour.Step, presenting: bool) -> None:
             if svg is not None:
                 st.image(svg, width="stretch")
             else:
-                show_figure(tour.step_figure(step), key, styled=True, buttons=False)
+                show_figure(tour.step_figure(step), key, styled=True, buttons=False,
+                            page=lambda narrow: tour.step_page_figure(step, narrow=narrow))
     else:
         show_figure(tour.step_figure(step, export.current_style()), key, caption=tour.step_caption(step), styled=True,
                     page=lambda narrow: tour.step_page_figure(step, narrow=narrow))
