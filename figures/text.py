@@ -18,6 +18,11 @@ _WIDE_CHAR_WIDTH = 1.0  # CJK characters and full-width punctuation are one em w
 _BREAK = re.compile(r"<br\s*/?>", re.IGNORECASE)
 
 
+def _wide(char: str) -> bool:
+    """A CJK character or full-width punctuation: one em wide, and a line may break beside it."""
+    return unicodedata.east_asian_width(char) in "WF"
+
+
 def without_tags(text: str) -> str:
     return _TAGS.sub("", text)
 
@@ -25,11 +30,10 @@ def without_tags(text: str) -> str:
 def text_width(text: str, size: float) -> float:
     """Estimated width in px of plotly text (tags removed; the widest line of a ``<br>``-broken text) at ``size``."""
     def line_width(line: str) -> float:
-        return sum(_WIDE_CHAR_WIDTH if unicodedata.east_asian_width(ch) in "WF" else _CHAR_WIDTH
+        return sum(_WIDE_CHAR_WIDTH if _wide(ch) else _CHAR_WIDTH
                    for ch in without_tags(line))
 
     return size * max((line_width(line) for line in _BREAK.split(text)), default=0.0)
-
 
 
 def wrap(text: str, width: float, size: float = BASE_FONT_SIZE) -> str:
@@ -57,7 +61,7 @@ def _tokens(line: str) -> Iterable[str]:
     for char in line:
         if char == "<":
             in_tag = True
-        if not in_tag and (char == " " or unicodedata.east_asian_width(char) in "WF"):
+        if not in_tag and (char == " " or _wide(char)):
             if token:
                 yield token
             token = char

@@ -46,8 +46,8 @@ def chart_figures(at) -> list[dict]:
     the layout's title here, so tests read a chart's title one way whatever the style."""
     figures = [_decode(json.loads(element.proto.spec)) for element in at.get("plotly_chart")]
     for figure in figures:
-        kept = (figure["layout"].get("meta") or {}).get(TITLE_META_KEY) if isinstance(
-            figure["layout"].get("meta"), dict) else None
+        meta = figure["layout"].get("meta")
+        kept = meta.get(TITLE_META_KEY) if isinstance(meta, dict) else None
         if kept is not None:
             figure["layout"]["title"] = {"text": kept}
             # and the line breaks it added to fit a phone are spaces again, so tests read one text either way
