@@ -504,6 +504,10 @@ class Lesson:
         chosen = (settings or self.settings()).applicable().only(groups).without_highlights()
         return self._results.get_or_make(chosen, lambda: self.compute(chosen))
 
+    def figure_settings(self, name: str, settings: LessonSettings | None = None) -> LessonSettings:
+        """The settings figure ``name`` is drawn from: its groups' settings that apply, the rest at defaults."""
+        return (settings or self.settings()).applicable().only(self.figure_spec(name).groups)
+
     def figure(self, name: str, settings: LessonSettings | None = None, style: FigureStyle = SCREEN,
                *, frames: bool = True) -> go.Figure:
         """Figure ``name`` at these settings and style, cached. Shared: do not change it.
@@ -511,7 +515,7 @@ class Lesson:
         ``frames=False`` draws a scrubbable figure (``FigureSpec.scrub``) without its frames: one frame of it.
         """
         spec = self.figure_spec(name)
-        chosen = (settings or self.settings()).applicable().only(spec.groups)
+        chosen = self.figure_settings(name, settings)
         scrubbed = frames and bool(spec.scrub) and bool(getattr(chosen, SCRUB_SETTING, False))
         key = (name, chosen, style, current_language(), scrubbed)
         return self._figures.get_or_make(key, lambda: self._build(spec, chosen, style, scrubbed))

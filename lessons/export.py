@@ -114,10 +114,15 @@ def collect(
 
 
 def stem_for(lesson: Lesson, name: str, settings: LessonSettings, style: FigureStyle) -> str:
-    """``frequencies_yarn-ramp_d64_slide``: lesson, figure, the settings that differ from the defaults (by URL key),
-    and the language when it is not English (``_lang-zh``, as in the page's file names)."""
-    controls = settings.controls()
-    changed = [(controls[field].key, value) for field, value in settings.changed().items()
+    """``frequencies_yarn-ramp_d64_slide``: lesson, figure, the settings the figure is drawn from that differ from
+    the defaults (by URL key), and the language when it is not English (``_lang-zh``).
+
+    The page and the CLI name a figure alike, and a figure's name changes only with the settings it shows (the
+    page gives it to the chart's toolbar too, so a chart whose settings did not change is not re-created).
+    """
+    drawn = lesson.figure_settings(name, settings)
+    controls = drawn.controls()
+    changed = [(controls[field].key, value) for field, value in drawn.changed().items()
                if controls[field].widget != "text"]
     if current_language() != DEFAULT_LANGUAGE:
         changed.append(("lang", current_language()))

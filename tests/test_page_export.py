@@ -19,6 +19,7 @@ from figures.slides import SLIDE_FONT_SIZE, SLIDE_HEIGHT, SLIDE_WIDTH
 from pe_core import RopeSpec, rope_frequencies
 from tests.conftest import ROOT, chart_figures, figure_titled
 from tests.test_export import needs_browser, pdf_page_size, png_size
+from tests.visible_text import run_page_with_sidebar
 from ui.pages import available_pages
 
 PAGE_URL = "http://localhost:8501/demo_page"
@@ -271,3 +272,26 @@ def test_every_figure_on_every_page_has_export_buttons(page):
 def test_expected_theta_matches_the_engine():
     # guards the helper the other tests compare against
     np.testing.assert_allclose(rope_frequencies(RopeSpec(head_dim=32)).inv_freq.numpy(), expected_theta(32))
+
+
+def test_a_chart_is_recreated_only_when_what_it_shows_changes():
+    # Streamlit's id of a chart covers its spec and its toolbar config, and the browser re-creates a chart whose
+    # id changed. The toolbar's file name is in that config, so it names only the settings the figure is drawn
+    # from: another head size re-creates the chart of the methods (it shows d), not RoFormer's bound above it.
+    from lessons import decay
+    from lessons.base import SCREEN
+    from lessons.export import stem_for
+
+    def charts(at) -> dict:
+        return {chart.proto.id.split("-", 2)[-1]: chart.proto for chart in at.get("plotly_chart")}
+
+    def file_name(chart) -> str:
+        return json.loads(chart.config)["toImageButtonOptions"]["filename"]
+
+    default, other = charts(run_page_with_sidebar("pages/decay.py")), charts(run_page_with_sidebar("pages/decay.py",
+                                                                                                  {"d": "256"}))
+    assert other["decay_bound"].id == default["decay_bound"].id
+    assert file_name(other["decay_bound"]) == "decay_bound"
+    assert other["decay_bound-methods"].id != default["decay_bound-methods"].id
+    assert file_name(other["decay_bound-methods"]) == "decay_bound-methods_d256" == stem_for(
+        decay.LESSON, "bound-methods", decay.LESSON.settings(head_dim=256), SCREEN)

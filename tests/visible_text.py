@@ -14,6 +14,7 @@ model names, and the titles and authors of cited sources.
 from __future__ import annotations
 
 import json
+import os
 import re
 import tempfile
 from collections.abc import Iterator
@@ -225,7 +226,10 @@ def page_test(path: str, query: dict | None = None, *, locale: str | None = None
 
     from tests.conftest import ROOT
 
-    folder = Path(tempfile.mkdtemp(prefix="page-test-"))
+    # one script per page and process: Streamlit's element ids include the script's hash, so two tests of a page
+    # (two links, say) give a chart the same id exactly when the chart itself is the same
+    folder = Path(tempfile.gettempdir()) / f"page-tests-{os.getpid()}"
+    folder.mkdir(exist_ok=True)
     script = folder / f"run_{Path(path).stem}.py"
     script.write_text(_PAGE_SCRIPT.format(path=str(ROOT / path)), encoding="utf-8")
     at = AppTest.from_file(str(script), default_timeout=timeout)

@@ -32,6 +32,7 @@ from figures.export import (
 from figures.slides import slide_style
 from i18n import _, current_language, use_language
 from lessons.base import SCREEN, FigureStyle
+from lessons.export import stem_for
 from ui import params
 
 PAGE_FORMATS = ("png", "svg", "pdf", "html")  # what a reader downloads (JSON is for the CLI)
@@ -150,10 +151,8 @@ def remember_lesson(lesson, settings_now: Callable[[], object]) -> None:
     """Put every figure of ``lesson`` in the page's ZIP, drawn at the settings ``settings_now()`` gives when the
     ZIP is built (closed tabs' figures included, which the page itself never drew)."""
     registered: dict = st.session_state.setdefault(_LESSONS_STATE, {})
-    if lesson.name in registered:
-        return
-    stems = {name: figure_stem(f"{lesson.name}_{name}") for name in lesson.figures}
-    registered[lesson.name] = (lesson, settings_now, stems, current_style(), current_language())
+    if lesson.name not in registered:
+        registered[lesson.name] = (lesson, settings_now, current_style(), current_language())
 
 
 def _zip_callable(figures: list[tuple[str, go.Figure]], stems: dict[str, str], lessons: dict, fmt: str,
@@ -163,9 +162,10 @@ def _zip_callable(figures: list[tuple[str, go.Figure]], stems: dict[str, str], l
     # figures come from its registry; other figures (a live training chart) as they were shown.
     def build() -> bytes:
         named = []
-        for lesson, settings_now, lesson_stems, style, language in lessons.values():
+        for lesson, settings_now, style, language in lessons.values():
             with use_language(language):  # the click runs outside the session: draw in its language
-                named.extend((lesson_stems[name], lesson.figure(name, settings_now(), style))
+                settings = settings_now()
+                named.extend((stem_for(lesson, name, settings, style), lesson.figure(name, settings, style))
                              for name in lesson.figures)
         from_lessons = {f"{lesson.name}_" for lesson, *_ in lessons.values()}
         named.extend((stems[key], figure) for key, figure in figures

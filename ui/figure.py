@@ -47,7 +47,7 @@ def title_html(title: str) -> str:
 def show_figure(figure: go.Figure, key: str, *, caption: str | None = None, styled: bool = False,
                 on_select: Callable[[], None] | None = None, buttons: bool = True,
                 width: int | str = "stretch", height: int | str = "content",
-                page: Callable[[bool], PageFigure] | None = None) -> None:
+                page: Callable[[bool], PageFigure] | None = None, stem: str | None = None) -> None:
     """Draw ``figure`` exactly as exported (the project template, not Streamlit's theme), with
     PNG / SVG / PDF download buttons; in slide style the figure is shown as the slide will look
     (``styled``: the figure is already in the sidebar's style).
@@ -58,10 +58,14 @@ def show_figure(figure: go.Figure, key: str, *, caption: str | None = None, styl
 
     In screen style the chart is the figure's page form (its title as text above it, laid out for a phone on
     a phone); ``page(narrow)`` makes it where the caller has it cached. Downloads keep the figure as built.
+
+    ``stem`` names the figure's files (default: the page, ``key`` and every setting in the URL). The chart's
+    toolbar carries it, and Streamlit re-creates a chart whose toolbar changed, so a name that changes only
+    with what the figure shows (a lesson's, ``lessons.export.stem_for``) leaves the other charts in place.
     """
     style = export.current_style()
     shown = figure if styled else export.styled(figure, style)
-    stem = export.figure_stem(key)
+    stem = stem or export.figure_stem(key)
     picking = {"on_select": on_select, "selection_mode": ("points",)} if on_select is not None else {}
     drawn = shown
     if not style.slide:

@@ -27,6 +27,7 @@ import streamlit as st
 
 from i18n import _
 from lessons.base import Control, Lesson, LessonSettings, SettingsError
+from lessons.export import stem_for
 from pe_core.device import use_server_threads
 from ui import export, params
 from ui.figure import show_figure
@@ -169,7 +170,8 @@ class LessonPage:
         # A figure that selects a highlight takes a click when the page shows that highlight's control.
         on_select = self._picker(spec.selects, spec.select_axis, key) if spec.selects in self._values else None
         show_figure(figure, key, caption=caption, styled=True, on_select=on_select,
-                    page=lambda narrow: self.lesson.page_figure(name, settings, narrow=narrow))
+                    page=lambda narrow: self.lesson.page_figure(name, settings, narrow=narrow),
+                    stem=stem_for(self.lesson, name, settings, style))
         export.remember_lesson(self.lesson, self._settings_for_export)
 
     def _picker(self, name: str, axis: str, chart_key: str) -> Callable[[], None]:
