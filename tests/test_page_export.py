@@ -295,3 +295,17 @@ def test_a_chart_is_recreated_only_when_what_it_shows_changes():
     assert other["decay_bound-methods"].id != default["decay_bound-methods"].id
     assert file_name(other["decay_bound-methods"]) == "decay_bound-methods_d256" == stem_for(
         decay.LESSON, "bound-methods", decay.LESSON.settings(head_dim=256), SCREEN)
+
+
+def test_a_lesson_pages_zip_names_each_figure_after_its_own_settings(deferred):
+    from lessons import decay
+
+    at = run_page_with_sidebar("pages/decay.py", {"d": "256"})
+    at.radio(key="_export_zip_format").set_value("html").run()
+    build = [entry for entry in deferred if entry[0].endswith(".zip")][-1][2]
+    with zipfile.ZipFile(io.BytesIO(build())) as archive:
+        names = archive.namelist()
+    # only the figures drawn from the RoPE set-up say d256; every figure of the lesson is there, once
+    assert sorted(names) == sorted(f"decay_{name}{'_d256' if 'rope' in decay.LESSON.figure_spec(name).groups else ''}"
+                                   ".html" for name in decay.LESSON.figures)
+    assert "decay_bound-methods_d256.html" in names and "decay_bound.html" in names
