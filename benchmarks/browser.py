@@ -28,7 +28,17 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks.harness import CHROMIUM, CHROMIUM_ARGS, ROOT, first_move_key, has_slider, streamlit_server
+from benchmarks.harness import (
+    CHARTS,
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    FIGURES_SIGNATURE_JS,
+    ROOT,
+    figures_signature,
+    first_move_key,
+    has_slider,
+    streamlit_server,
+)
 
 HERE = Path(__file__).resolve().parent
 FLOOR_APP = HERE / "floor_app.py"
@@ -57,14 +67,16 @@ WATCH_JS = """() => {
   requestAnimationFrame(tick);
 }"""
 IDLE_JS = "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')"
+# every chart drawn, but for the app's charts far off screen (drawn when scrolled to)
 FIGURES_DRAWN_JS = """(count) => {
-  const plots = document.querySelectorAll('.js-plotly-plot');
-  return plots.length >= count && Array.from(plots).every((el) => el._fullLayout);
+  const charts = document.querySelectorAll('.pe-chart, .js-plotly-plot');
+  return charts.length >= count && Array.from(charts).every(
+    (el) => el._fullLayout || (el.classList.contains('pe-chart') && !el.__peNear));
 }"""
 
 
 def _wait_until_drawn(page, figures: int, timeout_ms: float = 120_000) -> None:
-    page.wait_for_selector(".js-plotly-plot", timeout=timeout_ms)
+    page.wait_for_selector(CHARTS, timeout=timeout_ms)
     page.wait_for_function(FIGURES_DRAWN_JS, arg=max(1, figures), timeout=timeout_ms)
     page.wait_for_function(IDLE_JS, timeout=timeout_ms)
 
@@ -88,8 +100,8 @@ def measure_page(browser, url: str, moves: int) -> dict:
     page = context.new_page()
     started = time.perf_counter()
     page.goto(url, timeout=120_000)
-    page.wait_for_selector(".js-plotly-plot", timeout=120_000)
-    figures = page.locator(".js-plotly-plot").count()
+    page.wait_for_selector(CHARTS, timeout=120_000)
+    figures = page.locator(CHARTS).count()
     _wait_until_drawn(page, figures)
     first_load = 1000 * (time.perf_counter() - started)
     page.evaluate(WATCH_JS)
@@ -98,10 +110,10 @@ def measure_page(browser, url: str, moves: int) -> dict:
     first_changes, settled = [], []
     there = first_move_key(thumb)
     back = "ArrowLeft" if there == "ArrowRight" else "ArrowRight"
+    _watch_the_chart_it_moves(page, thumb, there, back)
     for move in range(moves):
-        thumb.focus()
         before = page.evaluate("() => window.__bench.changes.length")
-        thumb.press(there if move % 2 == 0 else back)
+        _press(page, thumb, there if move % 2 == 0 else back)
         page.wait_for_function("(n) => window.__bench.changes.length > n", arg=before, timeout=60_000)
         _settle(page)
         key, changes = page.evaluate("() => [window.__bench.keys.at(-1), window.__bench.changes]")
@@ -114,6 +126,28 @@ def measure_page(browser, url: str, moves: int) -> dict:
             "moves": moves}
 
 
+def _watch_the_chart_it_moves(page, thumb, there: str, back: str) -> None:
+    """Scroll the first chart the slider changes into view, as a reader watches what the slider moves (the
+    app draws charts near the screen; those far off it are drawn when scrolled to)."""
+    before = figures_signature(page)
+    _press(page, thumb, there)
+    page.wait_for_function(f"(before) => JSON.stringify(({FIGURES_SIGNATURE_JS})()) !== JSON.stringify(before)",
+                           arg=before, timeout=60_000)
+    after = figures_signature(page)
+    changed = next((n for n, (a, b) in enumerate(zip(before, after, strict=False)) if a != b), 0)
+    page.evaluate("""(n) => document.querySelectorAll('.pe-chart, .js-plotly-plot:not(.pe-chart)')[n]
+                              .scrollIntoView({block: 'center'})""", changed)
+    _settle(page)
+    _press(page, thumb, back)
+    _settle(page)
+
+
+def _press(page, thumb, key: str) -> None:
+    """Press ``key`` on the slider without scrolling it into view (the reader watches the chart)."""
+    thumb.evaluate("(el) => el.focus({preventScroll: true})")
+    page.keyboard.press(key)
+
+
 def cold_first_page(app_dir: Path, script: str, path: str, browser) -> float:
     """Seconds-as-ms from starting a server process until its first page has drawn every figure."""
     started = time.perf_counter()
@@ -121,8 +155,8 @@ def cold_first_page(app_dir: Path, script: str, path: str, browser) -> float:
         context = browser.new_context(viewport={"width": 1400, "height": 1000})
         page = context.new_page()
         page.goto(f"{base_url}/{path}", timeout=120_000)
-        page.wait_for_selector(".js-plotly-plot", timeout=120_000)
-        _wait_until_drawn(page, page.locator(".js-plotly-plot").count())
+        page.wait_for_selector(CHARTS, timeout=120_000)
+        _wait_until_drawn(page, page.locator(CHARTS).count())
         elapsed = 1000 * (time.perf_counter() - started)
         context.close()
     return elapsed

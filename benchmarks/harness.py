@@ -89,15 +89,26 @@ def wait_for_app_idle(page, timeout_ms: float = 60_000) -> None:
     )
 
 
-def figures_signature(page) -> str:
-    """A string that changes whenever any plotly figure on the page changes its data."""
-    return page.evaluate(
-        """() => Array.from(document.querySelectorAll('.js-plotly-plot')).map(el => {
-               const data = el.data || [];
-               return JSON.stringify(data.map(t => [t.x, t.y, t.z]).slice(0, 6)).length + ':' +
-                      JSON.stringify(data.map(t => [t.x, t.y, t.z])).slice(0, 4000);
-           }).join('|')"""
-    )
+# Every chart on a page: the app's (ui.chart: drawn once near the screen) and Streamlit's own.
+CHARTS = ".pe-chart, .js-plotly-plot"
+# One entry per chart: the figure it was last handed (the app's charts, ui.chart, draw it when it is near the
+# screen) or, for Streamlit's own chart, the data it draws.
+FIGURES_SIGNATURE_JS = """() => Array.from(document.querySelectorAll('.pe-chart, .js-plotly-plot')).map(el => {
+    if (el.classList.contains('pe-chart')) {
+        const text = el.__peText || '';
+        let hash = 2166136261;
+        for (let i = 0; i < text.length; i++) hash = Math.imul(hash ^ text.charCodeAt(i), 16777619);
+        return text.length + '#' + (hash >>> 0);
+    }
+    const data = el.data || [];
+    return JSON.stringify(data.map(t => [t.x, t.y, t.z]).slice(0, 6)).length + ':' +
+           JSON.stringify(data.map(t => [t.x, t.y, t.z])).slice(0, 4000);
+})"""
+
+
+def figures_signature(page) -> list[str]:
+    """One string per chart, which changes whenever the figure handed to that chart changes."""
+    return page.evaluate(FIGURES_SIGNATURE_JS)
 
 
 def page_errors(page) -> list[str]:
@@ -142,18 +153,8 @@ def move_first_slider(page, presses: int = 1, key: str | None = None) -> float:
     started = time.perf_counter()
     for _ in range(presses):
         thumb.press(key)
-    page.wait_for_function(
-        """(before) => {
-               const sig = Array.from(document.querySelectorAll('.js-plotly-plot')).map(el => {
-                   const data = el.data || [];
-                   return JSON.stringify(data.map(t => [t.x, t.y, t.z]).slice(0, 6)).length + ':' +
-                          JSON.stringify(data.map(t => [t.x, t.y, t.z])).slice(0, 4000);
-               }).join('|');
-               return sig !== before;
-           }""",
-        arg=before,
-        timeout=30_000,
-    )
+    page.wait_for_function(f"(before) => JSON.stringify(({FIGURES_SIGNATURE_JS})()) !== JSON.stringify(before)",
+                           arg=before, timeout=30_000)
     return time.perf_counter() - started
 
 

@@ -301,6 +301,8 @@ class StreamlitClient:
                 run.echoed[slider.id] = raw
         elif kind == "plotly_chart":
             run.figures.append(element.plotly_chart.spec)
+        elif kind == "bidi_component":  # the app's charts (ui.chart): the figure travels as its payload
+            run.figures.append(element.bidi_component.bytes.decode())
         elif kind == "exception":
             run.problems.append(f"exception on the page: {element.exception.type}: {element.exception.message}")
         elif kind == "alert" and element.alert.format == element.alert.ERROR:

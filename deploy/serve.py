@@ -84,11 +84,11 @@ defaults
     timeout http-request 15s
     timeout http-keep-alive 60s
 
-# Streamlit's scripts and styles (2 MB a browser, immutable) are served from here after the first
-# student fetched them, so the Python servers run pages instead of sending files
+# Streamlit's scripts and styles and the app's copy of plotly.js (7 MB a browser, immutable) are served
+# from here after the first student fetched them, so the Python servers run pages instead of sending files
 cache static
     total-max-size 64
-    max-object-size 4000000
+    max-object-size 6000000  # plotly.js is 4.8 MB
     max-age 86400
 
 frontend classroom
@@ -100,7 +100,7 @@ backend streamlit
     # the cookie keeps it there, so its websocket and its HTTP requests reach the same session
     balance leastconn
     cookie {STICKY_COOKIE} insert indirect nocache httponly
-    http-request set-var(txn.static) bool(true) if {{ path_beg /static/ }}
+    http-request set-var(txn.static) bool(true) if {{ path_beg /static/ /app/static/ }}
     http-request cache-use static if {{ var(txn.static) -m bool }}
     http-response cache-store static if {{ var(txn.static) -m bool }}
     option httpchk GET {HEALTH_PATH}

@@ -7,6 +7,7 @@ import json
 import os
 import re
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +20,7 @@ if str(ROOT) not in sys.path:
 
 from benchmarks.harness import run_page  # noqa: E402 - needs the repository on sys.path
 from figures.page_form import TITLE_META_KEY  # noqa: E402
+from ui.chart import COMPONENT_NAME, read_payload  # noqa: E402
 
 _DTYPES = {"f8": np.float64, "f4": np.float32, "i1": np.int8, "u1": np.uint8, "i2": np.int16, "u2": np.uint16,
            "i4": np.int32, "u4": np.uint32, "i8": np.int64, "u8": np.uint64}
@@ -39,12 +41,47 @@ def _decode(value):
     return value
 
 
+@dataclass(frozen=True)
+class DrawnChart:
+    """One chart an AppTest run drew, whichever element drew it (``ui.chart``'s, or Streamlit's for a chart that
+    takes a pick): its key, element id, figure (as the browser receives it) and toolbar config."""
+
+    key: str
+    id: str
+    figure: dict
+    config: dict
+    pickable: bool
+
+
+def drawn_charts(at) -> list[DrawnChart]:
+    """Every chart of an AppTest run, in page order."""
+    charts = []
+    for element in _elements(at._tree):
+        if element.type not in ("plotly_chart", "bidi_component"):
+            continue
+        proto = element.proto
+        key = proto.id.split("-", 2)[-1]
+        if element.type == "plotly_chart":
+            charts.append(DrawnChart(key, proto.id, json.loads(proto.spec), json.loads(proto.config),
+                                     bool(proto.selection_mode)))
+        elif element.type == "bidi_component" and proto.component_name == COMPONENT_NAME:
+            payload = read_payload(proto.bytes)
+            charts.append(DrawnChart(key, proto.id, payload["figure"], payload["config"], False))
+    return charts
+
+
+def _elements(node):
+    yield node
+    for _, child in sorted(getattr(node, "children", {}).items()):
+        yield from _elements(child)
+
+
 def chart_figures(at) -> list[dict]:
     """Every plotly figure an AppTest run drew, as decoded dicts {'data': [...], 'layout': {...}}.
 
     A chart in page form shows its title as text above it and keeps it in ``layout.meta``: it is put back as
     the layout's title here, so tests read a chart's title one way whatever the style."""
-    figures = [_decode(json.loads(element.proto.spec)) for element in at.get("plotly_chart")]
+    figures = [_decode(chart.figure) for chart in drawn_charts(at)]
     for figure in figures:
         meta = figure["layout"].get("meta")
         kept = meta.get(TITLE_META_KEY) if isinstance(meta, dict) else None

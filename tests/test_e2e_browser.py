@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.harness import (
+    CHARTS,
     browser,
     chromium_available,
     draws_figures_on_load,
@@ -88,7 +89,7 @@ def test_home_lists_every_page_and_sidebar_navigates(app):
 def test_page_loads_and_slider_redraws_figure(app, info):
     base_url, _, chromium = app
     page = open_page(chromium, f"{base_url}/{info.url_path}")
-    page.wait_for_selector(".js-plotly-plot", timeout=90_000)
+    page.wait_for_selector(CHARTS, timeout=90_000)
     wait_for_app_idle(page)
     assert page_errors(page) == []
     timings = []
@@ -100,13 +101,37 @@ def test_page_loads_and_slider_redraws_figure(app, info):
     page.close()
 
 
+def test_charts_are_drawn_near_the_screen_and_updated_in_place(app):
+    """A chart far below the screen waits until it is scrolled to; a slider move hands the chart the reader
+    watches its new figure, and the same chart element redraws it."""
+    base_url, _, chromium = app
+    page = open_page(chromium, f"{base_url}/decay")
+    page.wait_for_selector(CHARTS, timeout=90_000)
+    wait_for_app_idle(page)
+    last = page.locator(".pe-chart").last
+    assert not last.evaluate("(el) => !!el._fullLayout")
+    last.scroll_into_view_if_needed()
+    last.evaluate("(el) => new Promise((done) => { const t = setInterval(() => el._fullLayout && (clearInterval(t), done()), 50); })")
+
+    methods = page.locator(".st-key-decay_bound-methods .pe-chart")
+    methods.scroll_into_view_if_needed()
+    methods.evaluate("(el) => new Promise((done) => { const t = setInterval(() => el._fullLayout && (clearInterval(t), done()), 50); })")
+    methods.evaluate("(el) => { el.__mark = 'kept'; el.__shown = el.data; }")
+    move_first_slider(page)  # the sidebar's head size d, which the methods chart draws
+    wait_for_app_idle(page)
+    page.wait_for_function("""() => { const el = document.querySelector('.st-key-decay_bound-methods .pe-chart');
+                                      return el.__mark === 'kept' && el.data !== el.__shown; }""", timeout=30_000)
+    assert page_errors(page) == []
+    page.close()
+
+
 @pytest.mark.parametrize("info", OTHER_PAGES, ids=[p.title for p in OTHER_PAGES])
 def test_page_without_a_slider_loads_with_its_figures(app, info):
     base_url, _, chromium = app
     page = open_page(chromium, f"{base_url}/{info.url_path}")
     page.locator('[data-testid="stMain"] h1').first.wait_for(timeout=60_000)
     if draws_figures_on_load(info, all_lessons()):
-        page.wait_for_selector(".js-plotly-plot", timeout=90_000)
+        page.wait_for_selector(CHARTS, timeout=90_000)
     wait_for_app_idle(page)
     assert page_errors(page) == []
     page.close()
@@ -117,7 +142,7 @@ def test_export_button_downloads_a_png(app):
     info = PAGES_WITH_SLIDERS[0]
     page = chromium.new_page(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
     page.goto(f"{base_url}/{info.url_path}")
-    page.wait_for_selector(".js-plotly-plot", timeout=90_000)
+    page.wait_for_selector(CHARTS, timeout=90_000)
     wait_for_app_idle(page)
     page.get_by_role("button", name="Export").first.click()
     with page.expect_download(timeout=90_000) as download_info:
@@ -144,7 +169,7 @@ def test_training_starts_shows_progress_and_stops_keeping_the_partial_run(app):
     page.get_by_role("button", name="Resume training").wait_for(timeout=60_000)
     assert page_errors(page) == []
     # the partial run's loss curve is on the page
-    assert page.locator(".js-plotly-plot").count() >= 1
+    assert page.locator(CHARTS).count() >= 1
     page.close()
 
 
@@ -160,7 +185,7 @@ def test_a_pasted_config_travels_in_the_link(app):
     link = page.url
     page.close()
     reopened = open_page(chromium, link)
-    reopened.wait_for_selector(".js-plotly-plot", timeout=90_000)
+    reopened.wait_for_selector(CHARTS, timeout=90_000)
     sidebar = reopened.locator('[data-testid="stSidebar"]')
     sidebar.get_by_text("base 500,000").first.wait_for(timeout=30_000)
     assert "500000" in sidebar.locator("textarea").first.input_value()
@@ -211,6 +236,8 @@ def test_a_pair_clicked_on_the_wavelength_chart_is_outlined_on_the_heatmaps(app)
     page.mouse.click(x, y)
     page.wait_for_function("() => location.search.includes('pair=45')", timeout=30_000)
     wait_for_app_idle(page)
+    page.locator(".js-plotly-plot").first.scroll_into_view_if_needed()  # charts off screen redraw when shown
+    page.wait_for_timeout(1_000)
     outlined = page.evaluate("""() => Array.from(document.querySelectorAll('.js-plotly-plot')).map(gd =>
         (gd.layout.shapes || []).filter(s => s.type === 'rect' && s.line && s.line.color === '#000000'
                                              && (s.x0 + s.x1) / 2 === 45).length)""")

@@ -11,7 +11,7 @@ import pytest
 
 from lessons import SLIDE, FigureSpec, Lesson, LessonSettings, figure_registry, setting
 from lessons import frequencies as lesson
-from tests.conftest import chart_figures, figure_titled, run_page, select_points
+from tests.conftest import chart_figures, drawn_charts, figure_titled, run_page, select_points
 from ui.lesson import picked_value
 
 PAGE = "pages/frequencies.py"
@@ -62,7 +62,7 @@ def test_a_pair_picked_on_the_ratio_chart_moves_the_marks_and_the_control_clears
 
 def test_only_figures_that_read_the_pick_take_a_click():
     at = run_page(PAGE)
-    takes = {c.proto.id.split("-", 2)[-1] for c in at.get("plotly_chart") if c.proto.selection_mode}
+    takes = {chart.key for chart in drawn_charts(at) if chart.pickable}
     assert takes == {"frequencies_wavelengths", "frequencies_interpolation-ratio"}  # plotly picks no heatmap cell
 
 

@@ -4,7 +4,6 @@ style, the share link, and URL parameters round-tripping (garbage values include
 from __future__ import annotations
 
 import io
-import json
 import textwrap
 import zipfile
 from urllib.parse import parse_qsl, urlsplit
@@ -17,7 +16,7 @@ from streamlit.testing.v1 import AppTest
 from figures import export
 from figures.slides import SLIDE_FONT_SIZE, SLIDE_HEIGHT, SLIDE_WIDTH
 from pe_core import RopeSpec, rope_frequencies
-from tests.conftest import ROOT, chart_figures, figure_titled
+from tests.conftest import ROOT, chart_figures, drawn_charts, figure_titled
 from tests.test_export import needs_browser, pdf_page_size, png_size
 from tests.visible_text import run_page_with_sidebar
 from ui.pages import available_pages
@@ -127,7 +126,7 @@ def test_page_reruns_render_no_images(demo_page, deferred, monkeypatch):
 
 def test_toolbar_svg_download_is_named_and_sized_like_the_export(demo_page):
     at = run(demo_page, {"slide": "true"})
-    configs = [json.loads(chart.proto.config) for chart in at.get("plotly_chart")]
+    configs = [chart.config for chart in drawn_charts(at)]
     assert [c["toImageButtonOptions"] for c in configs] == [
         {"format": "svg", "scale": 1, "filename": f"demo_page_{key}_slide", "width": SLIDE_WIDTH,
          "height": SLIDE_HEIGHT} for key in ("freq", "wave")]
@@ -170,7 +169,7 @@ def test_without_a_browser_the_buttons_say_how_to_get_one(demo_page, monkeypatch
     assert images and all(b.proto.disabled for b in images)
     assert [b.proto.disabled for b in buttons if b.label == "HTML"] == [False, False]  # drawn by the reader's browser
     assert any("apt install chromium" in c.value for c in at.caption)
-    configs = [json.loads(chart.proto.config) for chart in at.get("plotly_chart")]
+    configs = [chart.config for chart in drawn_charts(at)]
     assert all(c["toImageButtonOptions"]["format"] == "svg" for c in configs)
 
 
@@ -212,7 +211,7 @@ def test_share_link_round_trips_the_view(demo_page):
     assert query == {"d": "16", "slide": "true"}
     second = run(demo_page, query)
     assert second.select_slider(key="d").value == 16 and second.toggle(key="slide").value is True
-    assert [c.proto.spec for c in second.get("plotly_chart")] == [c.proto.spec for c in first.get("plotly_chart")]
+    assert [c.figure for c in drawn_charts(second)] == [c.figure for c in drawn_charts(first)]
     np.testing.assert_allclose(chart_figures(second)[0]["data"][0]["y"], expected_theta(16))
     assert share_link(second) == link
 
@@ -263,7 +262,7 @@ def test_every_figure_on_every_page_has_export_buttons(page):
     at = AppTest.from_file(str(ROOT / page), default_timeout=120)
     at.run()
     assert not at.exception, [e.message for e in at.exception]
-    charts = list(at.get("plotly_chart"))
+    charts = drawn_charts(at)
     assert charts, f"{page} shows no figure"
     exports = ["PNG", "SVG", "PDF", "HTML"]  # a page may offer other downloads (a report, a config) besides these
     assert [b.label for b in download_buttons(at) if b.label in exports] == exports * len(charts)
@@ -274,27 +273,25 @@ def test_expected_theta_matches_the_engine():
     np.testing.assert_allclose(rope_frequencies(RopeSpec(head_dim=32)).inv_freq.numpy(), expected_theta(32))
 
 
-def test_a_chart_is_recreated_only_when_what_it_shows_changes():
-    # Streamlit's id of a chart covers its spec and its toolbar config, and the browser re-creates a chart whose
-    # id changed. The toolbar's file name is in that config, so it names only the settings the figure is drawn
-    # from: another head size re-creates the chart of the methods (it shows d), not RoFormer's bound above it.
+def test_a_chart_keeps_its_identity_when_its_figure_changes():
+    # The browser re-creates a chart whose element id changed and updates one whose id stayed (ui.chart). The id
+    # is the chart's key alone: another head size gives the methods chart a new figure and a new file name (it
+    # shows d) under the same id, and leaves RoFormer's bound above it as it was.
     from lessons import decay
     from lessons.base import SCREEN
     from lessons.export import stem_for
 
     def charts(at) -> dict:
-        return {chart.proto.id.split("-", 2)[-1]: chart.proto for chart in at.get("plotly_chart")}
+        return {chart.key: chart for chart in drawn_charts(at)}
 
-    def file_name(chart) -> str:
-        return json.loads(chart.config)["toImageButtonOptions"]["filename"]
-
-    default, other = charts(run_page_with_sidebar("pages/decay.py")), charts(run_page_with_sidebar("pages/decay.py",
-                                                                                                  {"d": "256"}))
-    assert other["decay_bound"].id == default["decay_bound"].id
-    assert file_name(other["decay_bound"]) == "decay_bound"
-    assert other["decay_bound-methods"].id != default["decay_bound-methods"].id
-    assert file_name(other["decay_bound-methods"]) == "decay_bound-methods_d256" == stem_for(
-        decay.LESSON, "bound-methods", decay.LESSON.settings(head_dim=256), SCREEN)
+    default = charts(run_page_with_sidebar("pages/decay.py"))
+    other = charts(run_page_with_sidebar("pages/decay.py", {"d": "256"}))
+    assert {key: chart.id for key, chart in other.items()} == {key: chart.id for key, chart in default.items()}
+    assert other["decay_bound"].figure == default["decay_bound"].figure
+    assert other["decay_bound"].config["toImageButtonOptions"]["filename"] == "decay_bound"
+    assert other["decay_bound-methods"].figure != default["decay_bound-methods"].figure
+    assert other["decay_bound-methods"].config["toImageButtonOptions"]["filename"] == "decay_bound-methods_d256" \
+        == stem_for(decay.LESSON, "bound-methods", decay.LESSON.settings(head_dim=256), SCREEN)
 
 
 def test_a_lesson_pages_zip_names_each_figure_after_its_own_settings(deferred):

@@ -3,6 +3,7 @@ cannot open (the design notes the app was built from are not sources)."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -13,7 +14,7 @@ import pytest
 from lessons import all_lessons
 from references import REFERENCES, cite, full_entry
 from references.glossary import SYMBOLS
-from tests.conftest import ROOT, run_page
+from tests.conftest import ROOT, drawn_charts, run_page
 from ui.pages import available_pages
 
 UNCITABLE = re.compile(r"\bseeds?\s*0\d\d\b|\bseed documents?\b|\bthe notes\b|\bstudy notes\b|\bsource notes\b|"
@@ -89,8 +90,8 @@ def visible_strings(at) -> list[str]:
             texts.append(str(getattr(getattr(element, "proto", None), "help", "") or ""))
             for option in getattr(getattr(element, "proto", None), "options", []) or []:
                 texts.append(str(option))
-    for chart in at.get("plotly_chart"):
-        texts.append(chart.proto.spec)
+    for chart in drawn_charts(at):
+        texts.append(json.dumps(chart.figure, ensure_ascii=False))
     return texts
 
 

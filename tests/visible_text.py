@@ -22,6 +22,8 @@ from pathlib import Path
 
 from google.protobuf.json_format import MessageToDict
 
+from ui.chart import COMPONENT_NAME, read_payload
+
 # Method, model, library and format names: written in Latin script in Chinese text as well.
 PROPER_NAMES = frozenset("""
 RoPE YaRN NTK NTK-aware NTK-by-parts ALiBi PI ABF LongRoPE ReRoPE Leaky Llama LLaMA Llama-3 Llama-2 Llama3 Qwen
@@ -164,8 +166,10 @@ def visible_texts(at) -> list[tuple[str, str]]:
             data = MessageToDict(proto, preserving_proto_field_name=True)
             if data.get("element_type") == "LATEX" or kind == "Latex":
                 pass
-            elif "spec" in data:  # a plotly chart
+            elif "spec" in data:  # Streamlit's plotly chart
                 found.extend((kind + ":figure", t) for t in figure_texts(json.loads(data["spec"])))
+            elif data.get("component_name") == COMPONENT_NAME:  # the app's chart: its figure is its payload
+                found.extend(("Chart:figure", t) for t in figure_texts(read_payload(proto.bytes)["figure"]))
             elif "arrow_data" in data or kind in ("Dataframe", "Table"):
                 found.extend((kind, t) for t in _dataframe_texts(node))
             elif kind != "ButtonGroup" or data.get("label") != "Language / 语言":  # the switch names both languages

@@ -11,6 +11,7 @@ import streamlit as st
 
 from figures.page_form import PageFigure, page_form
 from ui import export
+from ui.chart import draw_chart
 
 _PLOTLY_CONFIG = {
     "displaylogo": False,
@@ -59,14 +60,13 @@ def show_figure(figure: go.Figure, key: str, *, caption: str | None = None, styl
     In screen style the chart is the figure's page form (its title as text above it, laid out for a phone on
     a phone); ``page(narrow)`` makes it where the caller has it cached. Downloads keep the figure as built.
 
-    ``stem`` names the figure's files (default: the page, ``key`` and every setting in the URL). The chart's
-    toolbar carries it, and Streamlit re-creates a chart whose toolbar changed, so a name that changes only
-    with what the figure shows (a lesson's, ``lessons.export.stem_for``) leaves the other charts in place.
+    ``stem`` names the figure's files (default: the page, ``key`` and every setting in the URL); the chart's
+    toolbar carries it. The chart is updated in place when its figure changes (``ui.chart``); one that takes a
+    pick is Streamlit's own, which a changed figure or toolbar re-creates.
     """
     style = export.current_style()
     shown = figure if styled else export.styled(figure, style)
     stem = stem or export.figure_stem(key)
-    picking = {"on_select": on_select, "selection_mode": ("points",)} if on_select is not None else {}
     drawn = shown
     if not style.slide:
         narrow = reader_on_phone()
@@ -74,8 +74,12 @@ def show_figure(figure: go.Figure, key: str, *, caption: str | None = None, styl
         if form.title:
             st.markdown(title_html(form.title), unsafe_allow_html=True)
         drawn = form.figure
-    st.plotly_chart(drawn, theme=None, key=key, config=export.modebar_config(_PLOTLY_CONFIG, shown, stem),
-                    width=width, height=height, **picking)
+    config = export.modebar_config(_PLOTLY_CONFIG, shown, stem)
+    if on_select is None:
+        draw_chart(drawn, key, config=config, width=width, height=height)
+    else:  # Streamlit's chart reports the picked point to the script
+        st.plotly_chart(drawn, theme=None, key=key, config=config, width=width, height=height,
+                        on_select=on_select, selection_mode=("points",))
     if caption:
         st.caption(caption)
     if buttons:

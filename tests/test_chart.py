@@ -1,0 +1,92 @@
+"""The chart the browser updates in place (ui.chart): what it sends, where plotly.js comes from, the fallback."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import plotly
+import plotly.graph_objects as go
+import plotly.io
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from tests.conftest import drawn_charts
+from ui import chart
+
+
+def _figure() -> go.Figure:
+    figure = go.Figure(go.Heatmap(z=[[0.5, 1.0], [1.5, 2.0]]))
+    figure.update_layout(title="θ heatmap", height=420)
+    return figure
+
+
+def test_the_payload_carries_the_figure_as_streamlits_chart_would_send_it():
+    config = {"displaylogo": False, "toImageButtonOptions": {"filename": "θ_d64"}}
+    payload = chart.read_payload(chart.chart_payload(_figure(), config, stretch=True))
+    assert payload["figure"] == json.loads(plotly.io.to_json(_figure(), validate=False))
+    assert payload["config"] == config
+    assert payload["stretch"] is True
+    assert chart.read_payload(chart.chart_payload(_figure(), config, stretch=False))["stretch"] is False
+
+
+@pytest.fixture
+def static_dir(tmp_path, monkeypatch):
+    monkeypatch.setattr(chart, "STATIC_DIR", tmp_path / "static")
+    chart._served_library.cache_clear()
+    yield tmp_path / "static"
+    chart._served_library.cache_clear()
+
+
+def test_the_installed_plotly_js_is_served_under_its_version(static_dir):
+    assert chart._served_library()
+    served = static_dir / chart.plotly_file_name()
+    shipped = plotly.__file__.rsplit("/", 1)[0] + "/package_data/plotly.min.js"
+    assert plotly.__version__ in served.name
+    assert served.read_bytes() == open(shipped, "rb").read()
+    assert [p.name for p in static_dir.iterdir()] == [served.name]  # no partial copy left behind
+    assert f"./app/static/{served.name}" in chart._component_js()
+
+
+def test_a_truncated_copy_is_replaced(static_dir):
+    static_dir.mkdir()
+    (static_dir / chart.plotly_file_name()).write_bytes(b"/* cut short */")
+    assert chart._served_library()
+    assert (static_dir / chart.plotly_file_name()).stat().st_size > 1_000_000
+
+
+SCRIPT = textwrap.dedent("""
+    import plotly.graph_objects as go
+    from ui.chart import draw_chart
+    draw_chart(go.Figure(go.Scatter(y=[1, 3, 2])), "demo", config={"displaylogo": False})
+""")
+
+
+def _run_script(tmp_path):
+    script = tmp_path / "page.py"
+    script.write_text(SCRIPT)
+    at = AppTest.from_file(str(script), default_timeout=30)
+    at.run()
+    assert not at.exception
+    return at
+
+
+def test_a_chart_is_the_apps_own_element_keyed_by_its_key(static_dir, tmp_path):
+    at = _run_script(tmp_path)
+    assert len(at.get("bidi_component")) == 1 and not at.get("plotly_chart")
+    (drawn,) = drawn_charts(at)
+    assert drawn.key == "demo" and drawn.figure["data"][0]["y"] == [1, 3, 2]
+
+
+def test_where_plotly_js_cannot_be_served_streamlits_chart_draws_the_figure(tmp_path, monkeypatch):
+    blocked = tmp_path / "blocked"
+    blocked.write_text("a file, so no folder can be made here")
+    monkeypatch.setattr(chart, "STATIC_DIR", blocked / "static")
+    chart._served_library.cache_clear()
+    try:
+        at = _run_script(tmp_path)
+    finally:
+        chart._served_library.cache_clear()
+    assert len(at.get("plotly_chart")) == 1 and not at.get("bidi_component")
+    (drawn,) = drawn_charts(at)
+    assert drawn.figure["data"][0]["y"] == [1, 3, 2] and drawn.config == {"displaylogo": False}
