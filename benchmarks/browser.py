@@ -29,15 +29,16 @@ import time
 from pathlib import Path
 
 from benchmarks.harness import (
+    CHART_CLASS,
     CHARTS,
     CHROMIUM,
     CHROMIUM_ARGS,
-    FIGURES_SIGNATURE_JS,
     ROOT,
     figures_signature,
     first_move_key,
     has_slider,
     streamlit_server,
+    wait_for_new_figures,
 )
 
 HERE = Path(__file__).resolve().parent
@@ -69,10 +70,10 @@ WATCH_JS = """() => {
 IDLE_JS = "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')"
 # every chart drawn, but for the app's charts far off screen (drawn when scrolled to)
 FIGURES_DRAWN_JS = """(count) => {
-  const charts = document.querySelectorAll('.pe-chart, .js-plotly-plot');
+  const charts = document.querySelectorAll('CHARTS');
   return charts.length >= count && Array.from(charts).every(
-    (el) => el._fullLayout || (el.classList.contains('pe-chart') && !el.__peNear));
-}"""
+    (el) => el._fullLayout || (el.classList.contains('CHART_CLASS') && !el.__peNear));
+}""".replace("CHARTS", CHARTS).replace("CHART_CLASS", CHART_CLASS)
 
 
 def _wait_until_drawn(page, figures: int, timeout_ms: float = 120_000) -> None:
@@ -131,12 +132,9 @@ def _watch_the_chart_it_moves(page, thumb, there: str, back: str) -> None:
     app draws charts near the screen; those far off it are drawn when scrolled to)."""
     before = figures_signature(page)
     _press(page, thumb, there)
-    page.wait_for_function(f"(before) => JSON.stringify(({FIGURES_SIGNATURE_JS})()) !== JSON.stringify(before)",
-                           arg=before, timeout=60_000)
-    after = figures_signature(page)
+    after = wait_for_new_figures(page, before, timeout_ms=60_000)
     changed = next((n for n, (a, b) in enumerate(zip(before, after, strict=False)) if a != b), 0)
-    page.evaluate("""(n) => document.querySelectorAll('.pe-chart, .js-plotly-plot:not(.pe-chart)')[n]
-                              .scrollIntoView({block: 'center'})""", changed)
+    page.locator(CHARTS).nth(changed).evaluate("(el) => el.scrollIntoView({block: 'center'})")
     _settle(page)
     _press(page, thumb, back)
     _settle(page)

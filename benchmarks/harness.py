@@ -89,12 +89,15 @@ def wait_for_app_idle(page, timeout_ms: float = 60_000) -> None:
     )
 
 
-# Every chart on a page: the app's (ui.chart: drawn once near the screen) and Streamlit's own.
-CHARTS = ".pe-chart, .js-plotly-plot"
+# ui.chart.CHART_CLASS, named again here: importing the app's ui package would stop the browser benchmark from
+# measuring another checkout (``--app``); a test keeps the two equal
+CHART_CLASS = "pe-chart"
+# Every chart on a page, in page order: the app's (ui.chart: drawn once near the screen) and Streamlit's own.
+CHARTS = f".{CHART_CLASS}, .js-plotly-plot"
 # One entry per chart: the figure it was last handed (the app's charts, ui.chart, draw it when it is near the
 # screen) or, for Streamlit's own chart, the data it draws.
-FIGURES_SIGNATURE_JS = """() => Array.from(document.querySelectorAll('.pe-chart, .js-plotly-plot')).map(el => {
-    if (el.classList.contains('pe-chart')) {
+FIGURES_SIGNATURE_JS = """() => Array.from(document.querySelectorAll('CHARTS')).map(el => {
+    if (el.classList.contains('CHART_CLASS')) {
         const text = el.__peText || '';
         let hash = 2166136261;
         for (let i = 0; i < text.length; i++) hash = Math.imul(hash ^ text.charCodeAt(i), 16777619);
@@ -103,12 +106,19 @@ FIGURES_SIGNATURE_JS = """() => Array.from(document.querySelectorAll('.pe-chart,
     const data = el.data || [];
     return JSON.stringify(data.map(t => [t.x, t.y, t.z]).slice(0, 6)).length + ':' +
            JSON.stringify(data.map(t => [t.x, t.y, t.z])).slice(0, 4000);
-})"""
+})""".replace("CHARTS", CHARTS).replace("CHART_CLASS", CHART_CLASS)
 
 
 def figures_signature(page) -> list[str]:
     """One string per chart, which changes whenever the figure handed to that chart changes."""
     return page.evaluate(FIGURES_SIGNATURE_JS)
+
+
+def wait_for_new_figures(page, before: list[str], timeout_ms: float = 30_000) -> list[str]:
+    """Wait until some chart was handed another figure than in ``before``; returns the new signature."""
+    page.wait_for_function(f"(before) => JSON.stringify(({FIGURES_SIGNATURE_JS})()) !== JSON.stringify(before)",
+                           arg=before, timeout=timeout_ms)
+    return figures_signature(page)
 
 
 def page_errors(page) -> list[str]:
@@ -153,8 +163,7 @@ def move_first_slider(page, presses: int = 1, key: str | None = None) -> float:
     started = time.perf_counter()
     for _ in range(presses):
         thumb.press(key)
-    page.wait_for_function(f"(before) => JSON.stringify(({FIGURES_SIGNATURE_JS})()) !== JSON.stringify(before)",
-                           arg=before, timeout=30_000)
+    wait_for_new_figures(page, before)
     return time.perf_counter() - started
 
 

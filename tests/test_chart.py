@@ -48,6 +48,13 @@ def test_the_installed_plotly_js_is_served_under_its_version(static_dir):
     assert f"./app/static/{served.name}" in chart._component_js()
 
 
+def test_the_benchmarks_find_charts_by_the_class_the_chart_gives_them():
+    from benchmarks import harness
+
+    assert harness.CHART_CLASS == chart.CHART_CLASS
+    assert f'className = "{chart.CHART_CLASS}"' in chart._component_js()
+
+
 def test_a_truncated_copy_is_replaced(static_dir):
     static_dir.mkdir()
     (static_dir / chart.plotly_file_name()).write_bytes(b"/* cut short */")

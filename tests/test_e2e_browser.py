@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.harness import (
+    CHART_CLASS,
     CHARTS,
     browser,
     chromium_available,
@@ -108,19 +109,21 @@ def test_charts_are_drawn_near_the_screen_and_updated_in_place(app):
     page = open_page(chromium, f"{base_url}/decay")
     page.wait_for_selector(CHARTS, timeout=90_000)
     wait_for_app_idle(page)
-    last = page.locator(".pe-chart").last
+    last = page.locator(f".{CHART_CLASS}").last
     assert not last.evaluate("(el) => !!el._fullLayout")
     last.scroll_into_view_if_needed()
-    last.evaluate("(el) => new Promise((done) => { const t = setInterval(() => el._fullLayout && (clearInterval(t), done()), 50); })")
+    page.wait_for_function("(el) => !!el._fullLayout", arg=last.element_handle(), timeout=30_000)
 
-    methods = page.locator(".st-key-decay_bound-methods .pe-chart")
+    methods_chart = f".st-key-decay_bound-methods .{CHART_CLASS}"
+    methods = page.locator(methods_chart)
     methods.scroll_into_view_if_needed()
-    methods.evaluate("(el) => new Promise((done) => { const t = setInterval(() => el._fullLayout && (clearInterval(t), done()), 50); })")
+    page.wait_for_function("(el) => !!el._fullLayout", arg=methods.element_handle(), timeout=30_000)
     methods.evaluate("(el) => { el.__mark = 'kept'; el.__shown = el.data; }")
     move_first_slider(page)  # the sidebar's head size d, which the methods chart draws
     wait_for_app_idle(page)
-    page.wait_for_function("""() => { const el = document.querySelector('.st-key-decay_bound-methods .pe-chart');
-                                      return el.__mark === 'kept' && el.data !== el.__shown; }""", timeout=30_000)
+    page.wait_for_function("""(selector) => { const el = document.querySelector(selector);
+                                              return el.__mark === 'kept' && el.data !== el.__shown; }""",
+                           arg=methods_chart, timeout=30_000)
     assert page_errors(page) == []
     page.close()
 

@@ -28,6 +28,9 @@ import streamlit as st
 APP_ROOT = Path(__file__).resolve().parents[1]
 STATIC_DIR = APP_ROOT / "static"  # what Streamlit serves at app/static/ (next to app.py)
 COMPONENT_NAME = "pe_plotly_chart"
+# The class of a chart's plot element. The browser benchmark and tests find charts by it and read the figure a
+# chart was last handed (``__peText``) and whether it is near the screen (``__peNear``).
+CHART_CLASS = "pe-chart"
 _log = logging.getLogger(__name__)
 
 # The library loads once per page (a promise shared by every chart); each call hands one chart its figure. A
@@ -51,10 +54,10 @@ function plotlyLoaded() {
 // sees, and the rest when it is scrolled to. Until its first drawing it keeps the figure's height.
 const NEAR = "50% 0px";  // half a screen above and below it
 function draw(chart) {
-  const text = chart.__pePending;
-  if (text === undefined) return;
+  const payload = chart.__pePending;
+  if (payload === undefined) return;
   chart.__pePending = undefined;
-  const { figure, config, stretch } = JSON.parse(text);
+  const { figure, config, stretch } = payload;
   const layout = figure.layout || {};
   if (stretch) { layout.autosize = true; delete layout.width; }
   plotlyLoaded().then((Plotly) => {
@@ -65,10 +68,10 @@ function draw(chart) {
 }
 export default function (component) {
   const { data, parentElement } = component;
-  let chart = parentElement.querySelector(".pe-chart");
+  let chart = parentElement.querySelector(".__CHART_CLASS__");
   if (!chart) {
     chart = document.createElement("div");
-    chart.className = "pe-chart";
+    chart.className = "__CHART_CLASS__";
     chart.style.width = "100%";
     parentElement.appendChild(chart);
     chart.__peNear = false;
@@ -85,11 +88,8 @@ export default function (component) {
   const text = typeof data === "string" ? data : new TextDecoder().decode(data);
   if (chart.__peText !== text) {
     chart.__peText = text;
-    chart.__pePending = text;
-    if (!chart._fullLayout) {
-      const height = (JSON.parse(text).figure.layout || {}).height;
-      chart.style.minHeight = (height || 450) + "px";
-    }
+    chart.__pePending = JSON.parse(text);
+    if (!chart._fullLayout) chart.style.minHeight = ((chart.__pePending.figure.layout || {}).height || 450) + "px";
     if (chart.__peNear) draw(chart);
   }
   return () => {
@@ -125,8 +125,9 @@ def _served_library() -> bool:
         return False
 
 
+@cache
 def _component_js() -> str:
-    return _JS.replace("__PLOTLY_SRC__", f"./app/static/{plotly_file_name()}")
+    return _JS.replace("__PLOTLY_SRC__", f"./app/static/{plotly_file_name()}").replace("__CHART_CLASS__", CHART_CLASS)
 
 
 def _component():
