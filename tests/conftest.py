@@ -20,7 +20,7 @@ if str(ROOT) not in sys.path:
 
 from benchmarks.harness import run_page  # noqa: E402 - needs the repository on sys.path
 from figures.page_form import TITLE_META_KEY  # noqa: E402
-from ui.chart import COMPONENT_NAME, read_payload  # noqa: E402
+from ui.chart import COMPONENT_NAME, PICK_EVENT, read_payload  # noqa: E402
 
 _DTYPES = {"f8": np.float64, "f4": np.float32, "i1": np.int8, "u1": np.uint8, "i2": np.int16, "u2": np.uint16,
            "i4": np.int32, "u4": np.uint32, "i8": np.int64, "u8": np.uint64}
@@ -43,14 +43,16 @@ def _decode(value):
 
 @dataclass(frozen=True)
 class DrawnChart:
-    """One chart an AppTest run drew, whichever element drew it (``ui.chart``'s, or Streamlit's for a chart that
-    takes a pick): its key, element id, figure (as the browser receives it) and toolbar config."""
+    """One chart an AppTest run drew, whichever element drew it (``ui.chart``'s, or ``st.plotly_chart`` where
+    plotly.js cannot be served): its key, element id, figure (as the browser receives it), toolbar config,
+    whether it takes a pick, and whether it is the app's own chart."""
 
     key: str
     id: str
     figure: dict
     config: dict
     pickable: bool
+    own: bool
 
 
 def drawn_charts(at) -> list[DrawnChart]:
@@ -63,10 +65,11 @@ def drawn_charts(at) -> list[DrawnChart]:
         key = proto.id.split("-", 2)[-1]
         if element.type == "plotly_chart":
             charts.append(DrawnChart(key, proto.id, json.loads(proto.spec), json.loads(proto.config),
-                                     bool(proto.selection_mode)))
+                                     bool(proto.selection_mode), own=False))
         elif element.type == "bidi_component" and proto.component_name == COMPONENT_NAME:
             payload = read_payload(proto.bytes)
-            charts.append(DrawnChart(key, proto.id, payload["figure"], payload["config"], False))
+            charts.append(DrawnChart(key, proto.id, payload["figure"], payload["config"], payload["pick"],
+                                     own=True))
     return charts
 
 
@@ -125,19 +128,27 @@ def page_runner():
 
 
 def select_points(at, chart_key: str, points: list[dict]):
-    """Pick ``points`` on the plotly chart drawn with ``chart_key`` and rerun, as the browser does: the chart's
-    widget state carries the selection (AppTest has no plotly element of its own to click)."""
+    """Pick ``points`` on the chart drawn with ``chart_key`` and rerun, as the browser does (AppTest has no
+    plotly element of its own to click): the app's chart sends a pick event, Streamlit's chart a selection."""
+    from streamlit.components.v2.bidi_component.main import _make_trigger_id
     from streamlit.proto.WidgetStates_pb2 import WidgetStates
 
-    charts = [c for c in at.get("plotly_chart") if c.proto.id.endswith(f"-{chart_key}")]
+    charts = [c for c in drawn_charts(at) if c.key == chart_key]
     assert len(charts) == 1, f"expected one chart keyed {chart_key!r}, found {len(charts)}"
-    assert charts[0].proto.selection_mode, f"{chart_key} takes no selection"
+    assert charts[0].pickable, f"{chart_key} takes no pick"
+    selection = {"points": points}
     states = at._tree.get_widget_states()
     picked = WidgetStates()
-    picked.widgets.extend(w for w in states.widgets if w.id != charts[0].proto.id)
-    state = picked.widgets.add()
-    state.id = charts[0].proto.id
-    state.string_value = json.dumps({"selection": {"points": points, "point_indices": [p.get("point_index", 0)
-                                                                                        for p in points],
-                                                   "box": [], "lasso": []}})
+    if charts[0].own:
+        event_id = _make_trigger_id(charts[0].id, "events")  # where the browser sends a component's events
+        picked.widgets.extend(w for w in states.widgets if w.id != event_id)
+        state = picked.widgets.add()
+        state.id = event_id
+        state.json_trigger_value = json.dumps([{"event": PICK_EVENT, "value": selection}])
+    else:
+        picked.widgets.extend(w for w in states.widgets if w.id != charts[0].id)
+        state = picked.widgets.add()
+        state.id = charts[0].id
+        state.string_value = json.dumps({"selection": {**selection, "point_indices": [
+            p.get("point_index", 0) for p in points], "box": [], "lasso": []}})
     return at._run(picked)

@@ -11,7 +11,7 @@ import plotly.io
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.conftest import drawn_charts
+from tests.conftest import drawn_charts, select_points
 from ui import chart
 
 
@@ -69,9 +69,23 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
-def _run_script(tmp_path):
+PICKING_SCRIPT = textwrap.dedent("""
+    import plotly.graph_objects as go
+    import streamlit as st
+    from ui.chart import PICK_EVENT, draw_chart
+
+    def remember_pick():
+        point = st.session_state["demo"][PICK_EVENT]["points"][0]
+        st.session_state["picked"] = (point["x"], point["curve_number"])
+
+    draw_chart(go.Figure(go.Scatter(y=[1, 3, 2])), "demo", config={}, on_pick=remember_pick)
+    st.write(f"picked: {st.session_state.get('picked')}")
+""")
+
+
+def _run_script(tmp_path, source: str = SCRIPT):
     script = tmp_path / "page.py"
-    script.write_text(SCRIPT)
+    script.write_text(source)
     at = AppTest.from_file(str(script), default_timeout=30)
     at.run()
     assert not at.exception
@@ -97,3 +111,21 @@ def test_where_plotly_js_cannot_be_served_streamlits_chart_draws_the_figure(tmp_
     assert len(at.get("plotly_chart")) == 1 and not at.get("bidi_component")
     (drawn,) = drawn_charts(at)
     assert drawn.figure["data"][0]["y"] == [1, 3, 2] and drawn.config == {"displaylogo": False}
+
+
+@pytest.mark.parametrize("served", [True, False], ids=["apps-chart", "streamlits-chart"])
+def test_a_click_on_a_chart_that_takes_picks_reaches_its_callback_with_the_point(served, static_dir, tmp_path,
+                                                                                 monkeypatch):
+    if not served:
+        (tmp_path / "blocked").write_text("a file, so no folder can be made here")
+        monkeypatch.setattr(chart, "STATIC_DIR", tmp_path / "blocked" / "static")
+    at = _run_script(tmp_path, PICKING_SCRIPT)
+    (drawn,) = drawn_charts(at)
+    assert drawn.pickable and drawn.own is served
+    assert at.markdown[0].value == "picked: None"
+    select_points(at, "demo", [{"x": 2, "y": 2.0, "curve_number": 0, "point_index": 2}])
+    assert not at.exception
+    assert at.markdown[0].value == "picked: (2, 0)"
+    assert drawn_charts(at)[0].id == drawn.id  # the same chart, not a new one
+    if served:
+        assert '"pick":true' in at.get("bidi_component")[0].proto.bytes.decode()

@@ -228,8 +228,9 @@ def test_tour_presents_with_the_keyboard_and_no_sidebar(app):
 def test_a_pair_clicked_on_the_wavelength_chart_is_outlined_on_the_heatmaps(app):
     base_url, _, chromium = app
     page = open_page(chromium, f"{base_url}/frequencies")
-    chart = page.locator('[class*="frequencies_wavelengths"] .js-plotly-plot')
+    chart = page.locator(f".st-key-frequencies_wavelengths .{CHART_CLASS}")
     chart.scroll_into_view_if_needed()
+    page.wait_for_selector(f".st-key-frequencies_wavelengths .{CHART_CLASS}.js-plotly-plot", timeout=30_000)
     wait_for_app_idle(page)
     x, y = chart.evaluate("""gd => {
         const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis, r = gd.getBoundingClientRect();

@@ -17,6 +17,7 @@ import json
 import logging
 import shutil
 import tempfile
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 
@@ -31,6 +32,9 @@ COMPONENT_NAME = "pe_plotly_chart"
 # The class of a chart's plot element. The browser benchmark and tests find charts by it and read the figure a
 # chart was last handed (``__peText``) and whether it is near the screen (``__peNear``).
 CHART_CLASS = "pe-chart"
+# The event a click on a chart that takes picks sends: ``st.session_state[key][PICK_EVENT]`` holds the picked
+# points, as ``st.plotly_chart``'s selection does (``{"points": [{"x": ..., "y": ..., "curve_number": ...}]}``).
+PICK_EVENT = "selection"
 _log = logging.getLogger(__name__)
 
 # The library loads once per page (a promise shared by every chart); each call hands one chart its figure. A
@@ -62,12 +66,25 @@ function draw(chart) {
   if (stretch) { layout.autosize = true; delete layout.width; }
   plotlyLoaded().then((Plotly) => {
     if (chart.__pePending !== undefined) return;  // a newer figure arrived while the library loaded
-    return Plotly.react(chart, {data: figure.data || [], layout, frames: figure.frames || [], config});
+    return Plotly.react(chart, {data: figure.data || [], layout, frames: figure.frames || [], config})
+      .then(() => { if (payload.pick) listenForPicks(chart); });
   }).then(() => { chart.style.minHeight = ""; })
     .catch((error) => { chart.textContent = String(error); });
 }
+// A click on a point is sent to the script as the chart's "__PICK_EVENT__" event, shaped as st.plotly_chart's
+// point selection ({points: [{x, y, curve_number, point_index, ...}]}), so the page reads either the same way.
+function listenForPicks(chart) {
+  if (chart.__pePicks) return;
+  chart.__pePicks = true;
+  chart.on("plotly_click", (event) => {
+    const points = (event.points || []).map((point) => ({
+      x: point.x, y: point.y, z: point.z, curve_number: point.curveNumber, point_number: point.pointNumber,
+      point_index: point.pointIndex, customdata: point.customdata}));
+    if (points.length && chart.__peSend) chart.__peSend("__PICK_EVENT__", {points});
+  });
+}
 export default function (component) {
-  const { data, parentElement } = component;
+  const { data, parentElement, setTriggerValue } = component;
   let chart = parentElement.querySelector(".__CHART_CLASS__");
   if (!chart) {
     chart = document.createElement("div");
@@ -85,6 +102,7 @@ export default function (component) {
     });
     chart.__peResize.observe(parentElement);
   }
+  chart.__peSend = setTriggerValue;
   const text = typeof data === "string" ? data : new TextDecoder().decode(data);
   if (chart.__peText !== text) {
     chart.__peText = text;
@@ -127,7 +145,8 @@ def _served_library() -> bool:
 
 @cache
 def _component_js() -> str:
-    return _JS.replace("__PLOTLY_SRC__", f"./app/static/{plotly_file_name()}").replace("__CHART_CLASS__", CHART_CLASS)
+    return (_JS.replace("__PLOTLY_SRC__", f"./app/static/{plotly_file_name()}")
+            .replace("__CHART_CLASS__", CHART_CLASS).replace("__PICK_EVENT__", PICK_EVENT))
 
 
 def _component():
@@ -136,23 +155,30 @@ def _component():
     return st.components.v2.component(COMPONENT_NAME, js=_component_js(), isolate_styles=False)
 
 
-def chart_payload(figure: go.Figure, config: dict, *, stretch: bool) -> bytes:
-    """What one chart receives: the figure as ``st.plotly_chart`` would send it, its toolbar config, and whether
-    it fills its column's width."""
+def chart_payload(figure: go.Figure, config: dict, *, stretch: bool, pick: bool = False) -> bytes:
+    """What one chart receives: the figure as ``st.plotly_chart`` would send it, its toolbar config, whether
+    it fills its column's width, and whether a click on it picks a point."""
     spec = plotly.io.to_json(figure, validate=False)
-    return f'{{"figure":{spec},"config":{json.dumps(config)},"stretch":{json.dumps(stretch)}}}'.encode()
+    return (f'{{"figure":{spec},"config":{json.dumps(config)},"stretch":{json.dumps(stretch)},'
+            f'"pick":{json.dumps(pick)}}}').encode()
 
 
 def read_payload(payload: bytes) -> dict:
-    """The figure (a dict, as plotly.js receives it), config and width rule of a chart's payload."""
+    """The figure (a dict, as plotly.js receives it), config, width rule and pick flag of a chart's payload."""
     return json.loads(payload.decode())
 
 
 def draw_chart(figure: go.Figure, key: str, *, config: dict, width: int | str = "stretch",
-               height: int | str = "content") -> None:
-    """Draw ``figure`` as a chart identified by ``key`` alone: a changed figure updates the chart in place."""
+               height: int | str = "content", on_pick: Callable[[], None] | None = None) -> None:
+    """Draw ``figure`` as a chart identified by ``key`` alone: a changed figure updates the chart in place.
+
+    ``on_pick``: a click on a point calls it, before the rerun; it reads the picked points from
+    ``st.session_state[key][PICK_EVENT]["points"]``.
+    """
     if not _served_library():
-        st.plotly_chart(figure, theme=None, key=key, config=config, width=width, height=height)
+        st.plotly_chart(figure, theme=None, key=key, config=config, width=width, height=height,
+                        **({"on_select": on_pick, "selection_mode": ("points",)} if on_pick else {}))
         return
-    _component()(key=key, data=chart_payload(figure, config, stretch=width == "stretch"),
-                 width=width, height=height)
+    events = {f"on_{PICK_EVENT}_change": on_pick} if on_pick else {}
+    _component()(key=key, data=chart_payload(figure, config, stretch=width == "stretch", pick=on_pick is not None),
+                 width=width, height=height, **events)

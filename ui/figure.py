@@ -53,16 +53,15 @@ def show_figure(figure: go.Figure, key: str, *, caption: str | None = None, styl
     PNG / SVG / PDF download buttons; in slide style the figure is shown as the slide will look
     (``styled``: the figure is already in the sidebar's style).
 
-    ``on_select``: the figure takes a picked point (one click) and calls this, which reads the selection from
-    ``st.session_state[key]``. ``buttons=False`` leaves out the download buttons (a presentation has no room);
-    ``width`` and ``height`` as ``st.plotly_chart`` takes them ("content": the figure's own size).
+    ``on_select``: the figure takes a picked point (one click) and calls this, which reads the points from
+    ``st.session_state[key]["selection"]``. ``buttons=False`` leaves out the download buttons (a presentation
+    has no room); ``width`` and ``height`` as ``st.plotly_chart`` takes them ("content": the figure's own size).
 
     In screen style the chart is the figure's page form (its title as text above it, laid out for a phone on
     a phone); ``page(narrow)`` makes it where the caller has it cached. Downloads keep the figure as built.
 
     ``stem`` names the figure's files (default: the page, ``key`` and every setting in the URL); the chart's
-    toolbar carries it. The chart is updated in place when its figure changes (``ui.chart``); one that takes a
-    pick is Streamlit's own, which a changed figure or toolbar re-creates.
+    toolbar carries it. The chart is updated in place when its figure changes (``ui.chart``).
     """
     style = export.current_style()
     shown = figure if styled else export.styled(figure, style)
@@ -75,11 +74,7 @@ def show_figure(figure: go.Figure, key: str, *, caption: str | None = None, styl
             st.markdown(title_html(form.title), unsafe_allow_html=True)
         drawn = form.figure
     config = export.modebar_config(_PLOTLY_CONFIG, shown, stem)
-    if on_select is None:
-        draw_chart(drawn, key, config=config, width=width, height=height)
-    else:  # Streamlit's chart reports the picked point to the script
-        st.plotly_chart(drawn, theme=None, key=key, config=config, width=width, height=height,
-                        on_select=on_select, selection_mode=("points",))
+    draw_chart(drawn, key, config=config, width=width, height=height, on_pick=on_select)
     if caption:
         st.caption(caption)
     if buttons:

@@ -30,6 +30,7 @@ from lessons.base import Control, Lesson, LessonSettings, SettingsError
 from lessons.export import stem_for
 from pe_core.device import use_server_threads
 from ui import export, params
+from ui.chart import PICK_EVENT
 from ui.figure import show_figure
 from ui.language import remember_bound_value
 
@@ -180,8 +181,8 @@ class LessonPage:
         settings, widget_key = self.lesson.settings, self.lesson.settings.controls()[name].key
 
         def pick() -> None:
-            state = st.session_state.get(chart_key)
-            points = state["selection"]["points"] if state else []
+            picked = (st.session_state.get(chart_key) or {}).get(PICK_EVENT) or {}
+            points = picked.get("points") or []
             value = picked_value(settings, name, points, axis)
             if value is not None:
                 st.session_state[widget_key] = value
