@@ -1,7 +1,7 @@
 """Tiny-transformer timings: training throughput, evaluation per method, the store's lookup, core maths.
 
-Training tokens/s decides how long a default run takes (steps × step time; 1,000 steps of about 43 ms on
-one core of the 2-core machine): ``python -m benchmarks --filter training`` prints a step's time
+Training tokens/s decides how long a default run takes (steps × step time; 1,000 steps of about 24 ms on
+the 2-core machine, each batch's two halves side by side; 43 ms on one core): ``python -m benchmarks --filter training`` prints a step's time
 (tokens/s = 2,048 / step time). The lesson's figures are timed by bench_lessons
 (it skips this expensive lesson) and the page by bench_pages.
 """

@@ -3,7 +3,7 @@
 The settings are the knobs of ``pe_core.train.ExperimentConfig`` (same names), so a page link,
 ``python -m figures.export --set`` and ``python -m pe_core.train`` describe one experiment the
 same way. ``compute`` returns the stored run when the run store has the config's hash, and
-trains it (about 45 s of training on one core of a laptop CPU, then the evaluations and fine-tunes) and stores
+trains it (about 26 s of training on a 2-core laptop CPU, then the evaluations and fine-tunes) and stores
 it otherwise; the page never waits on that: it asks ``pe_core.train.service`` for a background
 job and shows its progress.
 """
@@ -262,8 +262,9 @@ def cost_caption(result: Result) -> str:
                      .format(devices=", ".join(devices)))
         if any(c.measure != MEMORY_PEAK for c in costs):
             parts.append(_("Memory marked * is counted, not sampled: weights, gradients and AdamW's two moments, "
-                           "plus every tensor autograd keeps for the backward pass of one step. On CUDA it is "
-                           "the measured peak (torch.cuda.max_memory_allocated)."))
+                           "the weights and gradients of the model's copy that computes the second half of each "
+                           "batch, plus every tensor autograd keeps for the backward pass of one step. On CUDA it "
+                           "is the measured peak (torch.cuda.max_memory_allocated)."))
     unmeasured = sum(len(c.unmeasured) for c in result.costs.values())
     if unmeasured:
         parts.append(_("{count} run(s) were stored before costs were measured; their cost shows as –.").format(

@@ -180,9 +180,9 @@ if record is not None:
         "its own projection, and the query's position by two trained vectors u and v. DeBERTa ({deberta}) keeps "
         "the two cross terms, each against a learned embedding of the distance clipped at k, drops the "
         "position–position term, and divides by √(3d). Here k = L, so every distance past L shares the last "
-        "embedding, as T5's last bucket. **What to look for:** both keep their accuracy at 8× L within about a "
-        "point and a half, and pay for it in the cost columns: extra matrices in every layer, slower steps, more "
-        "memory."
+        "embedding, as T5's last bucket. **What to look for:** both keep their accuracy at 8× L close to their "
+        "accuracy at L (the error bars show how far one seed strays), and pay for it in the cost columns: extra "
+        "matrices in every layer, slower steps, more memory."
     ).format(xl=cite("transformer_xl", "§3.3"), deberta=cite("deberta", "§3.1")))
     st.latex(r"\text{XL: } a_{ij} = q_i^\top k_j + q_i^\top W_R R_{i-j} + u^\top k_j + v^\top W_R R_{i-j}"
              r"\qquad \text{DeBERTa: } a_{ij} = \frac{Q^c_i{}^\top K^c_j + Q^c_i{}^\top K^r_{\delta(i,j)}"

@@ -34,14 +34,15 @@ def _mps_available() -> bool:
     return bool(backend is not None and backend.is_available())
 
 
-def device_label(device: torch.device | None = None) -> str:
-    """A short human description, e.g. 'CUDA (NVIDIA H100)' or 'CPU (2 threads)'."""
+def device_label(device: torch.device | None = None, threads: int | None = None) -> str:
+    """A short human description, e.g. 'CUDA (NVIDIA H100)' or 'CPU (2 threads)' (``threads``: the threads
+    that computed, default torch's intra-op count)."""
     device = device or compute_device()
     if device.type == "cuda":
         return f"CUDA ({torch.cuda.get_device_name(device)})"
     if device.type == "mps":
         return _("MPS (Apple GPU)")
-    threads = torch.get_num_threads()
+    threads = threads or torch.get_num_threads()
     return ngettext("CPU ({count} thread)", "CPU ({count} threads)", threads).format(count=threads)
 
 

@@ -152,6 +152,51 @@ def test_stopping_and_resuming_equals_an_uninterrupted_run():
     assert resumed == pytest.approx(uninterrupted, abs=1e-6)
 
 
+def test_a_run_computes_the_same_numbers_on_one_core_or_two(monkeypatch):
+    runs = {}
+    for threads in ("1", "2"):
+        monkeypatch.setenv("PE_TRAIN_THREADS", threads)
+        run = tiny_run(steps=8)
+        runs[threads] = ([r.loss for r in run.steps()], [p.detach().clone() for p in run.model.parameters()])
+    assert runs["1"][0] == runs["2"][0]  # bit for bit: the parts run side by side on two cores
+    assert all(a.equal(b) for a, b in zip(runs["1"][1], runs["2"][1], strict=True))
+
+
+def test_a_record_names_the_cores_its_batch_parts_ran_on(monkeypatch):
+    monkeypatch.setenv("PE_TRAIN_THREADS", "2")
+    assert run_experiment(tiny_config(fine_tune=(), multiples=(1,)), device="cpu").device == "CPU (2 threads)"
+
+
+def test_a_step_in_parts_has_the_whole_batchs_loss_and_gradient():
+    run = tiny_run(steps=1)
+    batch = data.random_windows(run.corpus.train, run.length, 6, torch.Generator().manual_seed(3))
+    whole = run._part_loss(run.model, batch, 1.0)
+    expected = torch.autograd.grad(whole, list(run.model.parameters()), allow_unused=True)
+    run.model.zero_grad(set_to_none=True)
+    loss = run._gradients(batch)
+    assert [len(part) for part, _ in run._parts(batch)] == [3, 3]
+    assert float(loss) == pytest.approx(float(whole.detach()), rel=1e-6)
+    for parameter, gradient in zip(run.model.parameters(), expected, strict=True):
+        if gradient is None:
+            assert parameter.grad is None
+        else:
+            torch.testing.assert_close(parameter.grad, gradient, rtol=1e-5, atol=1e-7)
+    # a batch of one sequence is one part; uneven batches weigh each part by its rows
+    assert [(len(p), w) for p, w in run._parts(batch[:1])] == [(1, 1.0)]
+    assert [(len(p), w) for p, w in run._parts(batch[:5])] == [(3, 0.6), (2, 0.4)]
+
+
+def test_the_counted_first_step_counts_both_parts_and_the_copys_state():
+    run = tiny_run(steps=2)
+    list(run.steps())
+    weights = sum(p.numel() * p.element_size() for p in run.model.parameters())
+    assert run.memory.state_bytes == 6 * weights  # weights, gradients, two moments; the copy's weights, gradients
+    half = tiny_run(steps=1)
+    half.train_config = dataclasses.replace(half.train_config, batch_size=8)
+    list(half.steps())
+    assert run.memory.activation_bytes == pytest.approx(2 * half.memory.activation_bytes, rel=0.05)
+
+
 def test_runs_with_the_same_seed_start_identical_and_leave_the_global_rng_alone():
     first = tiny_run()
     torch.rand(7)  # someone else draws random numbers in between
@@ -419,12 +464,15 @@ def test_an_experiment_stopped_anywhere_resumes_to_the_same_record():
         ("direct", 16), ("pi", 16), ("dynamic", 16), ("direct", 32), ("pi", 32), ("dynamic", 32)]
     assert [f.method for f in straight.fine_tunes] == ["pi"] and len(straight.fine_tunes[0].loss_curve) == 2
     assert straight.fine_tunes[0].before == straight.result("pi", 32)
+    assert straight.device == "CPU (1 thread)"  # the fixture's PE_TRAIN_THREADS=1
     assert [c.step for c in straight.fine_tunes[0].curve] == [0, *fine_tune_checkpoints(2), 2] == [0, 1, 2]
     assert straight.fine_tunes[0].curve[-1].accuracy == straight.fine_tunes[0].after.mean_accuracy
     assert straight.result("pi", 16).loss == straight.result("direct", 16).loss  # s = 1: evaluated once
     cost = straight.cost
     assert cost.tokens_per_s > 0 and cost.memory_measure == MEMORY_COUNTED
-    assert cost.state_bytes == 4 * 4 * straight.parameters  # float32 weights, gradients, two AdamW moments
+    # float32 weights, gradients, two AdamW moments, and the weights and gradients of the copy that computes
+    # the other half of each batch
+    assert cost.state_bytes == 4 * (4 + 2) * straight.parameters
     assert cost.memory_bytes == cost.activation_bytes + cost.state_bytes and cost.activation_bytes > 0
 
     experiment = ExperimentRun(config, device="cpu")

@@ -170,7 +170,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
                 print(f"\n{len(unmeasured)} run(s) were stored before costs were measured (record schema 1); "
                       "their cost shows as –.", file=sys.stderr)
             if any(c.seeds and c.measure != MEMORY_PEAK for c in costs):
-                print("\n* memory counted, not sampled: weights, gradients, AdamW state and the tensors autograd "
+                print("\n* memory counted, not sampled: weights, gradients, AdamW state, the weights and gradients "
+                      "of the model's copy that computes the second half of each batch, and the tensors autograd "
                       "keeps for the backward pass of one step (a CUDA run reports torch.cuda.max_memory_allocated).")
             return {"table": [s._asdict() for s in stats], "costs": [c._asdict() for c in costs]}
         records = run_all(configs, store, device=args.device, force=args.force, quiet=args.quiet)

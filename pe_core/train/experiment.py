@@ -26,7 +26,7 @@ from pe_core.train.evaluate import (
     evaluation_windows,
     method_spec,
 )
-from pe_core.train.loop import Progress, TrainingRun
+from pe_core.train.loop import Progress, TrainingRun, cpu_threads
 from pe_core.train.schema import (
     MEMORY_COUNTED,
     MEMORY_PEAK,
@@ -197,7 +197,8 @@ class ExperimentRun:
         if not self.done:
             raise ValueError("The run is not finished yet: train and evaluate it to the end first.")
         run, c = self.run, self.config
-        device = device_label(run.device) + (", bf16 autocast" if run.autocast is not None else "")
+        threads = cpu_threads() if run.device.type == "cpu" else None
+        device = device_label(run.device, threads) + (", bf16 autocast" if run.autocast is not None else "")
         order = {(m, n): i for i, (n, m) in enumerate((n, m) for n in c.lengths for m in c.evaluated_methods)}
         results = sorted(self.evaluation.results, key=lambda r: order[(r.method, r.length)])
         return RunRecord(
