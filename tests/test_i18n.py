@@ -275,6 +275,24 @@ def test_switching_language_keeps_every_other_setting(one_torch_thread):
     assert url == before_url and _widget_values(at) == before_values
 
 
+def test_a_run_reads_the_language_once_and_again_after_the_switch(one_torch_thread, monkeypatch):
+    from ui import language
+
+    reads = []
+    read = language._read_language
+    monkeypatch.setattr(language, "_read_language", lambda: reads.append(1) or read())
+    at = page_test("pages/frequencies.py", SETTINGS)
+    at.run()
+    assert 1 <= len(reads) <= 3  # not once per translated string (hundreds a run)
+    reads.clear()
+    at.get("button_group")[0].set_value("zh").run()
+    assert not at.exception and CJK.search(at.title[0].value) and len(reads) <= 3
+    reads.clear()
+    with use_language("zh"):  # AppTest formats option labels outside the script run
+        at.run()  # the next run reads it afresh, and finds it unchanged
+    assert CJK.search(at.title[0].value) and 1 <= len(reads) <= 3
+
+
 @pytest.mark.parametrize(("locale", "lang", "expected"), [
     ("zh-CN", None, "zh"), ("zh-TW", None, "zh"), ("zh", None, "zh"), ("fr-FR", None, "en"), (None, None, "en"),
     ("zh-CN", "en", "en"), ("en-US", "zh", "zh"), ("zh-CN", "xx", "zh"), ("de-DE", "xx", "en"),

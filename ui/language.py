@@ -22,10 +22,34 @@ def _from_browser() -> str | None:
     return next((code for code in LANGUAGES if locale == code or locale.startswith(f"{code}-")), None)
 
 
+# The language chosen for the current script run, kept on the run's context: every translated string asks for
+# it (about 1,400 times a run on the training page), and reading it from the session state and the URL took
+# a fifth of that page's rerun. A run starts with a fresh ``cursors`` dict, so a memo holding an older one is
+# from an earlier run.
+_RUN_MEMO = "_pe_run_language"
+
+
 def chosen_language() -> str:
     """The session's language: the switch, else the link's ``lang``, else the browser's, else English."""
-    if get_script_run_ctx() is None:
+    ctx = get_script_run_ctx()
+    if ctx is None:
         return DEFAULT_LANGUAGE
+    memo = getattr(ctx, _RUN_MEMO, None)
+    if memo is not None and memo[0] is ctx.cursors:
+        return memo[1]
+    language = _read_language()
+    setattr(ctx, _RUN_MEMO, (ctx.cursors, language))
+    return language
+
+
+def _forget_run_language() -> None:
+    """The language may change within this run (the switch was just used or corrected): read it again."""
+    ctx = get_script_run_ctx()
+    if ctx is not None:
+        setattr(ctx, _RUN_MEMO, None)
+
+
+def _read_language() -> str:
     choice = st.session_state.get(_CHOICE)
     if choice in LANGUAGES:
         return choice
@@ -54,6 +78,7 @@ def remember_bound_value(key: str, value) -> None:
 def _switched() -> None:
     language = st.session_state[_CHOICE]
     st.query_params[URL_KEY] = language
+    _forget_run_language()
     # Option widgets write their shown label into the URL; give them their values again so they
     # write the new language's labels instead of dropping the old ones as unknown.
     for key, value in st.session_state.get(BOUND_VALUES, {}).items():
@@ -65,6 +90,7 @@ def language_switch() -> None:
     current = chosen_language()
     if st.session_state.get(_CHOICE) not in LANGUAGES:
         st.session_state[_CHOICE] = current
+        _forget_run_language()
     st.segmented_control("Language / 语言", options=list(LANGUAGES), format_func=LANGUAGES.get, key=_CHOICE,
                          on_change=_switched, label_visibility="collapsed", required=True)
     # A link keeps its language: a language other than English always stands in the URL, and a
@@ -72,3 +98,4 @@ def language_switch() -> None:
     linked = st.query_params.get(URL_KEY)
     if (linked is None and current != DEFAULT_LANGUAGE) or (linked is not None and linked != current):
         st.query_params[URL_KEY] = current
+        _forget_run_language()
