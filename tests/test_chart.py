@@ -129,3 +129,21 @@ def test_a_click_on_a_chart_that_takes_picks_reaches_its_callback_with_the_point
     assert drawn_charts(at)[0].id == drawn.id  # the same chart, not a new one
     if served:
         assert '"pick":true' in at.get("bidi_component")[0].proto.bytes.decode()
+
+
+def test_a_figure_is_serialised_once_and_forgotten_with_it(monkeypatch):
+    import gc
+
+    calls = []
+    to_json = plotly.io.to_json
+    monkeypatch.setattr(plotly.io, "to_json", lambda figure, **kw: calls.append(1) or to_json(figure, **kw))
+    figure = _figure()
+    first = chart.chart_payload(figure, {}, stretch=True)
+    assert chart.chart_payload(figure, {"displaylogo": False}, stretch=False) != first  # config and width still apply
+    assert len(calls) == 1  # the same figure object: serialised once
+    assert chart.read_payload(chart.chart_payload(_figure(), {}, stretch=True)) == chart.read_payload(first)
+    assert len(calls) == 2  # an equal but new figure is serialised again
+    key = id(figure)
+    del figure
+    gc.collect()
+    assert key not in chart._SPECS
