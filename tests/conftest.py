@@ -73,6 +73,16 @@ def drawn_charts(at) -> list[DrawnChart]:
     return charts
 
 
+def open_export_menus(at, keys: list[str] | None = None):
+    """Open the Export popover under every chart (or the charts keyed ``keys``) and rerun, as a reader's click
+    does: a figure's download buttons are made only while its popover is open."""
+    from ui.export import export_menu_key
+
+    for key in keys if keys is not None else [chart.key for chart in drawn_charts(at)]:
+        at.session_state[export_menu_key(key)] = True
+    return at.run()
+
+
 def _elements(node):
     yield node
     for _, child in sorted(getattr(node, "children", {}).items()):

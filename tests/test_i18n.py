@@ -12,6 +12,7 @@ import pytest
 
 from i18n import N_, Deferred, Latex, _, current_language, translated_latex, use_language
 from i18n.check import catalog_problems, load_terms, missing_terms, placeholders, read_catalog, terms_used
+from tests.conftest import open_export_menus
 from tests.visible_text import (
     cjk_share,
     figure_texts,
@@ -211,6 +212,8 @@ def test_other_views_read_in_chinese_too(path, query, one_torch_thread):
 
 def test_downloads_follow_the_language(one_torch_thread):
     at = run_page_with_sidebar("pages/frequencies.py", {"lang": "zh"})
+    with use_language("zh"):  # AppTest formats option labels outside the script run
+        open_export_menus(at)
     labels = [b.proto.label for b in at.get("download_button")]
     assert "下载本页全部图表（ZIP）" in labels
     captions = " ".join(c.value for c in at.caption)

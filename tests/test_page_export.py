@@ -16,7 +16,7 @@ from streamlit.testing.v1 import AppTest
 from figures import export
 from figures.slides import SLIDE_FONT_SIZE, SLIDE_HEIGHT, SLIDE_WIDTH
 from pe_core import RopeSpec, rope_frequencies
-from tests.conftest import ROOT, chart_figures, drawn_charts, figure_titled
+from tests.conftest import ROOT, chart_figures, drawn_charts, figure_titled, open_export_menus
 from tests.test_export import needs_browser, pdf_page_size, png_size
 from tests.visible_text import run_page_with_sidebar
 from ui.pages import available_pages
@@ -69,13 +69,16 @@ def deferred(monkeypatch):
     return registered
 
 
-def run(path, query: dict | None = None, url: str | None = PAGE_URL) -> AppTest:
+def run(path, query: dict | None = None, url: str | None = PAGE_URL, *, exports_open: bool = True) -> AppTest:
+    """Run the page; with ``exports_open`` every figure's Export popover is then opened (a second run)."""
     at = AppTest.from_file(str(path), default_timeout=60)
     if url:
         at.context["url"] = url
     for key, value in (query or {}).items():
         at.query_params[key] = value
     at.run()
+    if exports_open:
+        open_export_menus(at)
     assert not at.exception, [e.message for e in at.exception]
     return at
 
@@ -101,7 +104,8 @@ def test_each_figure_gets_png_svg_pdf_buttons_named_after_page_and_view(demo_pag
     assert [b.label for b in buttons] == ["PNG", "SVG", "PDF", "HTML"] * 2 + ["Download all figures on this page (ZIP)"]
     # data is a callable kept for the click: nothing was rendered to build the page
     assert all(b.proto.HasField("deferred_file_id") and not b.proto.url for b in buttons)
-    assert [(name, mime) for name, mime, _ in deferred] == [
+    # (after the first run's ZIP: that run drew the page with every Export menu closed)
+    assert [(name, mime) for name, mime, _ in deferred[1:]] == [
         ("demo_page_freq_d32.png", "image/png"), ("demo_page_freq_d32.svg", "image/svg+xml"),
         ("demo_page_freq_d32.pdf", "application/pdf"), ("demo_page_freq_d32.html", "text/html"),
         ("demo_page_d32.zip", "application/zip"),
@@ -111,6 +115,18 @@ def test_each_figure_gets_png_svg_pdf_buttons_named_after_page_and_view(demo_pag
     np.testing.assert_allclose(figure_titled(at, "RoPE frequencies")["data"][0]["y"], expected_theta(32))
 
 
+def test_a_figures_buttons_are_made_only_while_its_export_menu_is_open(demo_page, deferred):
+    at = run(demo_page, {"d": "32"}, exports_open=False)
+    zip_label = "Download all figures on this page (ZIP)"
+    assert [b.label for b in download_buttons(at)] == [zip_label]  # a slider move sends no figure buttons
+    assert len(at.get("popover")) == 2  # one closed Export menu under each figure
+    first, second = (chart.key for chart in drawn_charts(at))
+    open_export_menus(at, [first])
+    assert sorted(b.label for b in download_buttons(at)) == sorted(["PNG", "SVG", "PDF", "HTML", zip_label])
+    assert {name for name, _, _ in deferred if not name.endswith(".zip")} == {
+        f"demo_page_freq_d32.{fmt}" for fmt in ("png", "svg", "pdf", "html")}
+
+
 def test_page_reruns_render_no_images(demo_page, deferred, monkeypatch):
     calls = []
     monkeypatch.setattr(export._SERVER, "render", lambda *a, **k: calls.append(a) or b"")
@@ -118,7 +134,8 @@ def test_page_reruns_render_no_images(demo_page, deferred, monkeypatch):
     at.select_slider[0].set_value(128).run()
     at.toggle[0].set_value(True).run()
     assert not at.exception
-    assert len(deferred) == 3 * (2 * 4 + 1)  # three runs of two figures' four buttons and the ZIP
+    # the first run (Export menus closed): the ZIP; then three runs of two figures' four buttons and the ZIP
+    assert len(deferred) == 1 + 3 * (2 * 4 + 1)
     assert calls == []
     next(build for name, _, build in reversed(deferred) if name.endswith(".png"))()  # a click renders
     assert len(calls) == 1
@@ -226,7 +243,7 @@ def test_share_link_at_defaults_is_the_bare_page(demo_page):
     ({"d": ["16", "32"], "slide": "1e9"}, {"d", "slide"}),
 ])
 def test_garbage_url_values_fall_back_with_a_note(demo_page, query, bad):
-    at = run(demo_page, query)
+    at = run(demo_page, query, exports_open=False)  # the note is for the run that found the bad values
     notes = " ".join(w.value for w in at.warning)
     labels = {"d": "Head dim d", "slide": "Slide style", "stitle": "Keep figure titles"}
     assert notes.count("showing the default") == len(bad)
@@ -261,6 +278,7 @@ FIGURE_PAGES = [p.path for p in available_pages()  # the tour shows a figure onc
 def test_every_figure_on_every_page_has_export_buttons(page):
     at = AppTest.from_file(str(ROOT / page), default_timeout=120)
     at.run()
+    open_export_menus(at)
     assert not at.exception, [e.message for e in at.exception]
     charts = drawn_charts(at)
     assert charts, f"{page} shows no figure"
