@@ -35,8 +35,8 @@ def _mps_available() -> bool:
 
 
 def device_label(device: torch.device | None = None, threads: int | None = None) -> str:
-    """A short human description, e.g. 'CUDA (NVIDIA H100)' or 'CPU (2 threads)' (``threads``: the threads
-    that computed, default torch's intra-op count)."""
+    """A short human description, e.g. 'CUDA (NVIDIA H100)' or 'CPU (2 threads)' (``threads``: the CPU threads
+    that computed, default torch's intra-op count; a GPU ignores it)."""
     device = device or compute_device()
     if device.type == "cuda":
         return f"CUDA ({torch.cuda.get_device_name(device)})"

@@ -147,18 +147,16 @@ def select_points(at, chart_key: str, points: list[dict]):
     assert len(charts) == 1, f"expected one chart keyed {chart_key!r}, found {len(charts)}"
     assert charts[0].pickable, f"{chart_key} takes no pick"
     selection = {"points": points}
-    states = at._tree.get_widget_states()
-    picked = WidgetStates()
-    if charts[0].own:
-        event_id = _make_trigger_id(charts[0].id, "events")  # where the browser sends a component's events
-        picked.widgets.extend(w for w in states.widgets if w.id != event_id)
-        state = picked.widgets.add()
-        state.id = event_id
-        state.json_trigger_value = json.dumps([{"event": PICK_EVENT, "value": selection}])
+    if charts[0].own:  # the browser sends a component's events to its trigger widget
+        widget_id, field = _make_trigger_id(charts[0].id, "events"), "json_trigger_value"
+        value = [{"event": PICK_EVENT, "value": selection}]
     else:
-        picked.widgets.extend(w for w in states.widgets if w.id != charts[0].id)
-        state = picked.widgets.add()
-        state.id = charts[0].id
-        state.string_value = json.dumps({"selection": {**selection, "point_indices": [
-            p.get("point_index", 0) for p in points], "box": [], "lasso": []}})
+        widget_id, field = charts[0].id, "string_value"
+        value = {"selection": {**selection, "point_indices": [p.get("point_index", 0) for p in points],
+                               "box": [], "lasso": []}}
+    picked = WidgetStates()
+    picked.widgets.extend(w for w in at._tree.get_widget_states().widgets if w.id != widget_id)
+    state = picked.widgets.add()
+    state.id = widget_id
+    setattr(state, field, json.dumps(value))
     return at._run(picked)

@@ -166,12 +166,12 @@ _SPECS_LOCK = threading.Lock()
 
 def figure_json(figure: go.Figure) -> str:
     """``figure`` as plotly.js receives it (``plotly.io.to_json``), serialised once per figure object."""
+    key = id(figure)
     with _SPECS_LOCK:
-        known = _SPECS.get(id(figure))
+        known = _SPECS.get(key)
     if known is not None and known[0]() is figure:
         return known[1]
     spec = plotly.io.to_json(figure, validate=False)
-    key = id(figure)
 
     def forget(_reference, key=key) -> None:
         with _SPECS_LOCK:

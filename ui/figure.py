@@ -46,15 +46,15 @@ def title_html(title: str) -> str:
 
 
 def show_figure(figure: go.Figure, key: str, *, caption: str | None = None, styled: bool = False,
-                on_select: Callable[[], None] | None = None, buttons: bool = True,
+                on_pick: Callable[[], None] | None = None, buttons: bool = True,
                 width: int | str = "stretch", height: int | str = "content",
                 page: Callable[[bool], PageFigure] | None = None, stem: str | None = None) -> None:
     """Draw ``figure`` exactly as exported (the project template, not Streamlit's theme), with
     PNG / SVG / PDF download buttons; in slide style the figure is shown as the slide will look
     (``styled``: the figure is already in the sidebar's style).
 
-    ``on_select``: the figure takes a picked point (one click) and calls this, which reads the points from
-    ``st.session_state[key]["selection"]``. ``buttons=False`` leaves out the download buttons (a presentation
+    ``on_pick``: the figure takes a picked point (one click) and calls this, which reads the points from
+    ``st.session_state[key][ui.chart.PICK_EVENT]``. ``buttons=False`` leaves out the download buttons (a presentation
     has no room); ``width`` and ``height`` as ``st.plotly_chart`` takes them ("content": the figure's own size).
 
     In screen style the chart is the figure's page form (its title as text above it, laid out for a phone on
@@ -74,7 +74,7 @@ def show_figure(figure: go.Figure, key: str, *, caption: str | None = None, styl
             st.markdown(title_html(form.title), unsafe_allow_html=True)
         drawn = form.figure
     config = export.modebar_config(_PLOTLY_CONFIG, shown, stem)
-    draw_chart(drawn, key, config=config, width=width, height=height, on_pick=on_select)
+    draw_chart(drawn, key, config=config, width=width, height=height, on_pick=on_pick)
     if caption:
         st.caption(caption)
     if buttons:

@@ -169,8 +169,8 @@ class LessonPage:
             caption = self.lesson.caption(name, settings)
         key = f"{self.lesson.name}_{name}"
         # A figure that selects a highlight takes a click when the page shows that highlight's control.
-        on_select = self._picker(spec.selects, spec.select_axis, key) if spec.selects in self._values else None
-        show_figure(figure, key, caption=caption, styled=True, on_select=on_select,
+        on_pick = self._picker(spec.selects, spec.select_axis, key) if spec.selects in self._values else None
+        show_figure(figure, key, caption=caption, styled=True, on_pick=on_pick,
                     page=lambda narrow: self.lesson.page_figure(name, settings, narrow=narrow),
                     stem=stem_for(self.lesson, name, settings, style))
         export.remember_lesson(self.lesson, self._settings_for_export)

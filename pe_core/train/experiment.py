@@ -197,8 +197,7 @@ class ExperimentRun:
         if not self.done:
             raise ValueError("The run is not finished yet: train and evaluate it to the end first.")
         run, c = self.run, self.config
-        threads = cpu_threads() if run.device.type == "cpu" else None
-        device = device_label(run.device, threads) + (", bf16 autocast" if run.autocast is not None else "")
+        device = device_label(run.device, cpu_threads()) + (", bf16 autocast" if run.autocast is not None else "")
         order = {(m, n): i for i, (n, m) in enumerate((n, m) for n in c.lengths for m in c.evaluated_methods)}
         results = sorted(self.evaluation.results, key=lambda r: order[(r.method, r.length)])
         return RunRecord(
