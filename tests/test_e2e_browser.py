@@ -206,6 +206,9 @@ def test_tour_presents_with_the_keyboard_and_no_sidebar(app):
     # the style that hides the sidebar may land a moment after the step's header
     page.locator('[data-testid="stSidebar"]').wait_for(state="hidden", timeout=30_000)
     assert page.locator(".st-key-tour_slide").count() == 0  # the question first
+    # the arrow is the Reveal button's shortcut: press it once that button is drawn and the run has ended
+    page.locator(".st-key-tour_reveal button").wait_for(timeout=60_000)
+    wait_for_app_idle(page)
     page.keyboard.press("ArrowRight")
     page.locator(".st-key-tour_slide").wait_for(timeout=60_000)
     # the slide box shows a skeleton first, then the slide (an image, or the live chart without a renderer)
