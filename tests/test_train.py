@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 import subprocess
 import sys
 import threading
@@ -656,3 +657,45 @@ def test_a_start_token_heads_every_window_as_input_only():
                       TrainConfig(steps=2, batch_size=4, validation_windows=4), device="cpu", start_token=True)
     assert (run.validation[:, 0] == data.START_INDEX).all() and (run.validation[:, 1:] != data.START_INDEX).all()
     assert len(list(run.steps())) == 2 and data.decode([data.START_INDEX]) == data.START
+
+# --- the GPU path, exercised where it can be: autocast on the CPU ----------------------------------------
+
+
+def test_bf16_autocast_is_chosen_only_for_a_cuda_device_that_has_it(monkeypatch):
+    from pe_core.train.loop import autocast_dtype
+
+    assert autocast_dtype(torch.device("cpu")) is None
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *args, **kwargs: True)
+    assert autocast_dtype(torch.device("cuda")) == torch.bfloat16
+    monkeypatch.setenv("PE_AUTOCAST", "0")
+    assert autocast_dtype(torch.device("cuda")) is None
+    monkeypatch.delenv("PE_AUTOCAST")
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *args, **kwargs: False)
+    assert autocast_dtype(torch.device("cuda")) is None
+
+
+def test_a_bf16_autocast_step_keeps_rope_in_float32_and_trains_like_float32(monkeypatch):
+    """The autocast a GPU run uses, run on the CPU (torch has bf16 autocast there too): the training loss
+    follows float32's, and the rotation itself sees float32 angles and float32 inputs."""
+    config = tiny_config(steps=8)
+    plain = TrainingRun(config.model_config(), config.train_config(), device="cpu")
+    mixed = TrainingRun(config.model_config(), config.train_config(), device="cpu")
+    mixed.autocast = torch.bfloat16
+    import pe_core.model as model_module
+
+    seen = []
+    rotate = model_module.rotate
+
+    def spy(x, cos, sin, pairing):
+        seen.append((x.dtype, cos.dtype, sin.dtype, torch.is_autocast_enabled("cpu")))
+        return rotate(x, cos, sin, pairing)
+
+    monkeypatch.setattr(model_module, "rotate", spy)
+    plain_losses = [p.loss for p in plain.steps()]
+    seen.clear()
+    mixed_losses = [p.loss for p in mixed.steps()]
+    assert seen and all(entry[:3] == (torch.float32,) * 3 for entry in seen)
+    assert any(entry[3] for entry in seen)  # the training steps rotate inside autocast (validation outside)
+    assert all(math.isfinite(loss) for loss in mixed_losses)
+    assert mixed_losses == pytest.approx(plain_losses, abs=0.05)
+    assert mixed_losses != plain_losses  # bf16 matmuls did happen
