@@ -164,15 +164,9 @@ def _collisions(result) -> dict[str, Any]:
 
 
 def _toy(result) -> dict[str, Any]:
-    from pe_core.train.spectrum import spectrum
+    from lessons.training import toy_facts
 
-    toy, llama = result.spectra[0], result.spectra[1]
-    usual = spectrum("toy", toy.head_dim, llama.base, toy.train_length, toy.scale)
-    return {"L": length_text(toy.train_length), "d": toy.head_dim, "base": base_text(toy.base),
-            "pairs": toy.pairs, "turning": toy.turning, "unseen": toy.unseen_share, "scale": toy.scale,
-            "llama": llama.name, "llama_base": base_text(llama.base), "llama_L": length_text(llama.train_length),
-            "llama_turning": llama.turning, "llama_pairs": llama.pairs, "llama_unseen": llama.unseen_share,
-            "usual_turning": usual.turning, "usual_unseen": usual.unseen_share}
+    return toy_facts(result)
 
 
 # ---- the tour ------------------------------------------------------------------------------------------

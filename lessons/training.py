@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from typing import Any
 
 from figures import training as draw
 from i18n import N_, _, sentences
@@ -34,9 +35,10 @@ from pe_core.train import (
     RunRecord,
     run_experiment,
 )
+from pe_core.train.config import YARN_RAMPS
 from pe_core.train.published import SU_TABLE, SU_TEST_LENGTH, SU_TRAIN_LENGTH
 from pe_core.train.schema import MEMORY_PEAK
-from pe_core.train.spectrum import Spectrum, real_spectra, spectrum
+from pe_core.train.spectrum import PAPER_RAMP, Spectrum, matched_ramp, ramp_zones, real_spectra, spectrum
 from pe_core.train.summary import CostStat, SeedStat, TunePoint, cost_cells, cost_stats, fine_tune_curves, seed_stats
 
 EXPERIMENT, VIEW = "experiment", "view"
@@ -57,6 +59,9 @@ SCALABLE = tuple(name for name, e in ENCODINGS.items() if e.scalable)
 
 def _encoding_title(key: str) -> str:
     return _(ENCODINGS[key].title)
+
+
+RAMP_TITLES = {"matched": N_("Matched to the toy"), "paper": N_("The paper's (for Llama)")}
 
 
 def _method_title(key: str) -> str:
@@ -101,6 +106,11 @@ class Settings(LessonSettings):
                                          when={"encoding": SCALABLE})
     fine_tune_steps: int = setting(DEFAULT.fine_tune_steps, N_("Fine-tuning steps"), key="fts", group=EXPERIMENT,
                                    options=FINE_TUNE_STEPS, when={"encoding": SCALABLE})
+    yarn_ramp: str = setting(DEFAULT.yarn_ramp, N_("YaRN's α and β"), key="ramp", widget="radio", group=EXPERIMENT,
+                             options=YARN_RAMPS, format=lambda v: _(RAMP_TITLES[v]), when={"encoding": SCALABLE},
+                             help=N_("Which pairs YaRN and NTK-by-parts keep and which they interpolate. The "
+                                     "paper's α = 1, β = 32 were found for Llama; matched sorts the same shares "
+                                     "of this toy's pairs (see A faithful miniature)."))
     shown: int = setting(max(DEFAULT.multiples), N_("Show per-position loss at L′ ="), key="show", group=VIEW,
                          options=MULTIPLES, format=lambda m: f"{m}× L")
 
@@ -221,6 +231,28 @@ def row_key(encoding: str, method: str) -> tuple[str, str, bool]:
         return encoding, "encoding", False
     definition = INFERENCE_METHODS[method]
     return definition.style, "method", definition.logn
+
+
+def toy_facts(result: Result) -> dict[str, Any]:
+    """What the prose says about the toy's spectrum, computed: its shares against Llama 2's, the same toy at
+    Llama 2's base, and how YaRN's ramp sorts its pairs at the paper's (β, α) and at the matched ones."""
+    toy, llama = result.spectra[0], result.spectra[1]
+    usual = toy_spectrum(toy.head_dim, llama.base, toy.train_length, toy.scale)
+    matched = matched_ramp(toy.base, toy.train_length)
+    paper_zones = ramp_zones(toy.head_dim, toy.base, toy.train_length, PAPER_RAMP)
+    matched_zones = ramp_zones(toy.head_dim, toy.base, toy.train_length, matched)
+    llama_zones = ramp_zones(llama.head_dim, llama.base, llama.train_length, PAPER_RAMP)
+    return {"L": length_text(toy.train_length), "d": toy.head_dim, "base": base_text(toy.base),
+            "pairs": toy.pairs, "turning": toy.turning, "unseen": toy.unseen_share, "scale": toy.scale,
+            "llama": llama.name, "llama_d": llama.head_dim, "llama_base": base_text(llama.base),
+            "llama_L": length_text(llama.train_length), "llama_turning": llama.turning, "llama_pairs": llama.pairs,
+            "llama_unseen": llama.unseen_share, "usual_turning": usual.turning, "usual_unseen": usual.unseen_share,
+            "paper_beta": f"{PAPER_RAMP[0]:g}", "paper_alpha": f"{PAPER_RAMP[1]:g}",
+            "llama_kept": llama_zones.kept, "llama_interpolated": llama_zones.interpolated,
+            "fastest_turns": f"{float(toy.turns.max()):.1f}", "paper_kept": paper_zones.kept,
+            "paper_interpolated": paper_zones.interpolated,
+            "beta": f"{matched[0]:.2f}", "alpha": f"{matched[1]:.2f}",
+            "kept": matched_zones.kept, "interpolated": matched_zones.interpolated}
 
 
 def spectrum_name(s: Spectrum, toy: bool) -> str:

@@ -36,15 +36,25 @@ if store_problem():
 
 # --- the toy's spectrum -----------------------------------------------------------------------------
 st.header(_("A faithful miniature"))
+toy = lesson.toy_facts(page.result((lesson.EXPERIMENT,)))
 st.markdown(_(
     "Direct extrapolation fails through the RoPE pairs that never complete a turn within L: past L they reach "
     "angles training never showed. A toy tells the published story only if it has about the same share of such "
-    "pairs as a real model. Llama 2 (head size 128, base 10,000, L = 4,096) has 46 of 64 pairs turning within L "
-    "({llama2}); the toy's short L gets about the same proportions from a small base, as the numbers under the "
-    "figure show. With base 10,000 the same toy would have only 9 of 32 pairs turning, and 56 % of its angles "
-    "at 8× unseen."
-).format(llama2=cite("llama2")))
+    "pairs as a real model. {llama} (head size {llama_d}, base {llama_base}, L = {llama_L}) has {llama_turning} of "
+    "{llama_pairs} pairs turning within L ({llama_source}); the toy's short L gets about the same proportions from "
+    "a small base, as the numbers under the figure show. With base {llama_base} the same toy would have only "
+    "{usual_turning} of {pairs} pairs turning, and {usual_unseen:.0%} of its angles at {scale}× unseen."
+).format(llama_source=cite("llama2"), **toy))
 page.figure("spectrum")
+st.markdown(_(
+    "YaRN and NTK-by-parts sort pairs by the same turns: a pair turning more than β times within L is kept, one "
+    "turning fewer than α times is interpolated, and a ramp runs between ({yarn}). The paper's α = {paper_alpha}, "
+    "β = {paper_beta} were found for the Llama family, and it says to tune them case by case: in {llama} they keep "
+    "{llama_kept} of {llama_pairs} pairs and interpolate {llama_interpolated}. This toy's fastest pair turns only "
+    "{fastest_turns} times within L, so those values would keep {paper_kept} of its {pairs} pairs. Matched, the toy "
+    "uses the turns at which the same shares of its pairs fall in each zone: β = {beta}, α = {alpha}, keeping "
+    "{kept} pairs and interpolating {interpolated} (the sidebar's “YaRN's α and β” switches to the paper's values)."
+).format(yarn=cite("yarn", "§3.2"), **toy))
 
 
 # --- train, or look up ------------------------------------------------------------------------------

@@ -48,6 +48,7 @@ class MethodDef(NamedTuple):
     title: str  # N_()-marked
     build: Callable[[MethodParams], RopeSpec]
     reference: str  # the source that introduced it (a key of the References page)
+    ramp: bool = False  # sorts pairs by their turns within L with beta_fast and beta_slow (YaRN's ramp)
 
 
 class MethodSetup(NamedTuple):
@@ -129,8 +130,8 @@ METHODS: dict[str, MethodDef] = {
     "pi": MethodDef(N_("Position Interpolation"), _pi, "pi"),
     "ntk": MethodDef(N_("NTK-aware"), _ntk, "ntk_aware"),
     "dynamic": MethodDef(N_("Dynamic NTK"), _dynamic, "dynamic_ntk"),
-    "ntk_by_parts": MethodDef(N_("NTK-by-parts"), _ntk_by_parts, "yarn"),
-    "yarn": MethodDef(N_("YaRN"), _yarn, "yarn"),
+    "ntk_by_parts": MethodDef(N_("NTK-by-parts"), _ntk_by_parts, "yarn", ramp=True),
+    "yarn": MethodDef(N_("YaRN"), _yarn, "yarn", ramp=True),
     "llama3": MethodDef(N_("Llama-3 scaling"), _llama3, "llama3"),
     "longrope": MethodDef(N_("LongRoPE"), _longrope, "longrope"),
     "abf": MethodDef(N_("Base change (ABF)"), _abf, "abf"),

@@ -85,6 +85,9 @@ class ModelConfig:
     position: str = "rope"
     rope_base: float = 10000.0  # also the base of the sinusoidal encoding and of Transformer-XL's R
     rope_pairing: str = "half"
+    # YaRN's and NTK-by-parts' (β, α) when run at a longer length: pairs turning more than β times within L are
+    # kept, fewer than α times interpolated (the paper's values, found for Llama; see pe_core.train.spectrum)
+    yarn_ramp: tuple[float, float] = (32.0, 1.0)
     t5_num_buckets: int = 32
     t5_max_distance: int | None = None  # None: the training length (so every bucket is trained), ≥ num_buckets
     deberta_span: int | None = None  # DeBERTa's k (2k relative embeddings); None: the training length
@@ -112,6 +115,9 @@ class ModelConfig:
             raise ValueError(f"deberta_span must be a positive integer (got {self.deberta_span!r}).")
         if self.max_positions < self.train_length:
             raise ValueError("max_positions must be at least the training length.")
+        fast, slow = self.yarn_ramp
+        if not (math.isfinite(fast) and math.isfinite(slow) and fast > slow > 0):
+            raise ValueError(f"yarn_ramp must be (β, α) with β > α > 0 turns (got {self.yarn_ramp!r}).")
 
     @property
     def head_dim(self) -> int:

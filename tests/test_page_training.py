@@ -70,6 +70,14 @@ def test_before_any_run_the_page_shows_the_spectrum_and_a_train_button():
     assert "18% of angles unseen" in toy["name"] and "18% of angles unseen" in llama2["name"]
     captions = " ".join(c.value for c in at.caption)
     assert "59% and 18% for this toy" in captions and "Llama 2: 72% and 18%" in captions
+    prose = " ".join(m.value for m in at.markdown)
+    assert "has 46 of 64 pairs turning within L" in prose
+    assert "only 9 of 32 pairs turning, and 56% of its angles at 8× unseen" in prose  # base 10,000, d = 64, L = 64
+    # YaRN's ramp: the paper's values keep 21 and interpolate 18 of Llama 2's pairs; matched, the toy keeps 11, 9
+    assert "keep 21 of 64 pairs and interpolate 18" in prose and "turns only 10.2 times within L" in prose
+    assert "would keep 1 of its 32 pairs" in prose
+    assert "β = 2.83, α = 0.65, keeping 11 pairs and interpolating 9" in prose
+    assert at.radio(key="ramp").value == "matched"
 
 
 def test_a_finished_run_is_stored_and_shown_and_a_rerun_is_instant(fresh_service):

@@ -48,6 +48,7 @@ from pe_core.train.loop import counting_saved_tensors
 from pe_core.train.published import SU_TABLE
 from pe_core.train.schema import MEMORY_COUNTED
 from pe_core.train.service import TrainingService
+from pe_core.train.spectrum import matched_ramp
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -421,9 +422,9 @@ def test_changing_a_default_never_renames_the_runs_it_does_not_apply_to():
 
 
 def test_runs_stored_before_the_weight_decay_knob_read_as_trained_and_keep_their_hash():
-    legacy = tiny_config(weight_decay=0.1)  # what every run used before the knob existed
+    legacy = tiny_config(weight_decay=0.1, yarn_ramp="paper")  # what every run used before the knobs existed
     saved = legacy.to_json()
-    del saved["weight_decay"]
+    del saved["weight_decay"], saved["yarn_ramp"]
     assert ExperimentConfig.from_json(saved) == legacy
     identity = {"results_version": RESULTS_VERSION, **saved}  # the hash as computed before the knob
     text = json.dumps(identity, sort_keys=True, separators=(",", ":"))
@@ -438,7 +439,55 @@ def test_runs_stored_before_the_weight_decay_knob_read_as_trained_and_keep_their
             assert (decayed["weight_decay"], plain["weight_decay"]) == (config.weight_decay, 0.0)
 
 
+def test_runs_stored_before_the_yarn_ramp_knob_read_as_the_papers_and_keep_their_hash():
+    legacy = tiny_config(methods=("direct", "yarn"), yarn_ramp="paper")  # what YaRN used before the knob
+    saved = legacy.to_json()
+    del saved["yarn_ramp"]
+    assert ExperimentConfig.from_json(saved) == legacy
+    identity = {"results_version": RESULTS_VERSION, **saved}
+    text = json.dumps(identity, sort_keys=True, separators=(",", ":"))
+    assert legacy.hash == hashlib.sha256(text.encode()).hexdigest()[:16]
+    matched = tiny_config(methods=("direct", "yarn"))
+    assert matched.yarn_ramp == "matched" and matched.hash != legacy.hash
+    assert matched.family == legacy.family  # the same training: one seed table, whose YaRN rows pick their runs
+    # where no method reads the ramp, or the encoding has none, the knob does not rename the run
+    assert tiny_config().hash == tiny_config(yarn_ramp="paper").hash
+    assert tiny_config(encoding="alibi").hash == tiny_config(encoding="alibi", yarn_ramp="paper").hash
+    assert tiny_config(fine_tune=("yarn",)).uses_ramp and not tiny_config().uses_ramp
+
+
+def test_the_yarn_ramp_reaches_the_models_yarn_and_ntk_by_parts():
+    config = tiny_config(methods=("yarn", "ntk_by_parts"))
+    beta, alpha = matched_ramp(config.rope_base, config.train_length)
+    assert config.model_config().yarn_ramp == (beta, alpha)
+    assert config.replace(yarn_ramp="paper").model_config().yarn_ramp == (32.0, 1.0)
+    run = TrainingRun(config.model_config(), config.train_config(), device="cpu")
+    for method in ("yarn", "ntk_by_parts"):
+        spec = method_spec(run.model, method, 4 * config.train_length)
+        assert (spec.beta_fast, spec.beta_slow) == (beta, alpha)
+    paper = TrainingRun(config.replace(yarn_ramp="paper").model_config(), config.train_config(), device="cpu")
+    assert evaluation_key(run.model, "yarn", 64) != evaluation_key(paper.model, "yarn", 64)
+    assert evaluation_key(run.model, "pi", 64) == evaluation_key(paper.model, "pi", 64)
+
+
+def test_the_seed_table_takes_yarn_rows_from_runs_with_the_same_ramp():
+    from pe_core.train.store import ResultRow
+    from pe_core.train.summary import seed_stats
+
+    config = tiny_config(methods=("direct", "yarn"))
+    rows = [ResultRow(f"h{ramp}", "rope", 0, {**config.to_json(), "yarn_ramp": ramp}, "yarn", 32, False, accuracy, 1.0)
+            for ramp, accuracy in (("matched", 0.5), ("paper", 0.25))]
+    legacy = dict(rows[1].config)
+    del legacy["yarn_ramp"]  # stored before the knob: the paper's
+    rows.append(rows[1]._replace(hash="old", seed=1, config=legacy, accuracy=0.75))
+    (matched,) = seed_stats(rows, config)
+    assert (matched.mean, matched.seeds) == (0.5, (0,))
+    (paper,) = seed_stats(rows, config.replace(yarn_ramp="paper"))
+    assert (paper.mean, paper.seeds) == (0.5, (0, 1))
+
+
 @pytest.mark.parametrize("changes, message", [
+    ({"yarn_ramp": "tuned"}, "yarn_ramp must be one of"),
     ({"weight_decay": -0.1}, "weight_decay"),
     ({"encoding": "xpos"}, "encoding must be one of"),
     ({"methods": ("magic",)}, "Unknown method"),
@@ -657,6 +706,7 @@ def test_a_start_token_heads_every_window_as_input_only():
                       TrainConfig(steps=2, batch_size=4, validation_windows=4), device="cpu", start_token=True)
     assert (run.validation[:, 0] == data.START_INDEX).all() and (run.validation[:, 1:] != data.START_INDEX).all()
     assert len(list(run.steps())) == 2 and data.decode([data.START_INDEX]) == data.START
+
 
 # --- the GPU path, exercised where it can be: autocast on the CPU ----------------------------------------
 

@@ -16,8 +16,10 @@ import math
 from dataclasses import dataclass, field
 
 from pe_core.data import EVAL_CHARACTERS_PER_LENGTH
+from pe_core.methods import METHODS
 from pe_core.model import ENCODINGS, ROPE_PAIRINGS, ModelConfig
 from pe_core.train.evaluate import AS_TRAINED, FINE_TUNABLE, INFERENCE_METHODS
+from pe_core.train.spectrum import PAPER_RAMP, matched_ramp
 
 # Bump when a change to the model, the data, training or evaluation changes results: stored runs
 # of the old version then no longer match any config (they stay in the store, browsable).
@@ -27,11 +29,13 @@ TOKENS_PER_STEP = 2048  # batch size × training length, so a step costs about t
 DEFAULT_SEEDS = (0, 1, 2, 3, 4)
 # Knobs added after runs were first stored, with the value every earlier run used: a record without the
 # knob gets that value, and a config holding it hashes as before the knob existed, so those runs stay found.
-LEGACY_VALUES = {"weight_decay": 0.1}
+LEGACY_VALUES = {"weight_decay": 0.1, "yarn_ramp": "paper"}
 # What a knob that does not apply to an encoding is set to before hashing (the defaults when runs were first
 # stored). Fixed, not the current defaults: changing a default must not rename the runs it does not apply to.
 NOT_APPLICABLE = {"rope_base": 50.0, "rope_pairing": "half", "methods": (), "fine_tune": (), "fine_tune_steps": 100,
-                  "fine_tune_learning_rate": 3e-3}
+                  "fine_tune_learning_rate": 3e-3, "yarn_ramp": "paper"}
+# YaRN's (β, α): the paper's values for Llama, or the turn counts that sort the same shares of the toy's pairs
+YARN_RAMPS = ("matched", "paper")
 DEFAULT_METHODS = ("direct", "pi", "ntk", "dynamic", "yarn", "direct_logn", "pi_logn", "ntk_logn", "rerope",
                    "rerope_logn", "leaky_rerope")
 
@@ -110,6 +114,10 @@ class ExperimentConfig:
                                        choices=FINE_TUNABLE)
     fine_tune_steps: int = _knob(200, "fine-tuning steps at the longest length")
     fine_tune_learning_rate: float = _knob(3e-3, "peak learning rate of the fine-tune")
+    yarn_ramp: str = _knob("matched", "YaRN's and NTK-by-parts' α and β: 'paper' keeps pairs turning more than 32 "
+                                      "times within L and interpolates those under 1 (found for Llama); 'matched' "
+                                      "sorts the same shares of this model's pairs as those values sort Llama 2's",
+                           choices=YARN_RAMPS)
     eval_tokens: int = _knob(EVAL_CHARACTERS_PER_LENGTH, "validation characters per evaluation length")
     start_token: bool = _knob(False, "begin every window with a start-of-text token, as language models' "
                                      "sequences do")
@@ -126,6 +134,8 @@ class ExperimentConfig:
         cannot = [m for m in self.fine_tune if m not in FINE_TUNABLE]
         if cannot:
             raise ValueError(f"Fine-tune with one of {', '.join(FINE_TUNABLE)} (got {', '.join(cannot)}).")
+        if self.yarn_ramp not in YARN_RAMPS:
+            raise ValueError(f"yarn_ramp must be one of {', '.join(YARN_RAMPS)} (got {self.yarn_ramp!r}).")
         # registry order, no repeats: the same choice in another order is the same experiment
         object.__setattr__(self, "methods", tuple(m for m in INFERENCE_METHODS if m in self.methods))
         object.__setattr__(self, "fine_tune", tuple(m for m in FINE_TUNABLE if m in self.fine_tune))
@@ -159,10 +169,22 @@ class ExperimentConfig:
     def fine_tuned_methods(self) -> tuple[str, ...]:
         return self.fine_tune if self.scalable and max(self.multiples) > 1 else ()
 
+    @property
+    def uses_ramp(self) -> bool:
+        """Whether a method evaluated or fine-tuned sorts pairs by YaRN's ramp (so ``yarn_ramp`` matters)."""
+        return self.scalable and any(METHODS[INFERENCE_METHODS[m].frequencies].ramp
+                                     for m in (*self.methods, *self.fine_tune))
+
+    @property
+    def ramp_turns(self) -> tuple[float, float]:
+        """YaRN's (β, α) in turns within L for this run (``yarn_ramp``)."""
+        return matched_ramp(self.rope_base, self.train_length) if self.yarn_ramp == "matched" else PAPER_RAMP
+
     def model_config(self) -> ModelConfig:
         return ModelConfig(n_layer=self.n_layer, n_head=self.n_head, d_model=self.d_model, head_size=self.head_size,
                            train_length=self.train_length, max_positions=self.longest, position=self.encoding,
-                           rope_base=float(self.rope_base), rope_pairing=self.rope_pairing)
+                           rope_base=float(self.rope_base), rope_pairing=self.rope_pairing,
+                           yarn_ramp=self.ramp_turns)
 
     def train_config(self) -> TrainConfig:
         return TrainConfig(steps=self.steps, batch_size=batch_size_for(self.train_length, self.tokens_per_step),
@@ -179,9 +201,13 @@ class ExperimentConfig:
         if not ENCODINGS[self.encoding].uses_base:
             unused.append("rope_base")
         if not self.scalable:
-            unused += ["rope_pairing", "methods", "fine_tune", "fine_tune_steps", "fine_tune_learning_rate"]
-        elif not self.fine_tuned_methods:
-            unused += ["fine_tune_steps", "fine_tune_learning_rate"]
+            unused += ["rope_pairing", "methods", "fine_tune", "fine_tune_steps", "fine_tune_learning_rate",
+                       "yarn_ramp"]
+        else:
+            if not self.fine_tuned_methods:
+                unused += ["fine_tune_steps", "fine_tune_learning_rate"]
+            if not self.uses_ramp:
+                unused.append("yarn_ramp")
         reset = {name: NOT_APPLICABLE[name] for name in unused}
         return dataclasses.replace(self, **reset) if reset else self
 
@@ -223,8 +249,8 @@ class ExperimentConfig:
     def family_at(self, results_version: int) -> str:
         values = self._identity()
         for name in ("encoding", "seed", "rope_base", "rope_pairing", "methods", "fine_tune", "fine_tune_steps",
-                     "fine_tune_learning_rate"):
-            values.pop(name)
+                     "fine_tune_learning_rate", "yarn_ramp"):
+            values.pop(name, None)  # a knob at its legacy value is already gone
         return _digest({"results_version": results_version, **values})
 
     def label(self) -> str:

@@ -142,7 +142,9 @@ def method_spec(model: TinyTransformer, method: str, length: int) -> RopeSpec:
     """The RoPE spec ``method`` (a key of ``INFERENCE_METHODS``) gives the model at L' = ``length``."""
     config = model.config
     frequencies = INFERENCE_METHODS[method].frequencies
-    return method_setup(frequencies, config.head_dim, config.rope_base, config.train_length, length).spec
+    beta_fast, beta_slow = config.yarn_ramp
+    return method_setup(frequencies, config.head_dim, config.rope_base, config.train_length, length,
+                        beta_fast=beta_fast, beta_slow=beta_slow).spec
 
 
 def use_method(model: TinyTransformer, method: str, length: int) -> None:

@@ -8,6 +8,12 @@ story only if it has about the same share of each. Two measures:
 - the share of pairs that complete a turn within L (λᵢ ≤ L);
 - the share of angles unseen at s×: over every position m < s·L and every pair, the angle
   m·θᵢ (mod 2π) lies outside the arc the pair covered in training.
+
+YaRN and NTK-by-parts sort pairs by the same turn counts: a pair turning more than β times within
+L is kept, one turning fewer than α times is interpolated, a ramp between (Peng et al. 2023, §3.2).
+The paper's α = 1, β = 32 were found for the Llama family, "to be tuned on a case-by-case basis";
+``matched_ramp`` gives a smaller spectrum the turn counts that sort the same shares of its pairs
+into each zone as the paper's values sort Llama 2's.
 """
 
 from __future__ import annotations
@@ -17,12 +23,14 @@ from typing import NamedTuple
 
 import torch
 
-from pe_core.rope import default_inv_freq, wavelengths
+from pe_core.rope import RopeSpec, default_inv_freq, wavelengths, yarn_ramp
 
 REAL_MODELS = (  # (name, head size, base, training length): the published configs
     ("Llama 2", 128, 10_000.0, 4_096),
     ("Llama 3", 128, 500_000.0, 8_192),
 )
+RAMP_REFERENCE = REAL_MODELS[0]  # Llama 2: the model the YaRN paper's α and β were found on
+PAPER_RAMP = (32.0, 1.0)  # YaRN's (β, α) for the Llama family, as transformers' beta_fast, beta_slow
 MAX_ANGLE_CELLS = 1 << 22  # positions × pairs per block when counting unseen angles
 
 
@@ -43,6 +51,14 @@ class Spectrum(NamedTuple):
     @property
     def turning_share(self) -> float:
         return self.turning / self.pairs
+
+
+class RampZones(NamedTuple):
+    """How YaRN's ramp sorts a spectrum's pairs (as the reference implementation rounds its ends)."""
+
+    kept: int  # θ unchanged: they turn more than β times within L
+    ramped: int
+    interpolated: int  # θ/s: they turn fewer than α times
 
 
 def unseen_angle_share(inv_freq: torch.Tensor, train_length: int, eval_length: int) -> float:
@@ -72,3 +88,35 @@ def spectrum(name: str, head_dim: int, base: float, train_length: int, scale: in
 
 def real_spectra(scale: int = 8) -> tuple[Spectrum, ...]:
     return tuple(spectrum(name, d, b, n, scale) for name, d, b, n in REAL_MODELS)
+
+
+def turns_at_share(share: float, base: float, train_length: int) -> float:
+    """r(x) = L/(2π)·b^(−x): the turns within L of the pair at share x = 2i/d of the spectrum (continuous i)."""
+    return train_length / (2 * math.pi) * base ** (-share)
+
+
+def share_at_turns(turns: float, base: float, train_length: int) -> float:
+    """The share x of the spectrum at which pairs turn ``turns`` times within L (the inverse of ``turns_at_share``)."""
+    return math.log(train_length / (2 * math.pi * turns)) / math.log(base)
+
+
+def matched_ramp(base: float, train_length: int, ramp: tuple[float, float] = PAPER_RAMP,
+                 reference: tuple[str, int, float, int] = RAMP_REFERENCE) -> tuple[float, float]:
+    """(β, α) for a RoPE of ``base`` trained at ``train_length``: the turn counts at the shares of the spectrum
+    where ``reference`` (Llama 2) turns ``ramp`` = (β, α) times, so each zone holds the same share of pairs.
+
+    The share of pairs, not their index, is what matches, so the head size does not enter; the reference
+    mapped to itself gives ``ramp`` back.
+    """
+    _name, _head_dim, reference_base, reference_length = reference
+    return tuple(turns_at_share(share_at_turns(turns, reference_base, reference_length), base, train_length)
+                 for turns in ramp)
+
+
+def ramp_zones(head_dim: int, base: float, train_length: int, ramp: tuple[float, float]) -> RampZones:
+    """The pairs YaRN with (β, α) = ``ramp`` keeps, ramps and interpolates (the scale does not move the zones)."""
+    beta_fast, beta_slow = ramp
+    weights = yarn_ramp(RopeSpec(head_dim=head_dim, base=base, original_max_position_embeddings=train_length,
+                                 rope_type="yarn", factor=2.0, beta_fast=beta_fast, beta_slow=beta_slow))
+    kept, interpolated = int((weights == 0).sum()), int((weights == 1).sum())
+    return RampZones(kept, weights.numel() - kept - interpolated, interpolated)

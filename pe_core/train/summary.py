@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
 from pe_core.model import ENCODINGS
-from pe_core.train.config import DEFAULT_SEEDS, ExperimentConfig
+from pe_core.train.config import DEFAULT_SEEDS, LEGACY_VALUES, ExperimentConfig
 from pe_core.train.evaluate import AS_TRAINED, INFERENCE_METHODS
 from pe_core.train.schema import MEMORY_PEAK, RunRecord
 from pe_core.train.store import ResultRow
@@ -72,6 +72,8 @@ def _matches(encoding: str, stored: dict, fine_tuned: bool, config: ExperimentCo
         return False
     if ENCODINGS[encoding].scalable:
         if stored.get("rope_pairing") != config.rope_pairing:
+            return False
+        if stored.get("yarn_ramp", LEGACY_VALUES["yarn_ramp"]) != config.yarn_ramp:
             return False
         if fine_tuned and (int(stored.get("fine_tune_steps", -1)) != config.fine_tune_steps
                            or float(stored.get("fine_tune_learning_rate", -1)) != config.fine_tune_learning_rate):
