@@ -168,7 +168,8 @@ def test_training_starts_shows_progress_and_stops_keeping_the_partial_run(app):
     page.get_by_role("button", name="Train this experiment").click()
     page.locator('[data-testid="stProgress"]').first.wait_for(timeout=60_000)
     page.wait_for_timeout(3_000)  # let a few steps run
-    page.get_by_role("button", name="Stop").click()
+    # the page's own Stop, not the header's Stop that Streamlit shows while a script runs
+    page.get_by_test_id("stMain").get_by_role("button", name="Stop").click()
     page.get_by_role("button", name="Resume training").wait_for(timeout=60_000)
     assert page_errors(page) == []
     # the partial run's loss curve is on the page
