@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import tomllib
 
 import torch
@@ -99,3 +102,26 @@ def test_the_server_skips_streamlits_forced_collection_after_each_run():
     # (the last figures and the run-finished message): settled slider moves 46-98 ms sooner without it.
     config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
     assert config["runner"]["postScriptGC"] is False
+
+
+# Run in a fresh interpreter: this process has imported everything already.
+SYMPY_AFTER_PAGE = """
+import sys
+from streamlit.testing.v1 import AppTest
+at = AppTest.from_file("app.py", default_timeout=120)
+at.switch_page(sys.argv[1]).run()
+assert not at.exception, at.exception
+print("sympy" in sys.modules, "derivations" in sys.modules)
+"""
+
+
+def test_only_a_page_that_shows_a_checked_formula_imports_sympy():
+    """Sympy and the derivations cost about half a second to import, on a cold server before its first page."""
+    def imports(page: str) -> str:
+        done = subprocess.run([sys.executable, "-c", SYMPY_AFTER_PAGE, page], cwd=ROOT, capture_output=True,
+                              text=True, env=dict(os.environ, PE_EXPLORER_WARMUP="0"), timeout=300)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.strip()
+
+    assert imports("pages/frequencies.py") == "False False"  # typesets formulas, checks none
+    assert imports("pages/rope_code.py") == "True True"

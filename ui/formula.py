@@ -5,7 +5,6 @@ from __future__ import annotations
 import streamlit as st
 
 from i18n import Latex, _, translated_latex
-from lessons.checked import checked, variants
 
 
 def _plain(text: str) -> str:
@@ -20,6 +19,10 @@ def show_formula(source: str, *words: str) -> None:
 
 def show_checked(slug: str, *, with_variants: bool = True) -> None:
     """The claim of derivation ``slug`` typeset, whether sympy verified it on this run, and its refuted variants."""
+    # imported here, not with the module: most pages only typeset formulas, and sympy with the derivations takes
+    # about half a second to import, on a cold server before its first page shows
+    from lessons.checked import checked, variants
+
     formula = checked(slug)
     st.latex(translated_latex(formula.claim))
     if formula.holds:
@@ -33,6 +36,8 @@ def show_checked(slug: str, *, with_variants: bool = True) -> None:
 
 def show_refuted(slug: str) -> None:
     """A claim as a write-up states it (or a made-up one), with sympy's counterexample."""
+    from lessons.checked import checked
+
     variant = checked(slug)
     with st.container(border=True):
         lead = _("**What if** {said}") if variant.counterfactual else _("**A common slip:** {said}")
