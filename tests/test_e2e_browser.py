@@ -14,6 +14,7 @@ from benchmarks.harness import (
     browser,
     chromium_available,
     draws_figures_on_load,
+    first_move_key,
     has_slider,
     move_first_slider,
     page_errors,
@@ -124,6 +125,42 @@ def test_charts_are_drawn_near_the_screen_and_updated_in_place(app):
     page.wait_for_function("""(selector) => { const el = document.querySelector(selector);
                                               return el.__mark === 'kept' && el.data !== el.__shown; }""",
                            arg=methods_chart, timeout=30_000)
+    assert page_errors(page) == []
+    page.close()
+
+
+# Counts plotly's resize redraws from now on (a full relayout of the chart each).
+COUNT_RESIZES_JS = """() => { const resize = Plotly.Plots.resize; window.__resizes = 0;
+  Plotly.Plots.resize = function (...args) { window.__resizes += 1; return resize.apply(this, args); }; }"""
+
+
+def test_a_move_redraws_a_chart_once_and_only_a_new_width_resizes_it(app):
+    """The code page's head size changes its second chart's height (its pairs' dials take one row or two): the chart
+    redraws its new figure and no resize redraw follows (its column's height follows the chart's); a narrower
+    window resizes the charts that are drawn."""
+    base_url, _, chromium = app
+    page = open_page(chromium, f"{base_url}/rope_code")
+    page.wait_for_selector(CHARTS, timeout=90_000)
+    wait_for_app_idle(page)
+    watched = page.locator(f".{CHART_CLASS}").nth(1)
+    watched.evaluate("(el) => el.scrollIntoView({block: 'center'})")
+    page.wait_for_function("(el) => !!el._fullLayout", arg=watched.element_handle(), timeout=30_000)
+    page.evaluate(COUNT_RESIZES_JS)
+    thumb = page.locator('[data-testid="stSlider"] input[type="range"]').first
+    there = first_move_key(thumb)
+    heights = set()
+    for key in (there, "ArrowLeft" if there == "ArrowRight" else "ArrowRight"):
+        watched.evaluate("(el) => { el.__shown = el.data; }")
+        thumb.evaluate("(el) => el.focus({preventScroll: true})")  # the reader watches the chart, not the slider
+        page.keyboard.press(key)
+        page.wait_for_function("(el) => el.data !== el.__shown", arg=watched.element_handle(), timeout=30_000)
+        wait_for_app_idle(page)
+        page.wait_for_timeout(500)  # a resize observer's callback comes a frame later
+        heights.add(watched.evaluate("(el) => el._fullLayout.height"))
+    assert len(heights) == 2
+    assert page.evaluate("() => window.__resizes") == 0
+    page.set_viewport_size({"width": 1000, "height": 1000})
+    page.wait_for_function("() => window.__resizes > 0", timeout=30_000)
     assert page_errors(page) == []
     page.close()
 

@@ -99,7 +99,13 @@ export default function (component) {
       if (chart.__peNear) draw(chart);
     }, {rootMargin: NEAR});
     chart.__peWatch.observe(chart);
+    // Only a new width needs a redraw (the chart fills its column's width; its height is the figure's own). The
+    // column's height follows the chart's, so reacting to any size change redrew a chart whose figure changed
+    // height twice per move.
+    chart.__peWidth = parentElement.clientWidth;
     chart.__peResize = new ResizeObserver(() => {
+      if (parentElement.clientWidth === chart.__peWidth) return;
+      chart.__peWidth = parentElement.clientWidth;
       if (window.Plotly && chart._fullLayout && chart._fullLayout.autosize) window.Plotly.Plots.resize(chart);
     });
     chart.__peResize.observe(parentElement);
