@@ -5,6 +5,8 @@
 In one run, in headless Chromium against local servers (nothing else is contacted):
 
 - the floor: a minimal Streamlit app with one slider and one 64×512 heatmap (``floor_app.py``);
+- the floor with ``PROSE_PARAGRAPHS`` paragraphs of static prose under it (a lesson page's element count, with
+  nothing else changed): what the length of a page costs a move in Streamlit itself;
 - every page of the app (``--app DIR`` measures another checkout, e.g. an older commit).
 
 For each it reports, as milliseconds and as a ratio to the floor:
@@ -44,6 +46,8 @@ from benchmarks.harness import (
 HERE = Path(__file__).resolve().parent
 FLOOR_APP = HERE / "floor_app.py"
 QUIET_MS = 1000
+# The lesson pages show 48-88 elements (markdown, captions, formulas, widgets, charts and their menus).
+PROSE_PARAGRAPHS = 60
 
 # Records a timestamp for each key press and each figure redraw (a new data array on a plot element).
 WATCH_JS = """() => {
@@ -51,16 +55,18 @@ WATCH_JS = """() => {
   const state = {keys: [], changes: [], seen: new WeakMap()};
   window.__bench = state;
   document.addEventListener('keydown', () => state.keys.push(performance.now()), true);
-  // a redraw either gives a plot element a new data array or replaces the element itself
+  // a redraw either gives a plot element a new data array or replaces the element itself; the plot elements
+  // are a live list, not a query of the whole page every frame (≈ 20 ms of a move on a long page)
+  const plots = document.getElementsByClassName('js-plotly-plot');
   const scan = (record) => {
     let changed = false;
-    document.querySelectorAll('.js-plotly-plot').forEach((el) => {
+    for (const el of plots) {
       const data = el.data;
       if (data && state.seen.get(el) !== data) {
         changed = true;
         state.seen.set(el, data);
       }
-    });
+    }
     if (changed && record) state.changes.push(performance.now());
   };
   scan(false);
@@ -192,6 +198,9 @@ def run(app_dir: Path, moves: int, only: set[str] | None) -> dict:
             results["floor"]["cold_first_page_ms"] = cold_first_page(HERE, FLOOR_APP.name, "", browser)
             with streamlit_server(cwd=HERE, script=FLOOR_APP.name) as (floor_url, _):
                 results["floor"].update(measure_page(browser, floor_url, moves))
+                prose_url = f"{floor_url}/?paragraphs={PROSE_PARAGRAPHS}"
+                measure_page(browser, prose_url, 1)  # warm, as the pages are
+                results["floor_prose"] = measure_page(browser, prose_url, moves)
             if pages:
                 results["cold_first_page_ms"] = cold_first_page(app_dir, "app.py", pages[0][1], browser)
                 results["cold_first_page"] = pages[0][1]
@@ -212,7 +221,10 @@ def table(results: dict) -> str:
     floor = results["floor"]
     lines = [f"{'page':<22}" + "".join(f"{label:>22}" for _, label in METRICS)]
     lines.append(f"{'floor (1 slider)':<22}" + "".join(f"{floor[key]:>14.0f} ms 1.00x" for key, _ in METRICS))
-    for path, row in results["pages"].items():
+    rows = list(results["pages"].items())
+    if "floor_prose" in results:
+        rows.insert(0, (f"floor + {PROSE_PARAGRAPHS} paragraphs", results["floor_prose"]))
+    for path, row in rows:
         cells = "".join(f"{row[key]:>14.0f} ms {row[key] / floor[key]:>4.2f}x" for key, _ in METRICS)
         lines.append(f"{path[:22]:<22}{cells}")
     if "cold_first_page_ms" in results:
