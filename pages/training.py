@@ -4,6 +4,7 @@ import streamlit as st
 
 from i18n import N_, _
 from lessons import training as lesson
+from pe_core.device import shown_device_label
 from pe_core.jobs import QUEUED, ServerBusy
 from pe_core.train.service import latest_status, store_problem
 from references import cite
@@ -90,7 +91,7 @@ busy = job is not None and not job.finished
 st.header(_("Train, or show the stored run"))
 if record is not None:
     st.success(_("This experiment is in the run store: trained on {device}, {created}. Shown at once; nobody "
-                 "needs to train it again.").format(device=record.device,
+                 "needs to train it again.").format(device=shown_device_label(record.device),
                                                     created=record.created_at[:16].replace("T", " ")), icon="✅")
     if busy:  # e.g. the missing seeds training for the table below
         st.button(_("Stop"), icon=":material/stop:", on_click=stop)

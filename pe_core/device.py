@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 
 import torch
 
-from i18n import _, ngettext
+from i18n import _, ngettext, use_language
 
 
 @functools.lru_cache(maxsize=1)
@@ -44,6 +45,29 @@ def device_label(device: torch.device | None = None, threads: int | None = None)
         return _("MPS (Apple GPU)")
     threads = threads or torch.get_num_threads()
     return ngettext("CPU ({count} thread)", "CPU ({count} threads)", threads).format(count=threads)
+
+
+AUTOCAST_NOTE = ", bf16 autocast"
+_STORED_CPU = re.compile(r"CPU \((\d+) threads?\)")
+
+
+def stored_device_label(device: torch.device, threads: int, *, autocast: bool) -> str:
+    """What a run record keeps of where it ran: ``device_label`` in English (records are data, shown to readers
+    of every language through ``shown_device_label``), and whether bf16 autocast was on."""
+    with use_language("en"):
+        return device_label(device, threads) + (AUTOCAST_NOTE if autocast else "")
+
+
+def shown_device_label(stored: str) -> str:
+    """A record's device label in the reader's language (a GPU's name stays as the driver gives it)."""
+    label, autocast, _rest = stored.partition(AUTOCAST_NOTE)
+    cpu = _STORED_CPU.fullmatch(label)
+    if cpu:
+        count = int(cpu[1])
+        label = ngettext("CPU ({count} thread)", "CPU ({count} threads)", count).format(count=count)
+    elif label == "MPS (Apple GPU)":
+        label = _("MPS (Apple GPU)")
+    return label + (_(", bf16 autocast") if autocast else "")
 
 
 def use_server_threads() -> None:

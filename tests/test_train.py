@@ -16,7 +16,9 @@ from pathlib import Path
 import pytest
 import torch
 
+from i18n import use_language
 from pe_core import data
+from pe_core.device import shown_device_label, stored_device_label
 from pe_core.jobs import DONE, FAILED, QUEUED, RUNNING, STOPPED, JobLimiter, ServerBusy
 from pe_core.methods import METHODS
 from pe_core.model import ModelConfig
@@ -164,9 +166,31 @@ def test_a_run_computes_the_same_numbers_on_one_core_or_two(monkeypatch):
     assert all(a.equal(b) for a, b in zip(runs["1"][1], runs["2"][1], strict=True))
 
 
-def test_a_record_names_the_cores_its_batch_parts_ran_on(monkeypatch):
+def test_a_record_names_the_cores_its_batch_parts_ran_on_in_english_whoever_trained_it(monkeypatch):
     monkeypatch.setenv("PE_TRAIN_THREADS", "2")
-    assert run_experiment(tiny_config(fine_tune=(), multiples=(1,)), device="cpu").device == "CPU (2 threads)"
+    with use_language("zh"):  # a reader of Chinese pressed Train: the record is data, kept in English
+        record = run_experiment(tiny_config(fine_tune=(), multiples=(1,)), device="cpu")
+    assert record.device == "CPU (2 threads)"
+    with use_language("zh"):
+        assert shown_device_label(record.device) == "CPU（2 个线程）"
+    assert shown_device_label(record.device) == "CPU (2 threads)"
+
+
+@pytest.mark.parametrize(("stored", "chinese"), [
+    ("CPU (1 thread)", "CPU（1 个线程）"),
+    ("CPU (2 threads), bf16 autocast", "CPU（2 个线程），bf16 autocast"),
+    ("MPS (Apple GPU)", "MPS（Apple GPU）"),
+    ("CUDA (NVIDIA H100 80GB HBM3), bf16 autocast", "CUDA (NVIDIA H100 80GB HBM3)，bf16 autocast"),
+])
+def test_a_stored_device_label_reads_in_the_readers_language(stored, chinese):
+    with use_language("zh"):
+        assert shown_device_label(stored) == chinese
+    assert shown_device_label(stored) == stored
+    device = torch.device(stored.split(" ")[0].lower())
+    if device.type == "cpu":  # what a record keeps, from the device itself
+        threads = int(stored.split("(")[1].split(" ")[0])
+        with use_language("zh"):
+            assert stored_device_label(device, threads, autocast="autocast" in stored) == stored
 
 
 def test_a_step_in_parts_has_the_whole_batchs_loss_and_gradient():

@@ -15,7 +15,7 @@ from typing import NamedTuple
 import torch
 
 from pe_core.data import Corpus, load_corpus
-from pe_core.device import device_label
+from pe_core.device import stored_device_label
 from pe_core.train.config import ExperimentConfig
 from pe_core.train.evaluate import (
     INFERENCE_METHODS,
@@ -197,7 +197,7 @@ class ExperimentRun:
         if not self.done:
             raise ValueError("The run is not finished yet: train and evaluate it to the end first.")
         run, c = self.run, self.config
-        device = device_label(run.device, cpu_threads()) + (", bf16 autocast" if run.autocast is not None else "")
+        device = stored_device_label(run.device, cpu_threads(), autocast=run.autocast is not None)
         order = {(m, n): i for i, (n, m) in enumerate((n, m) for n in c.lengths for m in c.evaluated_methods)}
         results = sorted(self.evaluation.results, key=lambda r: order[(r.method, r.length)])
         return RunRecord(
