@@ -292,7 +292,7 @@ def cost_caption(result: Result) -> str:
         devices = sorted({d for c in costs for d in c.devices})
         parts.append(_("Training cost per encoding: characters per second of an optimiser step (the median step of "
                        "each run, the same batches of the same length for every encoding), measured on {devices}.")
-                     .format(devices=", ".join(devices)))
+                     .format(devices=", ".join(shown_device_label(d) for d in devices)))
         if any(c.measure != MEMORY_PEAK for c in costs):
             parts.append(_("Memory marked * is counted, not sampled: weights, gradients and AdamW's two moments, "
                            "the weights and gradients of the model's copy that computes the second half of each "

@@ -6,6 +6,7 @@ import dataclasses
 
 import pytest
 
+from i18n import use_language
 from lessons import training as lesson
 from pe_core.jobs import JobLimiter
 from pe_core.train import ExperimentConfig, open_store
@@ -52,6 +53,9 @@ def test_figures_of_a_stored_run_and_the_cheap_ones_without_one(tmp_path, monkey
         assert list(rows[0]) == ["RoPE, direct extrapolation"] and list(rows[1]) == ["1"]
         assert list(rows[-2]) == [f"{record.cost.tokens_per_s / 1000:.1f}k"]
         assert list(rows[-1]) == [f"{record.cost.memory_bytes / 2**20:.1f}*"]  # counted (a CPU run)
+        assert "measured on CPU (1 thread)." in lesson.LESSON.caption("table", settings)
+        with use_language("zh"):  # the stored label, in the reader's language
+            assert "CPU（1 个线程）" in lesson.LESSON.caption("table", settings)
         methods = figures["methods-table"].data[0].cells.values
         assert list(methods[0]) == ["Direct extrapolation", "NTK-aware", "YaRN, 10 fine-tuning steps"]
         assert methods[3][1] == f"{100 * record.result('ntk', 32).mean_accuracy:.1f} ± 0.0"
