@@ -11,7 +11,7 @@ from typing import NamedTuple
 import torch
 
 from figures import beta_base as draw
-from i18n import N_, _
+from i18n import N_, _, sentences
 from lessons.base import FigureSpec, Lesson, SettingsError, figure_registry, setting
 from lessons.format import base_text, number_text
 from lessons.rope_setup import RopeSettings, RopeSetup, rope_setup
@@ -470,7 +470,7 @@ def _bound(result: Result, style) -> object:
 def _bound_caption(result: Result) -> str:
     text = _("Right: how much further than the smallest λ each choice stretches every place.")
     if result.bound.scale <= result.settings.max_scale:
-        text = _("Dotted: s = {scale}.").format(scale=number_text(result.bound.scale)) + " " + text
+        text = sentences([_("Dotted: s = {scale}.").format(scale=number_text(result.bound.scale)), text])
     return text
 
 

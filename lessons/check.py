@@ -13,7 +13,7 @@ import math
 import torch
 
 from figures import practitioner as draw
-from i18n import N_, _
+from i18n import N_, _, sentences
 from lessons.base import FigureSpec, Lesson, SettingsError, figure_registry, override, setting
 from lessons.model_source import MODEL, ModelSettings, config_of, spec_of
 from pe_core import RopeSpec, preset_by_name, rope_frequencies
@@ -128,8 +128,8 @@ class Result:
         text = _("{count} numbers read as {form}; largest relative error {error}.").format(
             count=report.given.numel(), form=form, error=_error_text(report.max_rel_err))
         if report.given_attention is not None:
-            text += " " + _("Attention factor {given:.9g} against {expected:.9g}.").format(
-                given=report.given_attention, expected=report.expected_attention)
+            text = sentences([text, _("Attention factor {given:.9g} against {expected:.9g}.").format(
+                given=report.given_attention, expected=report.expected_attention)])
         return text
 
     def notes(self) -> list[str]:

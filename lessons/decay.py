@@ -17,7 +17,7 @@ from typing import NamedTuple
 import torch
 
 from figures import decay as draw
-from i18n import N_, _
+from i18n import N_, _, sentences
 from lessons.base import FigureSpec, Lesson, cached, figure_registry, override, setting
 from lessons.format import base_text, length_text
 from lessons.rope_setup import BASES, HEAD_DIMS, RopeSettings, RopeSetup, rope_setup
@@ -342,7 +342,7 @@ def _bound_caption(result: Result) -> str:
                                                  distance=length_text(line.bound.first_at_level))
              for line in result.base_bounds if line.bound.first_at_level is not None]
     if reach:
-        text += " " + _("First at the level: {places}.").format(places="; ".join(reach))
+        text = sentences([text, _("First at the level: {places}.").format(places=_("; ").join(reach))])
     return text
 
 
@@ -362,8 +362,8 @@ def _methods_caption(result: Result) -> str:
             if d.distance is not None else
             _("{title} never up to r = {limit}").format(title=_(d.title), limit=length_text(result.departure_limit))
             for d in result.departures)
-        text += " " + _("First distance where each curve differs from direct extrapolation by more than {percent:g}%: "
-                        "{places}.").format(percent=100 * DEPARTURE_TOLERANCE, places=places)
+        text = sentences([text, _("First distance where each curve differs from direct extrapolation by more than {percent:g}%: "
+                        "{places}.").format(percent=100 * DEPARTURE_TOLERANCE, places=places)])
     return text
 
 

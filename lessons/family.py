@@ -20,7 +20,7 @@ import plotly.graph_objects as go
 import torch
 
 from figures import family as draw
-from i18n import N_, _
+from i18n import N_, _, sentences
 from lessons.base import FigureSpec, Lesson, LessonSettings, figure_registry, setting
 from lessons.format import base_text, length_text
 from pe_core import family
@@ -278,8 +278,8 @@ def t5_defaults_text() -> str:
         buckets=T5_DEFAULTS[0], distance=T5_DEFAULTS[1], last_exact=facts.exact - 1, shared=shared,
         causal_last=facts.causal_exact - 1)
     if facts.causal_half_matches:
-        text += " " + _("A causal decoder with {half} buckets gets exactly the encoder's row.").format(
-            half=T5_DEFAULTS[0] // 2)
+        text = sentences([text, _("A causal decoder with {half} buckets gets exactly the encoder's row.").format(
+            half=T5_DEFAULTS[0] // 2)])
     return text
 
 

@@ -11,7 +11,7 @@ import math
 import torch
 
 from figures import practitioner as draw
-from i18n import N_, _
+from i18n import N_, _, sentences
 from lessons.base import FigureSpec, Lesson, SettingsError, figure_registry, setting
 from lessons.model_source import MODEL, ModelSettings, config_of, spec_of
 from pe_core.base_bound import base_lower_bound, similarity_envelope
@@ -126,11 +126,12 @@ class Result:
         holds = plan_.method("direct").first_negative is None
         verdict = (_("The model's base {base:,.0f} already satisfies it at L′.") if holds
                    else _("The model's base {base:,.0f} does not: B(m) first turns negative at m = {m:,}."))
-        return _("b*(L′) ≈ **{bound:.3g}** for L′ = {target:,} (and b*(L) ≈ {train:.3g} for L = {length:,}).").format(
-            bound=bound, target=self.target, train=plan_.train_bound, length=plan_.train_length) + " " + \
-            verdict.format(base=base, m=plan_.method("direct").first_negative or 0) + " " + \
+        return sentences([
+            _("b*(L′) ≈ **{bound:.3g}** for L′ = {target:,} (and b*(L) ≈ {train:.3g} for L = {length:,}).").format(
+                bound=bound, target=self.target, train=plan_.train_bound, length=plan_.train_length),
+            verdict.format(base=base, m=plan_.method("direct").first_negative or 0),
             _("The ABF row suggests {abf:,.0f}: the first two-digit base at or above b* that keeps B(m) ≥ 0.").format(
-                abf=plan_.method("abf").parameters["base"])
+                abf=plan_.method("abf").parameters["base"])])
 
     def block_json(self, method: str, legacy: bool = False) -> str:
         chosen = self.plan.method(method)

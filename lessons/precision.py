@@ -10,7 +10,7 @@ from typing import NamedTuple
 import torch
 
 from figures import precision as draw
-from i18n import N_, _
+from i18n import N_, _, sentences
 from lessons.base import FigureSpec, Lesson, SettingsError, cached, figure_registry, override, setting
 from lessons.format import length_text
 from lessons.rope_setup import RopeSettings, RopeSetup, rope_setup
@@ -262,7 +262,7 @@ def _window_caption(result: Result) -> str:
              "(a group cut by the window's edge may be larger).").format(shared=groups.shared_values,
                                                                         largest=groups.largest)
     if groups.overflowed:
-        text += " " + _("{count} positions overflow to inf.").format(count=groups.overflowed)
+        text = sentences([text, _("{count} positions overflow to inf.").format(count=groups.overflowed)])
     return text
 
 
@@ -274,9 +274,9 @@ def _angle(result: Result, style) -> object:
 def _angle_caption(result: Result) -> str:
     text = _("Each line is the worst pair at each position (drawn as the maximum over small ranges of positions).")
     if result.sampled:
-        text += " " + _("Beyond {count} positions the errors are evaluated at one position from each equal stretch "
+        text = sentences([text, _("Beyond {count} positions the errors are evaluated at one position from each equal stretch "
                         "(staggered, so the sample cannot line up with the rounding gaps).").format(
-            count=length_text(len(result.errors.positions) - 1))
+            count=length_text(len(result.errors.positions) - 1))])
     return text
 
 
@@ -290,7 +290,7 @@ def _heatmap_caption(result: Result) -> str:
     text = _("Each row is the maximum over about {count} consecutive evaluated positions. Fast pairs (left) feel "
              "position rounding most: the error is |m̃ − m|·θᵢ.").format(count=length_text(result.positions_per_row))
     if result.heatmap_has_blank_rows:
-        text += " " + _("Blank rows: the positions overflowed, so cos/sin are NaN.")
+        text = sentences([text, _("Blank rows: the positions overflowed, so cos/sin are NaN.")])
     return text
 
 

@@ -276,12 +276,12 @@ def spectrum_caption(result: Result) -> str:
 
 def seeds_caption(result: Result) -> str:
     n = result.seed_count
-    text = _("Mean ± standard deviation over {n} seeds ({seeds}) of runs with these settings.").format(
-        n=n, seeds=", ".join(str(s) for s in DEFAULT_SEEDS[:n]) if n else "–")
+    parts = [_("Mean ± standard deviation over {n} seeds ({seeds}) of runs with these settings.").format(
+        n=n, seeds=", ".join(str(s) for s in DEFAULT_SEEDS[:n]) if n else "–")]
     if n < len(DEFAULT_SEEDS) or len({e for e, _m, _t in result.rows}) < len(ENCODINGS):
-        text += " " + _("Not every seed and encoding is stored yet: the page can train the rest, or run "
-                        "python -m pe_core.train --prepare.")
-    return text
+        parts.append(_("Not every seed and encoding is stored yet: the page can train the rest, or run "
+                       "python -m pe_core.train --prepare."))
+    return sentences(parts)
 
 
 def cost_caption(result: Result) -> str:

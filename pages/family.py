@@ -8,7 +8,7 @@ import streamlit as st
 import torch
 
 import ui
-from i18n import N_, _
+from i18n import N_, _, sentences
 from lessons import family as lesson
 from references import cite
 from ui.contents import Contents
@@ -93,8 +93,8 @@ def learned() -> None:
     if table is None:
         reason = (_("The model trained in this session uses another encoding, so it has no position table.")
                   if model is not None else _("No trained model in this session yet."))
-        st.info(reason + " " + _("Train one with *learned* absolute positions on the training page, come back, "
-                                 "and its position table appears here."), icon=":material/model_training:")
+        st.info(sentences([reason, _("Train one with *learned* absolute positions on the training page, come back, "
+                                     "and its position table appears here.")]), icon=":material/model_training:")
         link_to_training()
         return
     try:

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from i18n import N_, _
+from i18n import N_, _, sentences
 from lessons import training as lesson
 from pe_core.device import shown_device_label
 from pe_core.jobs import QUEUED, ServerBusy
@@ -127,8 +127,8 @@ def live_progress() -> None:
         wait = job.wait_s()
         text = _("Waiting in line: position {position}.").format(position=job.queue_position())
         if wait is not None:
-            text += " " + _("It should start in about {time} (from the runs ahead).").format(
-                time=lesson.duration_text(wait))
+            text = sentences([text, _("It should start in about {time} (from the runs ahead).").format(
+                time=lesson.duration_text(wait))])
         st.warning(text, icon="⏳")
     elif not job.finished:
         text = lesson.status_text(status, getattr(job, "batch", None)) if status else _("Starting…")

@@ -444,3 +444,28 @@ def test_sentences_run_together_in_chinese_and_are_spaced_in_english():
         assert sentences(["One.", "", "Two."]) == "One. Two."
     with use_language("zh"):
         assert sentences(["一。", "", "二。"]) == "一。二。"
+
+
+def test_chinese_captions_run_their_sentences_together():
+    """Captions built from several sentences join them as the language does: no space after 。 in Chinese."""
+    from lessons import all_lessons
+
+    checked = 0
+    for lesson in all_lessons().values():
+        if getattr(lesson, "expensive", False):
+            continue
+        for name in lesson.figures:
+            with use_language("zh"):
+                caption = lesson.caption(name)
+            if caption:
+                checked += 1
+                assert "。 " not in caption, (lesson.name, name, caption)
+    assert checked >= 20
+
+
+def test_the_decay_bound_caption_lists_its_places_with_the_languages_separator():
+    from lessons import decay
+
+    with use_language("zh"):
+        caption = decay.LESSON.caption("bound")
+    assert "；" in caption and "; " not in caption and "。 " not in caption

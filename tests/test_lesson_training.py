@@ -55,7 +55,8 @@ def test_figures_of_a_stored_run_and_the_cheap_ones_without_one(tmp_path, monkey
         assert list(rows[-1]) == [f"{record.cost.memory_bytes / 2**20:.1f}*"]  # counted (a CPU run)
         assert "measured on CPU (1 thread)." in lesson.LESSON.caption("table", settings)
         with use_language("zh"):  # the stored label, in the reader's language
-            assert "CPU（1 个线程）" in lesson.LESSON.caption("table", settings)
+            chinese = lesson.LESSON.caption("table", settings)
+        assert "CPU（1 个线程）" in chinese and "。 " not in chinese  # Chinese runs its sentences together
         methods = figures["methods-table"].data[0].cells.values
         assert list(methods[0]) == ["Direct extrapolation", "NTK-aware", "YaRN, 10 fine-tuning steps"]
         assert methods[3][1] == f"{100 * record.result('ntk', 32).mean_accuracy:.1f} ± 0.0"
