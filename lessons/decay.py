@@ -362,8 +362,9 @@ def _methods_caption(result: Result) -> str:
             if d.distance is not None else
             _("{title} never up to r = {limit}").format(title=_(d.title), limit=length_text(result.departure_limit))
             for d in result.departures)
-        text = sentences([text, _("First distance where each curve differs from direct extrapolation by more than {percent:g}%: "
-                        "{places}.").format(percent=100 * DEPARTURE_TOLERANCE, places=places)])
+        departures = _("First distance where each curve differs from direct extrapolation by more than {percent:g}%: "
+                       "{places}.").format(percent=100 * DEPARTURE_TOLERANCE, places=places)
+        text = sentences([text, departures])
     return text
 
 

@@ -126,9 +126,10 @@ class Result:
         holds = plan_.method("direct").first_negative is None
         verdict = (_("The model's base {base:,.0f} already satisfies it at L′.") if holds
                    else _("The model's base {base:,.0f} does not: B(m) first turns negative at m = {m:,}."))
+        needed = _("b*(L′) ≈ **{bound:.3g}** for L′ = {target:,} (and b*(L) ≈ {train:.3g} for L = {length:,}).").format(
+            bound=bound, target=self.target, train=plan_.train_bound, length=plan_.train_length)
         return sentences([
-            _("b*(L′) ≈ **{bound:.3g}** for L′ = {target:,} (and b*(L) ≈ {train:.3g} for L = {length:,}).").format(
-                bound=bound, target=self.target, train=plan_.train_bound, length=plan_.train_length),
+            needed,
             verdict.format(base=base, m=plan_.method("direct").first_negative or 0),
             _("The ABF row suggests {abf:,.0f}: the first two-digit base at or above b* that keeps B(m) ≥ 0.").format(
                 abf=plan_.method("abf").parameters["base"])])

@@ -274,9 +274,10 @@ def _angle(result: Result, style) -> object:
 def _angle_caption(result: Result) -> str:
     text = _("Each line is the worst pair at each position (drawn as the maximum over small ranges of positions).")
     if result.sampled:
-        text = sentences([text, _("Beyond {count} positions the errors are evaluated at one position from each equal stretch "
-                        "(staggered, so the sample cannot line up with the rounding gaps).").format(
-            count=length_text(len(result.errors.positions) - 1))])
+        sampled = _("Beyond {count} positions the errors are evaluated at one position from each equal stretch "
+                    "(staggered, so the sample cannot line up with the rounding gaps).").format(
+            count=length_text(len(result.errors.positions) - 1))
+        text = sentences([text, sampled])
     return text
 
 

@@ -355,7 +355,8 @@ def _loss_caption(result: Result) -> str:
     record = result.record
     return _("Trained on {device} in {seconds:.0f} s ({created}); {parameters:,} parameters. Final validation loss "
              "{validation:.3f} nats per character, against {baseline:.3f} from letter frequencies alone.").format(
-        device=shown_device_label(record.device), seconds=record.training_seconds, created=record.created_at[:16].replace("T", " "),
+        device=shown_device_label(record.device), seconds=record.training_seconds,
+        created=record.created_at[:16].replace("T", " "),
         parameters=record.parameters, validation=record.final_validation_loss or float("nan"),
         baseline=record.unigram_baseline)
 
@@ -643,7 +644,8 @@ def stored_runs(limit: int = 500) -> list[dict]:
             "L": config.get("train_length"), "base": config.get("rope_base") if run.encoding in USES_BASE else None,
             "size": f"{config.get('d_model')}, {config.get('n_head')}×{config.get('head_size')}, "
                     f"{config.get('n_layer')}",
-            "steps": config.get("steps"), "device": shown_device_label(run.device), "seconds": round(run.total_seconds, 1),
+            "steps": config.get("steps"), "device": shown_device_label(run.device),
+            "seconds": round(run.total_seconds, 1),
             "created": run.created_at[:16].replace("T", " "), "code": run.code_version,
         })
     return rows

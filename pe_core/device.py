@@ -8,7 +8,9 @@ import re
 
 import torch
 
-from i18n import _, ngettext, use_language
+from i18n import N_, _, ngettext, use_language
+
+MPS_LABEL = N_("MPS (Apple GPU)")
 
 
 @functools.lru_cache(maxsize=1)
@@ -42,12 +44,15 @@ def device_label(device: torch.device | None = None, threads: int | None = None)
     if device.type == "cuda":
         return f"CUDA ({torch.cuda.get_device_name(device)})"
     if device.type == "mps":
-        return _("MPS (Apple GPU)")
-    threads = threads or torch.get_num_threads()
+        return _(MPS_LABEL)
+    return _cpu_label(threads or torch.get_num_threads())
+
+
+def _cpu_label(threads: int) -> str:
     return ngettext("CPU ({count} thread)", "CPU ({count} threads)", threads).format(count=threads)
 
 
-AUTOCAST_NOTE = ", bf16 autocast"
+AUTOCAST_NOTE = N_(", bf16 autocast")
 _STORED_CPU = re.compile(r"CPU \((\d+) threads?\)")
 
 
@@ -63,11 +68,10 @@ def shown_device_label(stored: str) -> str:
     label, autocast, _rest = stored.partition(AUTOCAST_NOTE)
     cpu = _STORED_CPU.fullmatch(label)
     if cpu:
-        count = int(cpu[1])
-        label = ngettext("CPU ({count} thread)", "CPU ({count} threads)", count).format(count=count)
-    elif label == "MPS (Apple GPU)":
-        label = _("MPS (Apple GPU)")
-    return label + (_(", bf16 autocast") if autocast else "")
+        label = _cpu_label(int(cpu[1]))
+    elif label == MPS_LABEL:
+        label = _(MPS_LABEL)
+    return label + (_(AUTOCAST_NOTE) if autocast else "")
 
 
 def use_server_threads() -> None:
