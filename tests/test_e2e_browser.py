@@ -105,9 +105,12 @@ def test_page_loads_and_slider_redraws_figure(app, info):
 
 def test_charts_are_drawn_near_the_screen_and_updated_in_place(app):
     """A chart far below the screen waits until it is scrolled to; a slider move hands the chart the reader
-    watches its new figure, and the same chart element redraws it."""
+    watches its new figure, and the same chart element redraws it in the same plot (plotly did not rebuild it,
+    as it does when handed a config), with its toolbar's download named after the new settings."""
     base_url, _, chromium = app
-    page = open_page(chromium, f"{base_url}/decay")
+    page = chromium.new_page(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
+    page.goto(f"{base_url}/decay")
+    wait_for_app_idle(page)
     page.wait_for_selector(CHARTS, timeout=90_000)
     wait_for_app_idle(page)
     last = page.locator(f".{CHART_CLASS}").last
@@ -119,12 +122,22 @@ def test_charts_are_drawn_near_the_screen_and_updated_in_place(app):
     methods = page.locator(methods_chart)
     methods.scroll_into_view_if_needed()
     page.wait_for_function("(el) => !!el._fullLayout", arg=methods.element_handle(), timeout=30_000)
-    methods.evaluate("(el) => { el.__mark = 'kept'; el.__shown = el.data; }")
+    methods.evaluate("""(el) => { el.__mark = 'kept'; el.__shown = el.data;
+                                  el.__plot = el.querySelector('svg.main-svg'); }""")
+    download_name = "(el) => JSON.parse(el.__peText).config.toImageButtonOptions.filename"
+    named_before = methods.evaluate(download_name)
     move_first_slider(page)  # the sidebar's head size d, which the methods chart draws
     wait_for_app_idle(page)
     page.wait_for_function("""(selector) => { const el = document.querySelector(selector);
                                               return el.__mark === 'kept' && el.data !== el.__shown; }""",
                            arg=methods_chart, timeout=30_000)
+    assert methods.evaluate("(el) => el.querySelector('svg.main-svg') === el.__plot")
+    named_after = methods.evaluate(download_name)
+    assert named_after != named_before
+    methods.hover()
+    with page.expect_download(timeout=30_000) as download_info:
+        methods.locator('.modebar-btn[data-title="Download plot"]').click()
+    assert download_info.value.suggested_filename == f"{named_after}.svg"
     assert page_errors(page) == []
     page.close()
 

@@ -66,10 +66,22 @@ function draw(chart) {
   const { figure, config, stretch } = payload;
   const layout = figure.layout || {};
   if (stretch) { layout.autosize = true; delete layout.width; }
+  // Plotly.react given a config rebuilds the whole plot (newPlot, then react again): plotly.js counts a
+  // config as changed whenever one is passed. So the config goes to plotly only when it differs from the
+  // one the chart has; the toolbar's download options (named after the settings, so new on most moves)
+  // are read by its button when clicked, and are set on the chart's context directly (but for the format,
+  // which names the button).
+  const { toImageButtonOptions: download, ...settings } = config;
+  const settingsText = JSON.stringify([settings, download && download.format]);
+  const update = {data: figure.data || [], layout, frames: figure.frames || []};
+  if (chart.__peConfig !== settingsText || !chart._context) update.config = config;
   plotlyLoaded().then((Plotly) => {
     if (chart.__pePending !== undefined) return;  // a newer figure arrived while the library loaded
-    return Plotly.react(chart, {data: figure.data || [], layout, frames: figure.frames || [], config})
-      .then(() => { if (payload.pick) listenForPicks(chart); });
+    return Plotly.react(chart, update).then(() => {
+      chart.__peConfig = settingsText;
+      if (download) chart._context.toImageButtonOptions = download;
+      if (payload.pick) listenForPicks(chart);
+    });
   }).then(() => { chart.style.minHeight = ""; })
     .catch((error) => { chart.textContent = String(error); });
 }
