@@ -6,7 +6,8 @@ In one run, in headless Chromium against local servers (nothing else is contacte
 
 - the floor: a minimal Streamlit app with one slider and one 64×512 heatmap (``floor_app.py``);
 - the floor with ``PROSE_PARAGRAPHS`` paragraphs of static prose under it (a lesson page's element count, with
-  nothing else changed): what the length of a page costs a move in Streamlit itself;
+  nothing else changed): what a page's length costs a move in Streamlit itself when the text follows the chart
+  (text above a chart also delays the chart's first change, by about 1 ms a paragraph);
 - every page of the app (``--app DIR`` measures another checkout, e.g. an older commit).
 
 For each it reports, as milliseconds and as a ratio to the floor:
@@ -46,7 +47,7 @@ from benchmarks.harness import (
 HERE = Path(__file__).resolve().parent
 FLOOR_APP = HERE / "floor_app.py"
 QUIET_MS = 1000
-# The lesson pages show 48-88 elements (markdown, captions, formulas, widgets, charts and their menus).
+# The lesson pages show 50-106 elements (markdown, captions, formulas, widgets, charts and their menus).
 PROSE_PARAGRAPHS = 60
 
 # Records a timestamp for each key press and each figure redraw (a new data array on a plot element).

@@ -1,7 +1,8 @@
 """The floor the browser benchmark measures against: one slider and one 64×512 heatmap, nothing else.
 
 ``?paragraphs=N`` adds N paragraphs of static prose with a formula each under the heatmap: the same slider
-and figure on a page as long as a lesson's, to show what a page's element count costs a move by itself.
+and figure on a page as long as a lesson's, to show what a page's element count costs a move by itself (the
+chart comes first, so the paragraphs do not delay its first change).
 """
 
 import numpy as np

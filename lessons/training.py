@@ -356,7 +356,7 @@ def _loss_caption(result: Result) -> str:
     return _("Trained on {device} in {seconds:.0f} s ({created}); {parameters:,} parameters. Final validation loss "
              "{validation:.3f} nats per character, against {baseline:.3f} from letter frequencies alone.").format(
         device=shown_device_label(record.device), seconds=record.training_seconds,
-        created=record.created_at[:16].replace("T", " "),
+        created=created_text(record.created_at),
         parameters=record.parameters, validation=record.final_validation_loss or float("nan"),
         baseline=record.unigram_baseline)
 
@@ -599,6 +599,11 @@ def live_loss_figure(progress, config: ExperimentConfig) -> object:
                                       encoding=_encoding_title(config.encoding)))
 
 
+def created_text(created_at: str) -> str:
+    """When a run was stored, to the minute (a record keeps an ISO timestamp)."""
+    return created_at[:16].replace("T", " ")
+
+
 def duration_text(seconds: float) -> str:
     if seconds < 90:
         return _("{seconds:.0f} s").format(seconds=max(1, seconds))
@@ -646,7 +651,7 @@ def stored_runs(limit: int = 500) -> list[dict]:
                     f"{config.get('n_layer')}",
             "steps": config.get("steps"), "device": shown_device_label(run.device),
             "seconds": round(run.total_seconds, 1),
-            "created": run.created_at[:16].replace("T", " "), "code": run.code_version,
+            "created": created_text(run.created_at), "code": run.code_version,
         })
     return rows
 

@@ -92,7 +92,7 @@ st.header(_("Train, or show the stored run"))
 if record is not None:
     st.success(_("This experiment is in the run store: trained on {device}, {created}. Shown at once; nobody "
                  "needs to train it again.").format(device=shown_device_label(record.device),
-                                                    created=record.created_at[:16].replace("T", " ")), icon="✅")
+                                                    created=lesson.created_text(record.created_at)), icon="✅")
     if busy:  # e.g. the missing seeds training for the table below
         st.button(_("Stop"), icon=":material/stop:", on_click=stop)
 else:

@@ -108,9 +108,7 @@ def test_charts_are_drawn_near_the_screen_and_updated_in_place(app):
     watches its new figure, and the same chart element redraws it in the same plot (plotly did not rebuild it,
     as it does when handed a config), with its toolbar's download named after the new settings."""
     base_url, _, chromium = app
-    page = chromium.new_page(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
-    page.goto(f"{base_url}/decay")
-    wait_for_app_idle(page)
+    page = open_page(chromium, f"{base_url}/decay")  # Playwright accepts downloads by default
     page.wait_for_selector(CHARTS, timeout=90_000)
     wait_for_app_idle(page)
     last = page.locator(f".{CHART_CLASS}").last
