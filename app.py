@@ -20,7 +20,7 @@ navigation = st.navigation(sections)
 asked = requested_page(sections)
 if asked is not None and asked.url_path != navigation.url_path:
     st.switch_page(asked, query_params=st.query_params.to_dict())
-start_page()
+start_page(charts=next(page.charts for page in available_pages() if page.url_path == navigation.url_path))
 try:
     navigation.run()
 finally:

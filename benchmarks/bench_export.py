@@ -58,7 +58,7 @@ _PAGE = '''
     def figures():
         return lines_figure(), heatmap_figure()
 
-    start_page()
+    start_page(charts=True)
     lines, heatmap = figures()
     for i in range(3):
         {show}(lines, f"lines{{i}}")
@@ -77,7 +77,7 @@ def _page_rerun(with_controls: bool):
     source = textwrap.dedent(_PAGE.format(show=show))
     if not with_controls:
         source += "\n"
-        source = source.replace("start_page()\n", "start_page()\n"
+        source = source.replace("start_page(charts=True)\n", "start_page(charts=True)\n"
                                 "def plain(figure, key):\n"
                                 "    st.plotly_chart(figure, theme=None, key=key, width='stretch')\n")
     folder = Path(tempfile.mkdtemp(prefix="bench_export_"))

@@ -3,15 +3,16 @@
 import pandas as pd
 import streamlit as st
 
+from ui.contents import Contents
+from ui.formula import show_formula
+from ui.lesson import LessonPage
+from ui.rope import rope_sidebar
+
 from figures.theme import HIGHLIGHT, translucent
 from i18n import N_, _
 from lessons import beta_base as lesson
 from lessons.format import base_text, length_text, number_text, superscript
 from references import cite
-from ui.contents import Contents
-from ui.formula import show_formula
-from ui.lesson import LessonPage
-from ui.rope import rope_sidebar
 
 page = LessonPage(lesson.LESSON)
 UNSEEN = translucent(HIGHLIGHT, 0.18)  # table cells holding a digit training never produced

@@ -2,11 +2,12 @@
 
 import streamlit as st
 
+from ui.formula import show_checked, show_formula
+from ui.lesson import LessonPage
+
 from i18n import N_, _
 from lessons import caveats as lesson
 from references import cite
-from ui.formula import show_checked, show_formula
-from ui.lesson import LessonPage
 
 page = LessonPage(lesson.LESSON)
 

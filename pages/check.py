@@ -4,13 +4,14 @@ import json
 
 import streamlit as st
 
+from ui.formula import show_formula
+from ui.lesson import LessonPage
+from ui.uploads import config_text, numbers_file_text, upload_into
+
 from i18n import N_, _
 from lessons import check as lesson
 from pe_core.inputs import NUMBER_FILE_TYPES
 from references import cite
-from ui.formula import show_formula
-from ui.lesson import LessonPage
-from ui.uploads import config_text, numbers_file_text, upload_into
 
 page = LessonPage(lesson.LESSON)
 

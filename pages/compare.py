@@ -2,11 +2,12 @@
 
 import streamlit as st
 
-from i18n import N_, _
-from lessons import compare as lesson
 from ui.formula import show_formula
 from ui.lesson import LessonPage
 from ui.uploads import config_text, upload_into
+
+from i18n import N_, _
+from lessons import compare as lesson
 
 page = LessonPage(lesson.LESSON)
 

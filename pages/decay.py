@@ -2,16 +2,17 @@
 
 import streamlit as st
 
+from ui.contents import Contents
+from ui.formula import show_formula
+from ui.lesson import LessonPage
+from ui.rope import rope_sidebar
+
 import derivations
 from i18n import N_, _, sentences, translated_latex
 from lessons import decay as lesson
 from lessons.derivations import verification
 from lessons.format import base_text, length_text, superscript
 from references import cite
-from ui.contents import Contents
-from ui.formula import show_formula
-from ui.lesson import LessonPage
-from ui.rope import rope_sidebar
 
 page = LessonPage(lesson.LESSON)
 marks = lesson.roformer_landmarks()

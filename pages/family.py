@@ -8,13 +8,14 @@ import streamlit as st
 import torch
 
 import ui
-from i18n import N_, _, sentences
-from lessons import family as lesson
-from references import cite
 from ui.contents import Contents
 from ui.formula import show_formula
 from ui.lesson import LessonPage
 from ui.pages import ROOT
+
+from i18n import N_, _, sentences
+from lessons import family as lesson
+from references import cite
 
 page = LessonPage(lesson.LESSON)
 

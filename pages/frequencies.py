@@ -2,11 +2,12 @@
 
 import streamlit as st
 
-from i18n import N_, _
-from lessons import frequencies as lesson
 from ui.formula import show_formula
 from ui.lesson import LessonPage
 from ui.rope import rope_sidebar
+
+from i18n import N_, _
+from lessons import frequencies as lesson
 
 # Each method's θ′ᵢ as LaTeX and the words in it that are typeset in the reader's language.
 METHOD_FORMULAS = {

@@ -2,6 +2,8 @@
 
 import streamlit as st
 
+import ui  # noqa: F401 - a fresh server's first visit here goes through app.py's navigation
+
 from i18n import _
 from lessons import all_lessons
 from references.glossary import SYMBOLS

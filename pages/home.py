@@ -2,9 +2,10 @@
 
 import streamlit as st
 
-from i18n import _
 from ui.front_door import CLASS_PLAN, QUESTIONS, thumbnail
 from ui.pages import available_pages
+
+from i18n import _
 
 st.title(_("Positional encodings, explored"))
 st.markdown(_(

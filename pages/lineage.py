@@ -5,12 +5,13 @@ Two fragments: the score controls rerun the four sections they drive, the absolu
 
 import streamlit as st
 
-from i18n import N_, _
-from lessons import lineage as lesson
-from references import cite
 from ui.contents import Contents
 from ui.formula import show_checked, show_formula
 from ui.lesson import LessonPage
+
+from i18n import N_, _
+from lessons import lineage as lesson
+from references import cite
 
 page = LessonPage(lesson.LESSON)
 

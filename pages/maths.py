@@ -4,12 +4,13 @@ import time
 
 import streamlit as st
 
+from ui import params
+from ui.lesson import LessonPage
+
 import derivations
 from derivations.rope_blocks import HEAD_DIM
 from i18n import _, translated_latex
 from lessons import derivations as lesson
-from ui import params
-from ui.lesson import LessonPage
 
 VERIFIED_MARK = ":green-badge[:material/check_circle: {text}]"
 FAILED_MARK = ":red-badge[:material/error: {text}]"

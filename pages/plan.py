@@ -2,12 +2,13 @@
 
 import streamlit as st
 
-from i18n import _
-from lessons import plan as lesson
-from references import cite
 from ui import params
 from ui.lesson import LessonPage
 from ui.uploads import config_text, upload_into
+
+from i18n import _
+from lessons import plan as lesson
+from references import cite
 
 page = LessonPage(lesson.LESSON)
 

@@ -5,13 +5,14 @@ import math
 import pandas as pd
 import streamlit as st
 
+from ui.contents import Contents
+from ui.lesson import LessonPage
+from ui.rope import rope_sidebar
+
 from i18n import N_, _
 from lessons import precision as lesson
 from lessons.format import base_text, length_text, superscript
 from references import cite
-from ui.contents import Contents
-from ui.lesson import LessonPage
-from ui.rope import rope_sidebar
 
 page = LessonPage(lesson.LESSON)
 facts, marks = lesson.dtype_facts(), lesson.landmarks()

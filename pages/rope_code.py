@@ -2,11 +2,12 @@
 
 import streamlit as st
 
+from ui.formula import show_checked
+from ui.lesson import LessonPage
+
 from i18n import _
 from lessons import rope_code as lesson
 from references import cite
-from ui.formula import show_checked
-from ui.lesson import LessonPage
 
 page = LessonPage(lesson.LESSON)
 

@@ -3,9 +3,10 @@ predict, then shows the figure that settles it and why."""
 
 import streamlit as st
 
+from ui import tour as guide
+
 from i18n import _
 from lessons import tour
-from ui import tour as guide
 
 steps = tour.available_steps()
 if guide.presenting():  # one screen for the question, the next for the figure that answers it

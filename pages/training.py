@@ -2,15 +2,16 @@
 
 import streamlit as st
 
+from ui import params, show_figure
+from ui.formula import show_formula
+from ui.lesson import LessonPage
+
 from i18n import N_, _, sentences
 from lessons import training as lesson
 from pe_core.device import shown_device_label
 from pe_core.jobs import QUEUED, ServerBusy
 from pe_core.train.service import latest_status, store_problem
 from references import cite
-from ui import params, show_figure
-from ui.formula import show_formula
-from ui.lesson import LessonPage
 
 POLL_SECONDS = 0.5
 JOB, JOB_CONFIG = "tt_job", "tt_job_config"

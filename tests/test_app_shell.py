@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import os
 import subprocess
 import sys
@@ -10,7 +11,9 @@ import tomllib
 import torch
 from streamlit.testing.v1 import AppTest
 
-from tests.conftest import ROOT
+from benchmarks.harness import run_page
+from tests.conftest import ROOT, drawn_charts
+from ui.chart import PRELOAD_KEY
 from ui.pages import PAGES, available_pages
 
 
@@ -125,3 +128,53 @@ def test_only_a_page_that_shows_a_checked_formula_imports_sympy():
 
     assert imports("pages/frequencies.py") == "False False"  # typesets formulas, checks none
     assert imports("pages/rope_code.py") == "True True"
+
+
+def _own_imports(path) -> list[str]:
+    """The app's own top-level packages and modules that ``path`` imports at its top, in order."""
+    own = {entry.name for entry in ROOT.iterdir() if (entry / "__init__.py").exists()}
+    own |= {entry.stem for entry in ROOT.glob("*.py")}
+    names = []
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.Import):
+            names += [alias.name.split(".")[0] for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.append(node.module.split(".")[0])
+    return [name for name in names if name in own]
+
+
+def test_a_page_imports_the_app_shell_before_the_rest_of_the_app():
+    """A fresh server's first shared link runs the page on its own (Streamlit's pages/ folder); importing ui sends
+    that run through app.py's navigation (ui/navigation.py). Before the lessons import torch, the sidebar is drawn a
+    second sooner and the browser loads the chart library meanwhile."""
+    for page in available_pages():
+        assert _own_imports(ROOT / page.path)[0] == "ui", page.path
+    shell_imports = "import sys, ui; print([m for m in ('torch', 'sympy') if m in sys.modules])"
+    done = subprocess.run([sys.executable, "-c", shell_imports], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
+def _start_page(charts: bool) -> None:
+    from ui.layout import start_page
+
+    start_page(charts=charts)
+
+
+def test_a_page_that_draws_charts_loads_the_chart_library_as_it_starts():
+    """The hidden preloading element stands in the sidebar of a page that draws charts, and only there."""
+    for charts in (True, False):
+        at = AppTest.from_function(_start_page, args=(charts,), default_timeout=60).run()
+        assert not at.exception
+        preloads = [element for element in at.sidebar if element.type == "bidi_component"
+                    and element.proto.id.endswith(PRELOAD_KEY)]
+        assert len(preloads) == charts
+
+
+def test_the_pages_said_to_draw_no_chart_draw_none():
+    chartless = [page for page in available_pages() if not page.charts]
+    assert {page.path for page in chartless} == {"pages/home.py", "pages/glossary.py", "pages/sources.py"}
+    for page in chartless:  # Home through app.py: its page links need the navigation
+        at = AppTest.from_file(str(ROOT / "app.py")).run() if page.url_path == "" else run_page(page.path)
+        assert not at.exception, page.path
+        assert drawn_charts(at) == [], page.path

@@ -45,14 +45,14 @@ def test_the_installed_plotly_js_is_served_under_its_version(static_dir):
     assert plotly.__version__ in served.name
     assert served.read_bytes() == open(shipped, "rb").read()
     assert [p.name for p in static_dir.iterdir()] == [served.name]  # no partial copy left behind
-    assert f"./app/static/{served.name}" in chart._component_js()
+    assert f"./app/static/{served.name}" in chart._chart_js()
 
 
 def test_the_benchmarks_find_charts_by_the_class_the_chart_gives_them():
     from benchmarks import harness
 
     assert harness.CHART_CLASS == chart.CHART_CLASS
-    assert f'className = "{chart.CHART_CLASS}"' in chart._component_js()
+    assert f'className = "{chart.CHART_CLASS}"' in chart._chart_js()
 
 
 def test_a_truncated_copy_is_replaced(static_dir):

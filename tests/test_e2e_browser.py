@@ -22,6 +22,7 @@ from benchmarks.harness import (
     wait_for_app_idle,
 )
 from lessons import all_lessons
+from ui.chart import plotly_file_name
 from ui.pages import available_pages
 
 pytest.importorskip("playwright.sync_api")
@@ -55,8 +56,16 @@ def open_page(chromium, url: str):
     return page
 
 
-# a page with sliders, and one whose address is not its file's name (/derivations is pages/maths.py)
-FIRST_VISITS = PAGES_WITH_SLIDERS[:1] + [p for p in available_pages() if p.path == "pages/maths.py"]
+# a page with sliders, one whose address is not its file's name (/derivations is pages/maths.py), and one that
+# draws no chart
+FIRST_VISITS = PAGES_WITH_SLIDERS[:1] + [p for p in available_pages() if p.path in ("pages/maths.py",
+                                                                                    "pages/glossary.py")]
+
+
+# when the page's first chart element was made (an init script: it runs before the page's own scripts)
+FIRST_CHART_JS = """new MutationObserver((_, observer) => {
+  if (document.querySelector('CHARTS')) { window.__firstChart = performance.now(); observer.disconnect(); }
+}).observe(document, {subtree: true, childList: true});""".replace("CHARTS", CHARTS)
 
 
 @pytest.mark.parametrize("target", FIRST_VISITS, ids=[p.url_path for p in FIRST_VISITS])
@@ -64,13 +73,24 @@ def test_deep_link_on_a_fresh_server_uses_the_app_navigation(target):
     """The first visitor of a fresh server arrives through a shared link, not through Home, and stays on that page
     with the link's settings."""
     with streamlit_server() as (base_url, _), browser() as chromium:
-        page = open_page(chromium, f"{base_url}/{target.url_path}?lang=zh&no_such=1")
+        page = chromium.new_page(viewport={"width": 1400, "height": 1000})
+        page.add_init_script(FIRST_CHART_JS)
+        page.goto(f"{base_url}/{target.url_path}?lang=zh&no_such=1")
+        wait_for_app_idle(page)
         sidebar = page.locator('[data-testid="stSidebar"]')
-        sidebar.get_by_text("计算设备").wait_for(timeout=30_000)
+        sidebar.get_by_text("幻灯片与分享").wait_for(timeout=30_000)  # app.py's shared sidebar, in the link's language
         page.wait_for_function("(path) => location.pathname.endsWith('/' + path)", arg=target.url_path,
                                timeout=30_000)
         assert "lang=zh" in page.url
         assert page_errors(page) == []
+        library_js = ("(name) => performance.getEntriesByType('resource').filter((entry) => entry.name.endsWith(name))"
+                      ".map((entry) => entry.startTime)")
+        if target.charts:  # the library was asked for while the page computed, before its first chart was made
+            page.wait_for_function("() => window.Plotly", timeout=90_000)
+            [library] = page.evaluate(library_js, plotly_file_name())
+            assert library < page.evaluate("() => window.__firstChart")
+        else:
+            assert page.evaluate(library_js, plotly_file_name()) == []
 
 
 def test_home_lists_every_page_and_sidebar_navigates(app):

@@ -34,7 +34,7 @@ DEMO_PAGE = '''
     from ui import params, show_figure
     from ui.layout import start_page
 
-    start_page()
+    start_page(charts=True)
     with st.sidebar:
         d = params.select_slider("Head dim d", "d", (8, 16, 32, 64, 128), 64)
     theta = rope_frequencies(RopeSpec(head_dim=d)).inv_freq.numpy()

@@ -216,7 +216,7 @@ from ui.layout import finish_page, start_page
 _page_link = st.page_link
 st.page_link = lambda page, *, label=None, icon=None, **kwargs: st.markdown(f"[{{label}}](/{{page}})")
 try:
-    start_page()
+    start_page(charts=True)
     runpy.run_path({path!r}, run_name="__main__")
 finally:
     st.page_link = _page_link

@@ -34,14 +34,17 @@ COMPONENT_NAME = "pe_plotly_chart"
 # The class of a chart's plot element. The browser benchmark and tests find charts by it and read the figure a
 # chart was last handed (``__peText``) and whether it is near the screen (``__peNear``).
 CHART_CLASS = "pe-chart"
+# The hidden element that starts loading plotly.js at the start of a run (``preload_library``): a failed load is
+# left to the charts, which load again and say why.
+PRELOAD_NAME, PRELOAD_KEY = "pe_plotly_preload", "pe-preload"
+_PRELOAD_JS = "export default function () { plotlyLoaded().catch(() => {}); }"
 # The event a click on a chart that takes picks sends: ``st.session_state[key][PICK_EVENT]`` holds the picked
 # points, as ``st.plotly_chart``'s selection does (``{"points": [{"x": ..., "y": ..., "curve_number": ...}]}``).
 PICK_EVENT = "selection"
 _log = logging.getLogger(__name__)
 
-# The library loads once per page (a promise shared by every chart); each call hands one chart its figure. A
-# figure the chart already shows (the same bytes) is not parsed again; a chart that leaves the page is purged.
-_JS = r"""
+# The library loads once per page: a promise shared by every chart and the preloading element.
+_LOADER_JS = r"""
 const SOURCE = "__PLOTLY_SRC__";
 function plotlyLoaded() {
   if (window.Plotly) return Promise.resolve(window.Plotly);
@@ -56,6 +59,10 @@ function plotlyLoaded() {
   }
   return window.__pePlotly;
 }
+"""
+# Each call hands one chart its figure. A figure the chart already shows (the same bytes) is not parsed again; a
+# chart that leaves the page is purged.
+_CHART_JS = r"""
 // A chart off screen is not drawn until it comes near the viewport: a slider move redraws what the reader
 // sees, and the rest when it is scrolled to. Until its first drawing it keeps the figure's height.
 const NEAR = "50% 0px";  // half a screen above and below it
@@ -164,15 +171,35 @@ def _served_library() -> bool:
 
 
 @cache
-def _component_js() -> str:
-    return (_JS.replace("__PLOTLY_SRC__", f"./app/static/{plotly_file_name()}")
-            .replace("__CHART_CLASS__", CHART_CLASS).replace("__PICK_EVENT__", PICK_EVENT))
+def _library_js(component_js: str) -> str:
+    """``component_js`` after the library's loader, which it calls."""
+    return (_LOADER_JS + component_js).replace("__PLOTLY_SRC__", f"./app/static/{plotly_file_name()}")
+
+
+@cache
+def _chart_js() -> str:
+    return _library_js(_CHART_JS).replace("__CHART_CLASS__", CHART_CLASS).replace("__PICK_EVENT__", PICK_EVENT)
 
 
 def _component():
     # registered on every draw: a registry belongs to a runtime (a test makes several); the same definition
     # registered again is a no-op
-    return st.components.v2.component(COMPONENT_NAME, js=_component_js(), isolate_styles=False)
+    return st.components.v2.component(COMPONENT_NAME, js=_chart_js(), isolate_styles=False)
+
+
+def preload_library() -> None:
+    """Start loading plotly.js now, in a hidden element: call it before a page computes its figures.
+
+    A chart asks for the library when it is handed its first figure, after the page's script has imported torch
+    and computed; on a cold server's first page that left the browser idle for a second and then loading and
+    parsing 1.5 MB before the first drawing. Loaded while the script works, the first chart draws as its figure
+    arrives.
+    """
+    if _served_library():
+        # Streamlit gives a keyed element's container the class st-key-<key>: hidden, it takes no gap in the sidebar
+        preload = st.components.v2.component(PRELOAD_NAME, js=_library_js(_PRELOAD_JS),
+                                             css=f".st-key-{PRELOAD_KEY} {{display: none}}", isolate_styles=False)
+        preload(key=PRELOAD_KEY, height=0)
 
 
 # Figures serialised so far, by identity: id -> (weak reference, JSON). The lessons cache their figures, so a

@@ -7,6 +7,7 @@ import sys
 import streamlit as st
 
 from i18n import _
+from ui.chart import preload_library
 from ui.export import sidebar_controls
 from ui.figure import reset_page_figures
 from ui.language import BOUND_VALUES, language_switch, use_session_language
@@ -15,13 +16,16 @@ from ui.warmup import warm_up_in_background
 _DEVICE_SLOT = "_device_slot"
 
 
-def start_page() -> None:
-    """Call first in app.py on every run: the reader's language, per-run state, the shared sidebar."""
+def start_page(*, charts: bool) -> None:
+    """Call first in app.py on every run: the reader's language, per-run state, the shared sidebar; on a page that
+    draws ``charts``, the browser starts loading the chart library while the page computes."""
     use_session_language()
     reset_page_figures()
     st.session_state[BOUND_VALUES] = {}
     with st.sidebar:
         language_switch()
+        if charts:
+            preload_library()
         st.session_state[_DEVICE_SLOT] = st.empty()
     sidebar_controls()
 

@@ -3,8 +3,9 @@
 Streamlit treats a folder named ``pages/`` next to the main script as old-style (v1) pages until
 the main script first calls ``st.navigation``. On a fresh server the first visitor who opens a
 shared link such as ``/decay`` would therefore get the page run on its own: Streamlit's file-name
-sidebar, no wide layout, no shared sidebar. Every page imports ``ui``, so on that first run this
-switches Streamlit to app.py's navigation and reruns, which then resolves the same URL properly.
+sidebar, no wide layout, no shared sidebar. Every page imports ``ui`` before the rest of the app
+(``pages/ruff.toml`` keeps it first), so on that first run this switches Streamlit to app.py's navigation
+and reruns, which then resolves the same URL properly - before the page has imported torch.
 """
 
 from __future__ import annotations

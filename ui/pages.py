@@ -21,6 +21,7 @@ class PageInfo(NamedTuple):
     summary: str
     slug: str = ""  # the URL path; defaults to the file name
     lesson: str = ""  # the lesson the page shows (its figures, settings and benchmarks)
+    charts: bool = True  # the page draws charts (the browser then loads plotly.js as the page starts)
 
     @property
     def url_path(self) -> str:
@@ -32,7 +33,7 @@ class PageInfo(NamedTuple):
 
 PAGES = (
     PageInfo("pages/home.py", N_("Home"), ":material/home:", N_("Start"),
-             N_("What each page teaches and where to begin.")),
+             N_("What each page teaches and where to begin."), charts=False),
     PageInfo("pages/tour.py", N_("RoPE and long context in 12 steps"), ":material/route:", N_("Start"),
              N_("A guided lesson: each step sets up one figure, asks you to predict, then reveals why. With a "
              "presenter mode for class."), slug="tour"),
@@ -73,9 +74,9 @@ PAGES = (
     PageInfo("pages/training.py", N_("Train a tiny transformer"), ":material/model_training:", N_("Experiment"),
              N_("Train a small model live at a short length and watch each encoding extrapolate."), lesson="training"),
     PageInfo("pages/glossary.py", N_("Glossary of symbols"), ":material/menu_book:", N_("Reference"),
-             N_("Every symbol the app shows: its name, formula and meaning.")),
+             N_("Every symbol the app shows: its name, formula and meaning."), charts=False),
     PageInfo("pages/sources.py", N_("References"), ":material/library_books:", N_("Reference"),
-             N_("The papers, posts and code every claim here cites."), slug="references"),
+             N_("The papers, posts and code every claim here cites."), slug="references", charts=False),
 )
 
 
