@@ -8,7 +8,8 @@ three heatmaps 218 → 118 ms). A chart far off screen is drawn only when it com
 charts the reader sees (on a page of line charts, redrawing is most of a move's time).
 
 plotly.js itself is the copy the installed plotly package ships, served once per browser from the app's static
-folder (``server.enableStaticServing``), so the figure and the library that draws it always match.
+folder (``server.enableStaticServing``), so the figure and the library that draws it always match. A page that draws
+charts starts loading it as the page starts (``preload_library``), while its script computes the figures.
 """
 
 from __future__ import annotations
