@@ -10,7 +10,8 @@ from ui.pages import available_pages
 st.set_page_config(page_title=_("Positional-encoding explorer"), page_icon="🌀", layout="wide")
 
 sections: dict[str, list] = {}
-for page in available_pages():
+listed = {page.url_path: page for page in available_pages()}
+for page in listed.values():
     sections.setdefault(_(page.section), []).append(
         st.Page(page.path, title=_(page.title), icon=page.icon, default=page.path == "pages/home.py",
                 url_path=page.url_path or None)
@@ -20,7 +21,7 @@ navigation = st.navigation(sections)
 asked = requested_page(sections)
 if asked is not None and asked.url_path != navigation.url_path:
     st.switch_page(asked, query_params=st.query_params.to_dict())
-start_page(charts=next(page.charts for page in available_pages() if page.url_path == navigation.url_path))
+start_page(charts=listed[navigation.url_path].charts)
 try:
     navigation.run()
 finally:
