@@ -46,38 +46,63 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+PORT_ATTEMPTS = 3
+
+
 @contextlib.contextmanager
 def streamlit_server(timeout: float = 60.0, *, cwd: Path = ROOT, script: str = "app.py"):
-    """Run ``script`` (the app by default) on a free localhost port; yields (base_url, seconds until healthy)."""
-    port = free_port()
+    """Run ``script`` (the app by default) on a free localhost port; yields (base_url, seconds until healthy).
+
+    A port found free can be taken by another process (a parallel test worker) before Streamlit binds it; the
+    server is then started again on another port."""
     env = dict(os.environ, PYTHONUNBUFFERED="1")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", script, "--server.port", str(port),
-         "--server.address", "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false"],
-        cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )
-    base_url = f"http://127.0.0.1:{port}"
     started = time.perf_counter()
+    for attempt in range(PORT_ATTEMPTS):
+        port = free_port()
+        process = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", script, "--server.port", str(port),
+             "--server.address", "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false"],
+            cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        )
+        base_url = f"http://127.0.0.1:{port}"
+        try:
+            if _wait_until_healthy(process, port, started, timeout, retry=attempt + 1 < PORT_ATTEMPTS):
+                break
+        except BaseException:
+            _stop(process)
+            raise
     try:
-        while True:
-            if process.poll() is not None:
-                raise RuntimeError(f"streamlit exited early:\n{process.stdout.read()}")
-            try:
-                with urllib.request.urlopen(f"{base_url}/_stcore/health", timeout=1) as response:
-                    if response.read() == b"ok":
-                        break
-            except OSError:
-                pass
-            if time.perf_counter() - started > timeout:
-                raise TimeoutError("streamlit did not become healthy in time")
-            time.sleep(0.1)
         yield base_url, time.perf_counter() - started
     finally:
-        process.terminate()
+        _stop(process)
+
+
+def _wait_until_healthy(process, port: int, started: float, timeout: float, *, retry: bool) -> bool:
+    """True once the server answers its health check; False if it exited because its port was taken (and
+    ``retry`` allows another port). Raises if it exited otherwise or did not answer within ``timeout``."""
+    while True:
+        if process.poll() is not None:
+            output = process.stdout.read()
+            if retry and f"Port {port} is not available" in output:
+                return False
+            raise RuntimeError(f"streamlit exited early:\n{output}")
         try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=1) as response:
+                if response.read() == b"ok" and process.poll() is None:
+                    return True
+        except OSError:
+            pass
+        if time.perf_counter() - started > timeout:
+            raise TimeoutError("streamlit did not become healthy in time")
+        time.sleep(0.1)
+
+
+def _stop(process) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
 
 
 def wait_for_app_idle(page, timeout_ms: float = 60_000) -> None:

@@ -6,7 +6,9 @@ import base64
 import json
 import os
 import re
+import shutil
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +23,39 @@ if str(ROOT) not in sys.path:
 from benchmarks.harness import run_page  # noqa: E402 - needs the repository on sys.path
 from figures.page_form import TITLE_META_KEY  # noqa: E402
 from ui.chart import COMPONENT_NAME, PICK_EVENT, read_payload  # noqa: E402
+
+RUN_STORE_ENV = "PE_RUN_STORE"  # pe_core.train.store.STORE_ENV, named before anything imports torch
+_OWN_STORE_DIR = "pe_test_run_store_dir"
+
+
+def pytest_configure(config):
+    """Every test session trains into a store of its own, never the repository's runs/ nor the one a developer
+    named: made by the controlling process, whose environment the test workers and the servers they start
+    inherit."""
+    if "PYTEST_XDIST_WORKER" in os.environ:
+        return
+    directory = tempfile.mkdtemp(prefix="pe-test-runs-")
+    os.environ[RUN_STORE_ENV] = str(Path(directory) / "runs.sqlite3")
+    setattr(config, _OWN_STORE_DIR, directory)
+
+
+def pytest_unconfigure(config):
+    directory = getattr(config, _OWN_STORE_DIR, None)
+    if directory is not None:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def default_training_run():
+    """The training lesson's default experiment, trained once a test session (about 90 s on two cores) into the
+    session's store: the first worker that needs it trains it while the others wait, then read it."""
+    from filelock import FileLock
+
+    from lessons import training
+
+    with FileLock(os.environ[RUN_STORE_ENV] + ".lock"):
+        return training.LESSON.result(training.Settings()).record
+
 
 _DTYPES = {"f8": np.float64, "f4": np.float32, "i1": np.int8, "u1": np.uint8, "i2": np.int16, "u2": np.uint16,
            "i4": np.int32, "u4": np.uint32, "i8": np.int64, "u8": np.uint64}

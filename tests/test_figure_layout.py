@@ -50,6 +50,8 @@ def plotly_page(tmp_path_factory):
 
 
 @pytest.mark.parametrize("language", sorted(LANGUAGES))
+@pytest.mark.usefixtures("default_training_run")
+@pytest.mark.timeout(900)  # the worker that comes first trains the default run (about 90 s, longer beside another)
 def test_no_figure_text_collides_on_a_phone_a_desktop_or_a_slide(plotly_page, language):
     found = []
     with use_language(language):

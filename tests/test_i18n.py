@@ -327,6 +327,8 @@ def test_a_link_in_one_language_opens_whole_in_the_other(query, locale, url, one
 
 # ---- figures and exports -------------------------------------------------------------------------
 
+@pytest.mark.usefixtures("default_training_run")
+@pytest.mark.timeout(900)  # the worker that comes first trains the default run (about 90 s, longer beside another)
 def test_export_cli_writes_every_figure_in_chinese(tmp_path, one_torch_thread):
     from lessons import all_lessons
     from lessons.export import main

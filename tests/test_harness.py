@@ -1,0 +1,22 @@
+"""The harness the browser tests and benchmarks share: a server whose port is taken meanwhile starts on another."""
+
+from __future__ import annotations
+
+import socket
+import urllib.request
+
+from benchmarks import harness
+
+
+def test_a_server_whose_port_was_taken_starts_on_another(monkeypatch):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        busy = taken.getsockname()[1]
+        ports = iter([busy])
+        real_free_port = harness.free_port
+        monkeypatch.setattr(harness, "free_port", lambda: next(ports, None) or real_free_port())
+        with harness.streamlit_server(cwd=harness.ROOT / "benchmarks", script="floor_app.py") as (url, _):
+            assert not url.endswith(f":{busy}")
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=5) as response:
+                assert response.read() == b"ok"
