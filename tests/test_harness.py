@@ -1,9 +1,12 @@
-"""The harness the browser tests and benchmarks share: a server whose port is taken meanwhile starts on another."""
+"""The harness the tests and benchmarks share: a server whose port is taken meanwhile starts on another; the tests
+train into a store of their own."""
 
 from __future__ import annotations
 
+import os
 import socket
 import urllib.request
+from pathlib import Path
 
 from benchmarks import harness
 
@@ -20,3 +23,8 @@ def test_a_server_whose_port_was_taken_starts_on_another(monkeypatch):
             assert not url.endswith(f":{busy}")
             with urllib.request.urlopen(f"{url}/_stcore/health", timeout=5) as response:
                 assert response.read() == b"ok"
+
+
+def test_the_tests_train_into_a_store_of_their_own():
+    store = Path(os.environ["PE_RUN_STORE"])
+    assert harness.ROOT not in store.parents and store.name == "runs.sqlite3"
