@@ -7,7 +7,8 @@ In one run, in headless Chromium against local servers (nothing else is contacte
 - the floor: a minimal Streamlit app with one slider and one 64×512 heatmap (``floor_app.py``);
 - the floor with ``PROSE_PARAGRAPHS`` paragraphs of static prose under it (a lesson page's element count, with
   nothing else changed): what a page's length costs a move in Streamlit itself when the text follows the chart
-  (text above a chart also delays the chart's first change, by about 1 ms a paragraph);
+  (text above a chart delays the chart's first change by about 1 ms a paragraph, text under it by about half
+  that: the browser re-renders every element of a rerun before the chart is handed its figure);
 - every page of the app (``--app DIR`` measures another checkout, e.g. an older commit).
 
 For each it reports, as milliseconds and as a ratio to the floor:
