@@ -26,5 +26,9 @@ def test_a_server_whose_port_was_taken_starts_on_another(monkeypatch):
 
 
 def test_the_tests_train_into_a_store_of_their_own():
-    store = Path(os.environ["PE_RUN_STORE"])
+    from pe_core.train.store import STORE_ENV
+    from tests.conftest import RUN_STORE_ENV
+
+    assert RUN_STORE_ENV == STORE_ENV
+    store = Path(os.environ[STORE_ENV])
     assert harness.ROOT not in store.parents and store.name == "runs.sqlite3"
