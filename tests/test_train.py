@@ -676,9 +676,16 @@ def test_two_identical_requests_share_one_training_run(tmp_path):
 
 def test_queued_runs_start_in_request_order(tmp_path):
     service = service_on(tmp_path / "runs.sqlite3")
+    # the one slot is held while the runs are requested, so all three wait (a 4-step run could otherwise finish
+    # before the next request, as it once did beside another test worker)
+    release = threading.Event()
+    holder = service.limiter.submit("holder", lambda job: release.wait(60))
+    while holder.state != RUNNING:
+        time.sleep(0.01)
     configs = [tiny_config(seed=seed, steps=4) for seed in (3, 1, 2)]
     jobs = [service.request(c) for c in configs]
-    assert [j.queue_position() for j in jobs[1:]] == [1, 2] or jobs[0].state == QUEUED
+    assert [j.queue_position() for j in jobs] == [1, 2, 3]
+    release.set()
     assert all(j.wait(60) for j in jobs)
     starts = [j.started_at for j in jobs]
     assert starts == sorted(starts)
