@@ -1,6 +1,7 @@
 """Browser benchmark: how a slider move feels on every page, as a ratio to Streamlit's own floor.
 
     python -m benchmarks.browser [--moves 6] [--pages frequencies,decay] [--app DIR] [--json PATH]
+    python -m benchmarks.browser --elements [--moves 6]
 
 In one run, in headless Chromium against local servers (nothing else is contacted):
 
@@ -17,6 +18,9 @@ For each it reports, as milliseconds and as a ratio to the floor:
 - cold first page: a fresh server process until its first page has drawn its figures;
 - first change: from the arrow-key press on the page's first slider to the first redrawn figure;
 - settled: from the key press until no figure has changed for ``QUIET_MS`` and the app is idle.
+
+``--elements`` measures instead what one element of each kind costs a move: the floor with ``ELEMENTS_ADDED`` of
+them under its chart (``floor_app.py``'s query parameters), alternated with the bare floor in one browser.
 
 Moves alternate right and left so each page stays near its defaults; the median of ``--moves`` is
 reported. Times are taken inside the page (``performance.now()`` at the key event and at each
@@ -216,6 +220,53 @@ def run(app_dir: Path, moves: int, only: set[str] | None) -> dict:
     return results
 
 
+# The floor's element kinds (its query parameters) and how many of each are added under its chart.
+ELEMENT_KINDS = {
+    "paragraphs": "paragraph with inline maths",
+    "plain": "paragraph without maths",
+    "formulas": "display formula (st.latex)",
+    "merged": "maths paragraph, all in one st.markdown",
+    "sliders": "slider the move leaves alone",
+}
+ELEMENTS_ADDED = 30
+
+
+def element_costs(moves: int, rounds: int = 2) -> dict:
+    """First change and settled of the floor with ``ELEMENTS_ADDED`` elements of each kind, and of the bare floor,
+    alternated over ``rounds`` (medians); each kind's cost per element is its difference to the bare floor."""
+    from playwright.sync_api import sync_playwright
+
+    variants = {"": "", **{kind: f"{kind}={ELEMENTS_ADDED}" for kind in ELEMENT_KINDS}}
+    measured: dict[str, list[dict]] = {name: [] for name in variants}
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            with streamlit_server(cwd=HERE, script=FLOOR_APP.name) as (url, _):
+                for query in variants.values():
+                    measure_page(browser, f"{url}/?{query}", 1)  # warm
+                for turn in range(rounds):
+                    order = list(variants.items()) if turn % 2 == 0 else list(variants.items())[::-1]
+                    for name, query in order:
+                        measured[name].append(measure_page(browser, f"{url}/?{query}", moves))
+                        print(f"  measured {name or 'floor'}", file=sys.stderr, flush=True)
+        finally:
+            browser.close()
+    medians = {name: {key: statistics.median(run[key] for run in runs) for key in ("first_change_ms", "settled_ms")}
+               for name, runs in measured.items()}
+    return {"added": ELEMENTS_ADDED, "floor": medians.pop(""), "kinds": medians}
+
+
+def element_table(results: dict) -> str:
+    floor, added = results["floor"], results["added"]
+    lines = [f"{'under the chart':<48}{'first change':>14}{'settled':>10}{'per element':>14}",
+             f"{'nothing (the floor)':<48}{floor['first_change_ms']:>11.0f} ms{floor['settled_ms']:>7.0f} ms"]
+    for kind, row in results["kinds"].items():
+        each = (row["first_change_ms"] - floor["first_change_ms"]) / added
+        lines.append(f"{f'{added} × {ELEMENT_KINDS[kind]}':<48}{row['first_change_ms']:>11.0f} ms"
+                     f"{row['settled_ms']:>7.0f} ms{each:>11.2f} ms")
+    return "\n".join(lines)
+
+
 METRICS = (("first_change_ms", "first change"), ("settled_ms", "settled"), ("first_load_ms", "first load"))
 
 
@@ -241,14 +292,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--moves", type=int, default=6, help="slider moves per page (median reported)")
     parser.add_argument("--pages", help="URL paths to measure, comma-separated (default: every page with a slider)")
     parser.add_argument("--app", type=Path, default=ROOT, help="the checkout to measure (default: this one)")
-    parser.add_argument("--json", type=Path, default=HERE / "results" / "browser.json")
+    parser.add_argument("--elements", action="store_true",
+                        help="what one element of each kind costs a move, on the floor (instead of the pages)")
+    parser.add_argument("--json", type=Path, help="where to write the results (default: benchmarks/results/)")
     args = parser.parse_args(argv)
+    if args.elements:
+        results = element_costs(args.moves)
+        print(element_table(results))
+        return _write(results, args.json or HERE / "results" / "browser_elements.json")
     only = set(args.pages.split(",")) if args.pages else None
     results = run(args.app.resolve(), args.moves, only)
     print(table(results))
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(results, indent=2))
-    print(f"\nwrote {args.json}")
+    return _write(results, args.json or HERE / "results" / "browser.json")
+
+
+def _write(results: dict, path: Path) -> int:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(results, indent=2))
+    print(f"\nwrote {path}")
     return 0
 
 

@@ -1,19 +1,43 @@
 """The floor the browser benchmark measures against: one slider and one 64×512 heatmap, nothing else.
 
-``?paragraphs=N`` adds N paragraphs of static prose with a formula each under the heatmap: the same slider
-and figure on a page as long as a lesson's, to show what a page's element count costs a move by itself. The
-chart comes first, but the browser re-renders the whole rerun before it calls the chart, so the paragraphs
-still delay its first change a little (60 of them: 181 → 215 ms, medians of 4 alternated runs of 6 moves).
+Query parameters add elements of one kind under the heatmap, to show what a page's elements cost a move by
+themselves (``python -m benchmarks.browser --elements``):
+
+- ``paragraphs=N``: paragraphs of static prose with inline maths (a lesson page's element count);
+- ``plain=N``: the same paragraphs without maths; ``formulas=N``: display formulas (``st.latex``);
+- ``merged=N``: N paragraphs with maths in one ``st.markdown`` (the same text as ``paragraphs``, one element);
+- ``sliders=N``: sliders that the move leaves alone.
+
+The chart comes first, but the browser re-renders the whole rerun before it calls the chart, so even elements
+under it delay its first change (60 paragraphs: 181 → 215 ms, medians of 4 alternated runs of 6 moves).
 """
 
 import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
+MATHS = ("each pair $i$ turns at the angle $m\\theta_i$ with $\\theta_i = b^{-2i/d}$, so the fastest pair completes a "
+         "turn every $2\\pi$ tokens and the slowest one barely moves within the training length; **this sentence "
+         "never changes** with the slider.")
+PLAIN = ("each pair i turns at the angle m·θᵢ with θᵢ = b^(−2i/d), so the fastest pair completes a turn every 2π "
+         "tokens and the slowest one barely moves within the training length; **this sentence never changes** with "
+         "the slider.")
+
+
+def count(name: str) -> int:
+    return int(st.query_params.get(name, "0"))
+
+
 shift = st.slider("shift", 0, 100, 50)
 values = np.sin(np.add.outer(np.arange(512), np.arange(64) * (1 + shift / 100)) / 10).astype(np.float32)
 st.plotly_chart(go.Figure(go.Heatmap(z=values)), key="heatmap")
-for paragraph in range(int(st.query_params.get("paragraphs", "0"))):
-    st.markdown(f"Paragraph {paragraph}: each pair $i$ turns at the angle $m\\theta_i$ with "
-                "$\\theta_i = b^{-2i/d}$, so the fastest pair completes a turn every $2\\pi$ tokens and the slowest "
-                "one barely moves within the training length; **this sentence never changes** with the slider.")
+for paragraph in range(count("paragraphs")):
+    st.markdown(f"Paragraph {paragraph}: {MATHS}")
+for paragraph in range(count("plain")):
+    st.markdown(f"Paragraph {paragraph}: {PLAIN}")
+for formula in range(count("formulas")):
+    st.latex(rf"\theta_{{{formula}}} = b^{{-2i/d}},\qquad \lambda_{{{formula}}} = 2\pi\, b^{{2i/d}}")
+if count("merged"):
+    st.markdown("\n\n".join(f"Paragraph {paragraph}: {MATHS}" for paragraph in range(count("merged"))))
+for slider in range(count("sliders")):
+    st.slider(f"unused {slider}", 0, 10, 5, key=f"unused-{slider}")

@@ -1,0 +1,42 @@
+"""The browser benchmark's floor and its element-cost table (the timing itself runs in ``python -m benchmarks.browser``)."""
+
+from __future__ import annotations
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from benchmarks.browser import ELEMENT_KINDS, FLOOR_APP, element_table
+
+
+def _floor(query: dict[str, str]) -> AppTest:
+    at = AppTest.from_file(str(FLOOR_APP), default_timeout=30)
+    for key, value in query.items():
+        at.query_params[key] = value
+    return at.run()
+
+
+def test_the_bare_floor_is_one_slider_and_one_chart():
+    at = _floor({})
+    assert len(at.slider) == 1 and len(at.markdown) == 0 and len(at.latex) == 0
+    assert len(at.get("plotly_chart")) == 1
+
+
+@pytest.mark.parametrize(("kind", "markdown", "latex", "sliders"), [
+    ("paragraphs", 3, 0, 1), ("plain", 3, 0, 1), ("formulas", 0, 3, 1), ("merged", 1, 0, 1), ("sliders", 0, 0, 4)])
+def test_each_element_kind_adds_that_many_elements_under_the_chart(kind, markdown, latex, sliders):
+    at = _floor({kind: "3"})
+    assert (len(at.markdown), len(at.latex), len(at.slider)) == (markdown, latex, sliders)
+    if kind in ("paragraphs", "merged"):
+        text = "\n\n".join(m.value for m in at.markdown)
+        assert text.count("Paragraph ") == 3 and "$m\\theta_i$" in text
+    if kind == "plain":
+        assert all("$" not in m.value for m in at.markdown)
+
+
+def test_the_table_gives_each_kinds_cost_per_element():
+    results = {"added": 30, "floor": {"first_change_ms": 100.0, "settled_ms": 120.0},
+               "kinds": {"paragraphs": {"first_change_ms": 139.0, "settled_ms": 170.0},
+                         "merged": {"first_change_ms": 103.0, "settled_ms": 121.0}}}
+    lines = element_table(results).splitlines()
+    assert lines[2].startswith(f"30 × {ELEMENT_KINDS['paragraphs']}") and lines[2].endswith("1.30 ms")
+    assert lines[3].endswith("0.10 ms")
