@@ -10,6 +10,8 @@ In one run, in headless Chromium against local servers (nothing else is contacte
   nothing else changed): what a page's length costs a move in Streamlit itself when the text follows the chart
   (text above a chart delays the chart's first change by about 1 ms a paragraph, text under it by about half
   that: the browser re-renders every element of a rerun before the chart is handed its figure);
+- the floor with the app's ``runner.postScriptGC = false`` (Streamlit's default collects garbage after every
+  run, about 30 ms of the floor's move on a 2-core machine): a second reference row, not the ratios' base;
 - every page of the app (``--app DIR`` measures another checkout, e.g. an older commit).
 
 For each it reports, as milliseconds and as a ratio to the floor:
@@ -52,6 +54,8 @@ from benchmarks.harness import (
 HERE = Path(__file__).resolve().parent
 FLOOR_APP = HERE / "floor_app.py"
 QUIET_MS = 1000
+# The floor as the app's own config runs it: no garbage collection after each run (Streamlit's default does one).
+FLOOR_AS_CONFIGURED = {"STREAMLIT_RUNNER_POST_SCRIPT_GC": "false"}
 # The lesson pages show 50-106 elements (markdown, captions, formulas, widgets, charts and their menus).
 PROSE_PARAGRAPHS = 60
 
@@ -207,6 +211,10 @@ def run(app_dir: Path, moves: int, only: set[str] | None) -> dict:
                 prose_url = f"{floor_url}/?paragraphs={PROSE_PARAGRAPHS}"
                 measure_page(browser, prose_url, 1)  # warm, as the pages are
                 results["floor_prose"] = measure_page(browser, prose_url, moves)
+            # Streamlit's defaults collect garbage after every run; the app turns that off (.streamlit/config.toml)
+            with streamlit_server(cwd=HERE, script=FLOOR_APP.name, env=FLOOR_AS_CONFIGURED) as (floor_url, _):
+                measure_page(browser, floor_url, 1)
+                results["floor_configured"] = measure_page(browser, floor_url, moves)
             if pages:
                 results["cold_first_page_ms"] = cold_first_page(app_dir, "app.py", pages[0][1], browser)
                 results["cold_first_page"] = pages[0][1]
@@ -277,6 +285,8 @@ def table(results: dict) -> str:
     rows = list(results["pages"].items())
     if "floor_prose" in results:
         rows.insert(0, (f"floor + {PROSE_PARAGRAPHS} paragraphs", results["floor_prose"]))
+    if "floor_configured" in results:
+        rows.insert(0, ("floor, no post-run GC", results["floor_configured"]))
     for path, row in rows:
         cells = "".join(f"{row[key]:>14.0f} ms {row[key] / floor[key]:>4.2f}x" for key, _ in METRICS)
         lines.append(f"{path[:22]:<22}{cells}")

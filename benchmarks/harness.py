@@ -50,12 +50,14 @@ PORT_ATTEMPTS = 3
 
 
 @contextlib.contextmanager
-def streamlit_server(timeout: float = 60.0, *, cwd: Path = ROOT, script: str = "app.py"):
+def streamlit_server(timeout: float = 60.0, *, cwd: Path = ROOT, script: str = "app.py",
+                     env: dict[str, str] | None = None):
     """Run ``script`` (the app by default) on a free localhost port; yields (base_url, seconds until healthy).
+    ``env``: variables added to the server's environment (Streamlit reads ``STREAMLIT_*`` as config).
 
     A port found free can be taken by another process (a parallel test worker) before Streamlit binds it; the
     server is then started again on another port."""
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    env = dict(os.environ, PYTHONUNBUFFERED="1", **(env or {}))
     started = time.perf_counter()
     for attempt in range(PORT_ATTEMPTS):
         port = free_port()

@@ -40,3 +40,13 @@ def test_the_table_gives_each_kinds_cost_per_element():
     lines = element_table(results).splitlines()
     assert lines[2].startswith(f"30 × {ELEMENT_KINDS['paragraphs']}") and lines[2].endswith("1.30 ms")
     assert lines[3].endswith("0.10 ms")
+
+
+def test_the_configured_floor_row_runs_the_floor_as_the_apps_config_runs_the_app():
+    import tomllib
+
+    from benchmarks.browser import FLOOR_AS_CONFIGURED
+    from benchmarks.harness import ROOT
+
+    config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
+    assert FLOOR_AS_CONFIGURED == {"STREAMLIT_RUNNER_POST_SCRIPT_GC": str(config["runner"]["postScriptGC"]).lower()}
