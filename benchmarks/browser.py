@@ -8,10 +8,11 @@ In one run, in headless Chromium against local servers (nothing else is contacte
 - the floor: a minimal Streamlit app with one slider and one 64×512 heatmap (``floor_app.py``);
 - the floor with ``PROSE_PARAGRAPHS`` paragraphs of static prose under it (a lesson page's element count, with
   nothing else changed): what a page's length costs a move in Streamlit itself when the text follows the chart
-  (text above a chart delays the chart's first change by about 1 ms a paragraph, text under it by about half
-  that: the browser re-renders every element of a rerun before the chart is handed its figure);
+  (the browser re-renders every element of a rerun before the chart is handed its figure, so text under the
+  chart delays it too: about 1.6 ms a paragraph with inline maths on a server that does not collect garbage after
+  the run, as the app's does not; on the floor the collection mostly hides it);
 - the floor with the app's ``runner.postScriptGC = false`` (Streamlit's default collects garbage after every
-  run, about 30 ms of the floor's move on a 2-core machine): a second reference row, not the ratios' base;
+  run, 30-60 ms of the floor's move on a 2-core machine): a second reference row, not the ratios' base;
 - every page of the app (``--app DIR`` measures another checkout, e.g. an older commit).
 
 For each it reports, as milliseconds and as a ratio to the floor:

@@ -9,7 +9,8 @@ themselves (``python -m benchmarks.browser --elements``):
 - ``sliders=N``: sliders that the move leaves alone.
 
 The chart comes first, but the browser re-renders the whole rerun before it calls the chart, so even elements
-under it delay its first change (60 paragraphs: 181 → 215 ms, medians of 4 alternated runs of 6 moves).
+under it can delay its first change (60 paragraphs: 181 → 215 ms, medians of 4 alternated runs of 6 moves);
+Streamlit's garbage collection after each run, on by default here, hides part of it.
 """
 
 import numpy as np
