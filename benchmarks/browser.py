@@ -42,8 +42,6 @@ from pathlib import Path
 from benchmarks.harness import (
     CHART_CLASS,
     CHARTS,
-    CHROMIUM,
-    CHROMIUM_ARGS,
     ROOT,
     figures_signature,
     first_move_key,
@@ -51,6 +49,7 @@ from benchmarks.harness import (
     streamlit_server,
     wait_for_new_figures,
 )
+from benchmarks.harness import browser as chromium
 
 HERE = Path(__file__).resolve().parent
 FLOOR_APP = HERE / "floor_app.py"
@@ -199,33 +198,27 @@ def _pages(app_dir: Path) -> list[tuple[str, str]]:
 
 
 def run(app_dir: Path, moves: int, only: set[str] | None) -> dict:
-    from playwright.sync_api import sync_playwright
-
     results: dict = {"floor": {}, "pages": {}, "app": str(app_dir)}
     pages = [(t, p) for t, p in _pages(app_dir) if not only or p in only]
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        try:
-            results["floor"]["cold_first_page_ms"] = cold_first_page(HERE, FLOOR_APP.name, "", browser)
-            with streamlit_server(cwd=HERE, script=FLOOR_APP.name) as (floor_url, _):
-                results["floor"].update(measure_page(browser, floor_url, moves))
-                prose_url = f"{floor_url}/?paragraphs={PROSE_PARAGRAPHS}"
-                measure_page(browser, prose_url, 1)  # warm, as the pages are
-                results["floor_prose"] = measure_page(browser, prose_url, moves)
-            # Streamlit's defaults collect garbage after every run; the app turns that off (.streamlit/config.toml)
-            with streamlit_server(cwd=HERE, script=FLOOR_APP.name, env=FLOOR_AS_CONFIGURED) as (floor_url, _):
-                measure_page(browser, floor_url, 1)
-                results["floor_configured"] = measure_page(browser, floor_url, moves)
-            if pages:
-                results["cold_first_page_ms"] = cold_first_page(app_dir, "app.py", pages[0][1], browser)
-                results["cold_first_page"] = pages[0][1]
-            with streamlit_server(cwd=app_dir) as (base_url, _):
-                for title, path in pages:
-                    measure_page(browser, f"{base_url}/{path}", 1)  # warm the server's caches for this page
-                    results["pages"][path] = {"title": title, **measure_page(browser, f"{base_url}/{path}", moves)}
-                    print(f"  measured {path}", file=sys.stderr, flush=True)
-        finally:
-            browser.close()
+    with chromium() as browser:
+        results["floor"]["cold_first_page_ms"] = cold_first_page(HERE, FLOOR_APP.name, "", browser)
+        with streamlit_server(cwd=HERE, script=FLOOR_APP.name) as (floor_url, _):
+            results["floor"].update(measure_page(browser, floor_url, moves))
+            prose_url = f"{floor_url}/?paragraphs={PROSE_PARAGRAPHS}"
+            measure_page(browser, prose_url, 1)  # warm, as the pages are
+            results["floor_prose"] = measure_page(browser, prose_url, moves)
+        # Streamlit's defaults collect garbage after every run; the app turns that off (.streamlit/config.toml)
+        with streamlit_server(cwd=HERE, script=FLOOR_APP.name, env=FLOOR_AS_CONFIGURED) as (floor_url, _):
+            measure_page(browser, floor_url, 1)
+            results["floor_configured"] = measure_page(browser, floor_url, moves)
+        if pages:
+            results["cold_first_page_ms"] = cold_first_page(app_dir, "app.py", pages[0][1], browser)
+            results["cold_first_page"] = pages[0][1]
+        with streamlit_server(cwd=app_dir) as (base_url, _):
+            for title, path in pages:
+                measure_page(browser, f"{base_url}/{path}", 1)  # warm the server's caches for this page
+                results["pages"][path] = {"title": title, **measure_page(browser, f"{base_url}/{path}", moves)}
+                print(f"  measured {path}", file=sys.stderr, flush=True)
     return results
 
 
@@ -243,23 +236,16 @@ ELEMENTS_ADDED = 30
 def element_costs(moves: int, rounds: int = 2) -> dict:
     """First change and settled of the floor with ``ELEMENTS_ADDED`` elements of each kind, and of the bare floor,
     alternated over ``rounds`` (medians); each kind's cost per element is its difference to the bare floor."""
-    from playwright.sync_api import sync_playwright
-
     variants = {"": "", **{kind: f"{kind}={ELEMENTS_ADDED}" for kind in ELEMENT_KINDS}}
     measured: dict[str, list[dict]] = {name: [] for name in variants}
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        try:
-            with streamlit_server(cwd=HERE, script=FLOOR_APP.name) as (url, _):
-                for query in variants.values():
-                    measure_page(browser, f"{url}/?{query}", 1)  # warm
-                for turn in range(rounds):
-                    order = list(variants.items()) if turn % 2 == 0 else list(variants.items())[::-1]
-                    for name, query in order:
-                        measured[name].append(measure_page(browser, f"{url}/?{query}", moves))
-                        print(f"  measured {name or 'floor'}", file=sys.stderr, flush=True)
-        finally:
-            browser.close()
+    with chromium() as browser, streamlit_server(cwd=HERE, script=FLOOR_APP.name) as (url, _):
+        for query in variants.values():
+            measure_page(browser, f"{url}/?{query}", 1)  # warm
+        for turn in range(rounds):
+            order = list(variants.items()) if turn % 2 == 0 else list(variants.items())[::-1]
+            for name, query in order:
+                measured[name].append(measure_page(browser, f"{url}/?{query}", moves))
+                print(f"  measured {name or 'floor'}", file=sys.stderr, flush=True)
     medians = {name: {key: statistics.median(run[key] for run in runs) for key in ("first_change_ms", "settled_ms")}
                for name, runs in measured.items()}
     return {"added": ELEMENTS_ADDED, "floor": medians.pop(""), "kinds": medians}

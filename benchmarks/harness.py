@@ -57,14 +57,14 @@ def streamlit_server(timeout: float = 60.0, *, cwd: Path = ROOT, script: str = "
 
     A port found free can be taken by another process (a parallel test worker) before Streamlit binds it; the
     server is then started again on another port."""
-    env = dict(os.environ, PYTHONUNBUFFERED="1", **(env or {}))
+    server_env = dict(os.environ, PYTHONUNBUFFERED="1", **(env or {}))
     started = time.perf_counter()
     for attempt in range(PORT_ATTEMPTS):
         port = free_port()
         process = subprocess.Popen(
             [sys.executable, "-m", "streamlit", "run", script, "--server.port", str(port),
              "--server.address", "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false"],
-            cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            cwd=cwd, env=server_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         )
         base_url = f"http://127.0.0.1:{port}"
         try:

@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from streamlit.testing.v1 import AppTest
 
 from benchmarks.browser import ELEMENT_KINDS, FLOOR_APP, element_table
+from benchmarks.harness import ROOT, run_page
 
 
-def _floor(query: dict[str, str]) -> AppTest:
-    at = AppTest.from_file(str(FLOOR_APP), default_timeout=30)
-    for key, value in query.items():
-        at.query_params[key] = value
-    return at.run()
+def _floor(query: dict[str, str]):
+    return run_page(str(FLOOR_APP.relative_to(ROOT)), query)
 
 
 def test_the_bare_floor_is_one_slider_and_one_chart():
@@ -46,7 +43,6 @@ def test_the_configured_floor_row_runs_the_floor_as_the_apps_config_runs_the_app
     import tomllib
 
     from benchmarks.browser import FLOOR_AS_CONFIGURED
-    from benchmarks.harness import ROOT
 
     config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
     assert FLOOR_AS_CONFIGURED == {"STREAMLIT_RUNNER_POST_SCRIPT_GC": str(config["runner"]["postScriptGC"]).lower()}

@@ -49,8 +49,11 @@ def app():
         (RESULTS / "e2e_latency.json").write_text(json.dumps(summary, indent=2))
 
 
-def open_page(chromium, url: str):
+def open_page(chromium, url: str, *, init_script: str | None = None):
+    """A new tab at ``url``, once the app is idle; ``init_script`` runs before the page's own scripts."""
     page = chromium.new_page(viewport={"width": 1400, "height": 1000})
+    if init_script:
+        page.add_init_script(init_script)
     page.goto(url)
     wait_for_app_idle(page)
     return page
@@ -73,10 +76,7 @@ def test_deep_link_on_a_fresh_server_uses_the_app_navigation(target):
     """The first visitor of a fresh server arrives through a shared link, not through Home, and stays on that page
     with the link's settings."""
     with streamlit_server() as (base_url, _), browser() as chromium:
-        page = chromium.new_page(viewport={"width": 1400, "height": 1000})
-        page.add_init_script(FIRST_CHART_JS)
-        page.goto(f"{base_url}/{target.url_path}?lang=zh&no_such=1")
-        wait_for_app_idle(page)
+        page = open_page(chromium, f"{base_url}/{target.url_path}?lang=zh&no_such=1", init_script=FIRST_CHART_JS)
         sidebar = page.locator('[data-testid="stSidebar"]')
         sidebar.get_by_text("幻灯片与分享").wait_for(timeout=30_000)  # app.py's shared sidebar, in the link's language
         page.wait_for_function("(path) => location.pathname.endsWith('/' + path)", arg=target.url_path,
