@@ -19,7 +19,8 @@ For each it reports, as milliseconds and as a ratio to the floor:
 
 - first load: a fresh browser tab on a warm server until every figure is drawn and the app is idle;
 - cold first page: a fresh server process until its first page has drawn its figures;
-- first change: from the arrow-key press on the page's first slider to the first redrawn figure;
+- first change: from the arrow-key press on the page's first slider that redraws a figure (on a long page
+  split into parts, a sidebar slider may only drive the closed parts) to the first redrawn figure;
 - settled: from the key press until no figure has changed for ``QUIET_MS`` and the app is idle.
 
 ``--elements`` measures instead what one element of each kind costs a move: the floor with ``ELEMENTS_ADDED`` of
@@ -44,8 +45,10 @@ from benchmarks.harness import (
     CHARTS,
     ROOT,
     figures_signature,
-    first_move_key,
     has_slider,
+    live_slider,
+    other_key,
+    press_slider,
     streamlit_server,
     wait_for_new_figures,
 )
@@ -111,8 +114,9 @@ def _settle(page, timeout_ms: float = 60_000) -> None:
     raise TimeoutError("the page did not settle")
 
 
-def measure_page(browser, url: str, moves: int) -> dict:
-    """First load, then ``moves`` arrow-key moves of the first slider: first change and settled times (ms)."""
+def measure_page(browser, url: str, moves: int, slider: int = 0) -> dict:
+    """First load, then ``moves`` arrow-key moves of the first slider that redraws a figure (from the
+    ``slider``-th: a warm-up run's choice): first change and settled times (ms)."""
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     page = context.new_page()
     started = time.perf_counter()
@@ -123,14 +127,14 @@ def measure_page(browser, url: str, moves: int) -> dict:
     first_load = 1000 * (time.perf_counter() - started)
     page.evaluate(WATCH_JS)
     _settle(page)
-    thumb = page.locator('[data-testid="stSlider"] input[type="range"]').first
+    slider, thumb, there = live_slider(page, slider)
+    _settle(page)
     first_changes, settled = [], []
-    there = first_move_key(thumb)
-    back = "ArrowLeft" if there == "ArrowRight" else "ArrowRight"
+    back = other_key(there)
     _watch_the_chart_it_moves(page, thumb, there, back)
     for move in range(moves):
         before = page.evaluate("() => window.__bench.changes.length")
-        _press(page, thumb, there if move % 2 == 0 else back)
+        press_slider(page, thumb, there if move % 2 == 0 else back)
         page.wait_for_function("(n) => window.__bench.changes.length > n", arg=before, timeout=60_000)
         _settle(page)
         key, changes = page.evaluate("() => [window.__bench.keys.at(-1), window.__bench.changes]")
@@ -138,7 +142,7 @@ def measure_page(browser, url: str, moves: int) -> dict:
         first_changes.append(after[0] - key)
         settled.append(after[-1] - key)
     context.close()
-    return {"figures": figures, "first_load_ms": first_load,
+    return {"figures": figures, "first_load_ms": first_load, "slider": slider,
             "first_change_ms": statistics.median(first_changes), "settled_ms": statistics.median(settled),
             "moves": moves}
 
@@ -147,19 +151,13 @@ def _watch_the_chart_it_moves(page, thumb, there: str, back: str) -> None:
     """Scroll the first chart the slider changes into view, as a reader watches what the slider moves (the
     app draws charts near the screen; those far off it are drawn when scrolled to)."""
     before = figures_signature(page)
-    _press(page, thumb, there)
+    press_slider(page, thumb, there)
     after = wait_for_new_figures(page, before, timeout_ms=60_000)
     changed = next((n for n, (a, b) in enumerate(zip(before, after, strict=False)) if a != b), 0)
     page.locator(CHARTS).nth(changed).evaluate("(el) => el.scrollIntoView({block: 'center'})")
     _settle(page)
-    _press(page, thumb, back)
+    press_slider(page, thumb, back)
     _settle(page)
-
-
-def _press(page, thumb, key: str) -> None:
-    """Press ``key`` on the slider without scrolling it into view (the reader watches the chart)."""
-    thumb.evaluate("(el) => el.focus({preventScroll: true})")
-    page.keyboard.press(key)
 
 
 def cold_first_page(app_dir: Path, script: str, path: str, browser) -> float:
@@ -216,8 +214,9 @@ def run(app_dir: Path, moves: int, only: set[str] | None) -> dict:
             results["cold_first_page"] = pages[0][1]
         with streamlit_server(cwd=app_dir) as (base_url, _):
             for title, path in pages:
-                measure_page(browser, f"{base_url}/{path}", 1)  # warm the server's caches for this page
-                results["pages"][path] = {"title": title, **measure_page(browser, f"{base_url}/{path}", moves)}
+                warm = measure_page(browser, f"{base_url}/{path}", 1)  # warm the server's caches for this page
+                results["pages"][path] = {"title": title,
+                                          **measure_page(browser, f"{base_url}/{path}", moves, warm["slider"])}
                 print(f"  measured {path}", file=sys.stderr, flush=True)
     return results
 

@@ -173,23 +173,61 @@ def has_slider(info, lessons: dict) -> bool:
         c.widget in SLIDER_WIDGETS for c in _lesson_of(info, lessons).settings.controls().values())
 
 
+SLIDER_THUMBS = '[data-testid="stSlider"] input[type="range"]'
+# How long a probing move waits for a figure to change before it counts the slider as moving none
+PROBE_MS = 4_000
+
+
 def first_move_key(thumb) -> str:
     """The arrow key that moves a slider thumb: left from the end of its range, right otherwise."""
     return "ArrowLeft" if thumb.evaluate("(el) => Number(el.value) >= Number(el.max)") else "ArrowRight"
 
 
-def move_first_slider(page, presses: int = 1, key: str | None = None) -> float:
-    """Focus the first slider thumb, press a key, wait for the figures to change; returns seconds.
+def other_key(key: str) -> str:
+    return "ArrowLeft" if key == "ArrowRight" else "ArrowRight"
 
-    With no key, the thumb moves the way it can: left from its maximum, right otherwise (a default at the
-    end of its range would ignore the other key, and nothing would change)."""
+
+def press_slider(page, thumb, key: str) -> None:
+    """Press ``key`` on the slider without scrolling it into view (the reader watches the chart)."""
+    thumb.evaluate("(el) => el.focus({preventScroll: true})")
+    page.keyboard.press(key)
+
+
+def live_slider(page, start: int = 0) -> tuple:
+    """The first slider (in page order, from the ``start``-th) whose move redraws a figure on the page: its index,
+    its thumb, and the key that moves it.
+
+    On a long page split into parts the sidebar may hold sliders that only the closed parts' figures read: a move
+    of one reruns the page and redraws nothing. Each slider is tried in turn and its probing move undone."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    thumbs = page.locator(SLIDER_THUMBS)
+    for index in range(start, thumbs.count()):
+        thumb = thumbs.nth(index)
+        key = first_move_key(thumb)
+        before = figures_signature(page)
+        press_slider(page, thumb, key)
+        try:
+            wait_for_new_figures(page, before, timeout_ms=PROBE_MS)
+            redraws = True
+        except PlaywrightTimeout:
+            redraws = False
+        wait_for_app_idle(page)
+        before = figures_signature(page)
+        press_slider(page, thumb, other_key(key))
+        if redraws:
+            wait_for_new_figures(page, before)
+        wait_for_app_idle(page)
+        if redraws:
+            return index, thumb, key
+    raise AssertionError("no slider on this page redraws a figure")
+
+
+def move_slider(page, thumb, key: str) -> float:
+    """Press ``key`` on a slider and wait for the figures to change; returns seconds."""
     before = figures_signature(page)
-    thumb = page.locator('[data-testid="stSlider"] input[type="range"]').first
-    key = key or first_move_key(thumb)
-    thumb.focus()
     started = time.perf_counter()
-    for _ in range(presses):
-        thumb.press(key)
+    press_slider(page, thumb, key)
     wait_for_new_figures(page, before)
     return time.perf_counter() - started
 

@@ -17,6 +17,7 @@ from lessons.base import (
     FigureStyle,
     Lesson,
     LessonSettings,
+    Part,
     SettingsError,
     cached,
     figure_registry,
@@ -27,7 +28,7 @@ from lessons.base import (
 _NOT_TOPICS = {"base", "export", "rope_setup", "format", "tour"}  # tour: a path through the others
 
 __all__ = [
-    "SCREEN", "SLIDE", "FigureSpec", "FigureStyle", "Lesson", "LessonSettings", "SettingsError", "all_lessons",
+    "SCREEN", "SLIDE", "FigureSpec", "FigureStyle", "Lesson", "LessonSettings", "Part", "SettingsError", "all_lessons",
     "cached", "figure_registry", "get", "override", "setting",
 ]
 

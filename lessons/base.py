@@ -471,6 +471,16 @@ def cached(max_entries: int = 32) -> Callable:
 # ---- the lesson --------------------------------------------------------------------------------
 
 
+@dataclasses.dataclass(frozen=True)
+class Part:
+    """One part of a long lesson's page, shown as a tab: only the open part's script runs, so a move redraws the
+    figures the reader can see (a long page's other elements cost every move time in the browser)."""
+
+    slug: str  # in the page's link as ``part=<slug>``
+    title: str  # N_()-marked; the tab's label
+    figures: tuple[str, ...]  # the lesson's figures this part shows
+
+
 @dataclasses.dataclass(frozen=True, eq=False)
 class Lesson:
     """A topic: its settings, its computation and its figures. Pages, the export CLI, the ZIP,
@@ -485,6 +495,7 @@ class Lesson:
     key_figure: str = ""  # the figure that stands for the lesson (Home's thumbnail); the first one by default
     max_results: int = 16
     max_figures: int = 96  # figures and their page forms
+    parts: tuple[Part, ...] = ()  # a long page's tabs, in order; none: one page
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_results", BoundedCache(self.max_results))
@@ -498,6 +509,13 @@ class Lesson:
             if spec.selects is not None and not (spec.selects in controls and controls[spec.selects].highlight):
                 raise ValueError(f"{self.name}:{spec.name} selects {spec.selects!r}, which is not a highlight "
                                  "setting")
+        placed = [name for part in self.parts for name in part.figures]
+        if set(placed) - set(self.figures) or len(placed) != len(set(placed)):
+            raise ValueError(f"{self.name}: each part's figures must be the lesson's, each in one part: {placed}")
+
+    def part_of(self, figure: str) -> Part | None:
+        """The part of the page that shows ``figure`` (None on a page without parts)."""
+        return next((part for part in self.parts if figure in part.figures), None)
 
     def result(self, settings: LessonSettings | None = None, groups: Iterable[str] | None = None) -> Any:
         """``compute`` of these settings (restricted to ``groups``), cached."""

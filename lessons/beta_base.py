@@ -12,7 +12,7 @@ import torch
 
 from figures import beta_base as draw
 from i18n import N_, _, sentences
-from lessons.base import FigureSpec, Lesson, SettingsError, figure_registry, setting
+from lessons.base import FigureSpec, Lesson, Part, SettingsError, figure_registry, setting
 from lessons.format import base_text, number_text
 from lessons.rope_setup import RopeSettings, RopeSetup, rope_setup
 from pe_core import MethodSetup, RopeSpec, default_inv_freq, ntk_aware_base, wavelengths
@@ -494,4 +494,9 @@ LESSON = Lesson(
     compute=compute,
     figures=FIGURES,
     summary=N_("Positions as digits in base β: extrapolate, interpolate, or change the base."),
+    parts=(
+        Part("plain-number", N_("1 · A plain number in base β"), ("digits-against-n", "units-digit-zoom")),
+        Part("digits", N_("2 · RoPE's pairs are the digits of the position"), ("phase-dials", "pair-turns")),
+        Part("base-growth", N_("3 · How much must the base grow?"), ("stretch-bound",)),
+    ),
 )

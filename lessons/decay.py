@@ -18,7 +18,7 @@ import torch
 
 from figures import decay as draw
 from i18n import N_, _, sentences
-from lessons.base import FigureSpec, Lesson, cached, figure_registry, override, setting
+from lessons.base import FigureSpec, Lesson, Part, cached, figure_registry, override, setting
 from lessons.format import base_text, length_text
 from lessons.rope_setup import BASES, HEAD_DIMS, RopeSettings, RopeSetup, rope_setup
 from pe_core.decay import (
@@ -432,5 +432,12 @@ LESSON = Lesson(
     compute=compute,
     figures=FIGURES,
     summary=N_("RoFormer's decay bound, sinusoidal dot products and real q·k against distance."),
+    parts=(
+        Part("bound", N_("RoFormer's bound, base by base"), ("bound",)),
+        Part("methods", N_("What context-extension methods do to it"), ("bound-methods",)),
+        Part("sinusoidal", N_("Sinusoidal encodings: PE(t)·PE(t+k)"),
+             ("sinusoidal-dot", "similarity", "similarity-projected")),
+        Part("real-scores", N_("Real q·k: does the decay survive?"), ("rope-scores", "projected-scores")),
+    ),
 )
 

@@ -21,7 +21,7 @@ import torch
 
 from figures import family as draw
 from i18n import N_, _, sentences
-from lessons.base import FigureSpec, Lesson, LessonSettings, figure_registry, setting
+from lessons.base import FigureSpec, Lesson, LessonSettings, Part, figure_registry, setting
 from lessons.format import base_text, length_text
 from pe_core import family
 from pe_core.biases import alibi_slopes, t5_relative_bucket
@@ -431,6 +431,15 @@ LESSON = Lesson(
     figures=FIGURES,
     summary=N_("Sinusoidal, learned, ALiBi, T5 buckets, ReRoPE, Dual Chunk Attention and log-n scaling: each "
                "encoding's defining picture."),
+    parts=(
+        Part("sinusoidal", N_("Sinusoidal"), ("sinusoidal-matrix", "sinusoidal-periods")),
+        Part("learned", N_("Learned absolute embeddings"), ()),
+        Part("alibi", N_("ALiBi"), ("alibi-slopes", "alibi-bias")),
+        Part("t5", N_("T5 relative buckets"), ("t5-buckets",)),
+        Part("relative", N_("Which relative position does attention see?"),
+             ("relative-matrices", "dual-chunk", "position-curves")),
+        Part("logn", N_("Scaling the logits with length: log-n and YaRN"), ("log-n", "temperature")),
+    ),
 )
 
 

@@ -12,7 +12,7 @@ import torch
 
 from figures import lineage as draw
 from i18n import N_, _
-from lessons.base import FigureSpec, Lesson, LessonSettings, figure_registry, setting
+from lessons.base import FigureSpec, Lesson, LessonSettings, Part, figure_registry, setting
 from pe_core.absolute_schemes import (
     cnn_position_features,
     complex_order_embedding,
@@ -327,4 +327,11 @@ LESSON = Lesson(
     figures=FIGURES,
     summary=N_("The four terms of an absolute-position score and what Shaw et al., Transformer-XL, T5, DeBERTa and "
                "TUPE keep of them; FLOATER, multiplicative, hierarchical, complex-order and CNN positions."),
+    parts=(
+        Part("four-terms", N_("One score, four terms"), ("four-terms",)),
+        Part("schemes", N_("What each scheme keeps"), ("kept-terms",)),
+        Part("what-attention-gets", N_("What position information attention gets"), ("position-part",)),
+        Part("table-rows", N_("From a distance to a row of the table"), ("distance-index",)),
+        Part("absolute", N_("Other absolute encodings"), ("absolute-schemes",)),
+    ),
 )

@@ -11,7 +11,7 @@ import torch
 
 from figures import precision as draw
 from i18n import N_, _, sentences
-from lessons.base import FigureSpec, Lesson, SettingsError, cached, figure_registry, override, setting
+from lessons.base import FigureSpec, Lesson, Part, SettingsError, cached, figure_registry, override, setting
 from lessons.format import length_text
 from lessons.rope_setup import RopeSettings, RopeSetup, rope_setup
 from pe_core import precision as pp
@@ -323,4 +323,10 @@ LESSON = Lesson(
     compute=compute,
     figures=FIGURES,
     summary=N_("Why bfloat16 positions collide after a few hundred, and what that does to RoPE's angles."),
+    parts=(
+        Part("exact", N_("How many positions are stored exactly?"), ("exact-fraction", "binade-spacing")),
+        Part("collisions", N_("Zoom in: which positions collide"), ("collision-window",)),
+        Part("rope", N_("What it does to RoPE"), ("angle-error", "angle-error-map", "logit-error")),
+        Part("fix", N_("Where this bites, and the fix"), ()),
+    ),
 )

@@ -1,6 +1,6 @@
 """The wider family: each encoding's defining picture, from sinusoidal to Dual Chunk Attention.
 
-Each section is a fragment: moving one of its controls reruns that section only.
+Each part with controls is a fragment: moving one of its controls reruns that part only.
 """
 
 import pandas as pd
@@ -8,7 +8,6 @@ import streamlit as st
 import torch
 
 import ui
-from ui.contents import Contents
 from ui.formula import show_formula
 from ui.lesson import LessonPage
 from ui.pages import ROOT
@@ -19,16 +18,7 @@ from references import cite
 
 page = LessonPage(lesson.LESSON)
 
-contents = Contents({
-    "sinusoidal": N_("Sinusoidal"),
-    "learned": N_("Learned absolute embeddings"),
-    "alibi": N_("ALiBi"),
-    "t5": N_("T5 relative buckets"),
-    "relative": N_("Which relative position does attention see?"),
-    "logn": N_("Scaling the logits with length: log-n and YaRN"),
-})
 st.title(_("The wider family"))
-contents.show()
 st.markdown(_(
     "RoPE is one member of a larger family. Each encoding below answers the same question - *how does "
     "attention know where a token is?* - in its own way, and each has one picture that explains it. "
@@ -38,7 +28,6 @@ st.markdown(_(
 
 @st.fragment
 def sinusoidal() -> None:
-    contents.header("sinusoidal")
     st.markdown(_(
         "Each position gets a fixed vector of sines and cosines ({source}). **Notice** the fast stripes on the "
         "left and the slow ones on the right: the period grows geometrically with the dimension index, so low "
@@ -55,8 +44,6 @@ def sinusoidal() -> None:
                  + f"{view.shortest:.2f}" + r",\qquad T_{d-1} = 2\pi\, b^{(d-2)/d} \approx "
                  + f"{view.longest:,.0f}".replace(",", "{,}") + r" < 2\pi b", N_("tokens"))
 
-
-sinusoidal()
 
 
 def trained_model():
@@ -82,7 +69,6 @@ def link_to_training() -> None:
 
 
 def learned() -> None:
-    contents.header("learned")
     st.markdown(_(
         "A learned table has one free vector per position up to the training length and nothing beyond it, "
         "which is why it cannot extrapolate ({source} found the two nearly identical within the trained "
@@ -106,12 +92,9 @@ def learned() -> None:
     ui.show_figure(view.figure, "family_learned", caption=view.caption)
 
 
-learned()
-
 
 @st.fragment
 def alibi() -> None:
-    contents.header("alibi")
     st.markdown(_(
         "No position vectors at all ({source}): each head adds −m·(i − j) to its attention logits, a penalty that "
         "grows linearly with distance. The slopes m form a geometric sequence, so some heads look far and "
@@ -138,12 +121,9 @@ def alibi() -> None:
                                    _("log₂ m"): view.exponents.tolist()}), hide_index=True)
 
 
-alibi()
-
 
 @st.fragment
 def t5() -> None:
-    contents.header("t5")
     st.markdown(_(
         "T5 learns one scalar bias per head and *bucket* of relative distance ({source}). Small distances get a "
         "bucket each; larger ones share buckets whose width grows logarithmically up to max_distance, beyond "
@@ -173,12 +153,9 @@ def t5() -> None:
                                                                    facts=lesson.t5_defaults_text()))
 
 
-t5()
-
 
 @st.fragment
 def relative_schemes() -> None:
-    contents.header("relative")
     st.markdown(_(
         "Relative schemes feed attention a function of the distance i − j. Plain RoPE uses the distance itself, "
         "so a long text produces distances never seen in training. Shaw et al. clip it ({shaw}), so every far "
@@ -212,12 +189,9 @@ def relative_schemes() -> None:
     page.figure("position-curves")
 
 
-relative_schemes()
-
 
 @st.fragment
 def logit_scaling() -> None:
-    contents.header("logn")
     st.markdown(_(
         "With more tokens to spread over, softmax attention grows flatter (its entropy rises with log n). "
         "**Log-n scaling** multiplies the logits by $\\log_L n$ so the entropy stays near what the model saw "
@@ -240,4 +214,5 @@ def logit_scaling() -> None:
              r"\frac{q^\top k}{\sqrt d}")
 
 
-logit_scaling()
+page.parts({"sinusoidal": sinusoidal, "learned": learned, "alibi": alibi, "t5": t5, "relative": relative_schemes,
+            "logn": logit_scaling})

@@ -1,11 +1,11 @@
 """From absolute to relative position: the four terms, the classic relative schemes, other absolute encodings.
 
-Two fragments: the score controls rerun the four sections they drive, the absolute encodings' controls their own.
+The parts the score controls drive read them from the first part; the absolute encodings' part is a fragment (a
+move of its controls reruns it alone).
 """
 
 import streamlit as st
 
-from ui.contents import Contents
 from ui.formula import show_checked, show_formula
 from ui.lesson import LessonPage
 
@@ -15,15 +15,7 @@ from references import cite
 
 page = LessonPage(lesson.LESSON)
 
-contents = Contents({
-    "four-terms": N_("One score, four terms"),
-    "schemes": N_("What each scheme keeps"),
-    "what-attention-gets": N_("What position information attention gets"),
-    "table-rows": N_("From a distance to a row of the table"),
-    "absolute": N_("Other absolute encodings"),
-})
 st.title(_("From absolute to relative position"))
-contents.show()
 st.markdown(_(
     "Before RoPE, the field moved from adding a position vector to each token towards telling attention how far "
     "apart two tokens are. Almost every step of that path starts from one expansion of the attention score and "
@@ -32,11 +24,7 @@ st.markdown(_(
 ))
 
 
-@st.fragment
-def scores_sections() -> None:
-    """The sections the score controls drive (a move of one of them reruns these only)."""
-    # --- the four terms -----------------------------------------------------------------------------------
-    contents.header("four-terms")
+def four_terms_part() -> None:
     st.markdown(_(
         "Add a position vector $p_i$ to token $x_i$ before the projections $W_Q$ and $W_K$, and the score of query $i$ "
         "and key $j$ "
@@ -53,11 +41,10 @@ def scores_sections() -> None:
     ))
     show_checked("lineage_projected_sinusoid")
 
-    # --- the schemes -----------------------------------------------------------------------------------------
-    contents.header("schemes")
+
+def schemes_part() -> None:
     page.figure("kept-terms")
-    result = page.result((lesson.SCORES,))
-    s = result.settings
+    s = page.working_settings((lesson.SCORES,))
 
     st.subheader(_("Shaw et al. 2018: relative vectors in the keys and values"))
     st.latex(r"e_{ij} = \frac{x_iW_Q\big(x_jW_K + a^K_{ij}\big)^{\top}}{\sqrt{d}},\qquad "
@@ -110,8 +97,8 @@ def scores_sections() -> None:
     ).format(source=cite("tupe")))
     show_checked("lineage_logit_scale")
 
-    # --- what attention gets -------------------------------------------------------------------------------------
-    contents.header("what-attention-gets")
+
+def attention_part() -> None:
     st.markdown(_(
         "Below, each scheme's score minus its content–content term, for the same tokens and tables. A relative "
         "scheme gives a matrix that is constant along every diagonal when the content is fixed; the absolute score "
@@ -119,12 +106,14 @@ def scores_sections() -> None:
         "the content, so their position part then varies with the tokens too, while T5's bias does not."
     ))
     page.figure("position-part")
+    result = page.result((lesson.SCORES,))
     rows = [f"| {lesson.scheme_title(name)} | {lesson.dependence_note(value)} |"
             for name, value in result.dependence.items()]
     header = "| {} | {} |".format(_("scheme"), _("position part"))
     st.markdown("\n".join([header, "| --- | --- |", *rows]))
 
-    contents.header("table-rows")
+
+def table_rows_part() -> None:
     st.markdown(_(
         "A relative scheme can only tell apart the distances that land on different rows of its table. Shaw and "
         "DeBERTa clip, T5 buckets logarithmically, DeBERTa-v2 does both."
@@ -145,14 +134,10 @@ def scores_sections() -> None:
              r"\frac{\ln(|r|/m)}{\ln((P-1)/m)}(m-1)\Big\rceil\Big)\ \ (|r| > m = \tfrac{B}{2})")
 
 
-scores_sections()
-
 
 @st.fragment
-def absolute_section() -> None:
-    """The other absolute encodings (their own controls; a move of one reruns this section only)."""
-    # --- other absolute encodings --------------------------------------------------------------------------------
-    contents.header("absolute")
+def absolute_part() -> None:
+    """The other absolute encodings (their own controls; a move of one reruns this part only)."""
     st.markdown(_(
         "Not every answer was relative. These schemes still give each position its own vector; the figure shows how "
         "alike two positions look to a dot product."
@@ -208,4 +193,6 @@ def absolute_section() -> None:
                  N_("receptive radius"), N_("layers"), N_("kernel width"))
 
 
-absolute_section()
+
+page.parts({"four-terms": four_terms_part, "schemes": schemes_part, "what-attention-gets": attention_part,
+            "table-rows": table_rows_part, "absolute": absolute_part})

@@ -172,6 +172,13 @@ def page_runner():
     return run_page
 
 
+def run_whole_page(path: str, query: dict | None = None, **kwargs):
+    """Run a page showing every part at once (its "whole page" tab): a long page otherwise runs only its open part."""
+    from ui.lesson import PART_KEY, WHOLE_PAGE
+
+    return run_page(path, {PART_KEY: WHOLE_PAGE, **(query or {})}, **kwargs)
+
+
 def select_points(at, chart_key: str, points: list[dict]):
     """Pick ``points`` on the chart drawn with ``chart_key`` and rerun, as the browser does (AppTest has no
     plotly element of its own to click): the app's chart sends a pick event, Streamlit's chart a selection."""

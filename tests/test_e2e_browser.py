@@ -11,12 +11,15 @@ import pytest
 from benchmarks.harness import (
     CHART_CLASS,
     CHARTS,
+    SLIDER_THUMBS,
     browser,
     chromium_available,
     draws_figures_on_load,
     first_move_key,
     has_slider,
-    move_first_slider,
+    live_slider,
+    move_slider,
+    other_key,
     page_errors,
     streamlit_server,
     wait_for_app_idle,
@@ -116,8 +119,9 @@ def test_page_loads_and_slider_redraws_figure(app, info):
     wait_for_app_idle(page)
     assert page_errors(page) == []
     timings = []
-    for _move in range(2):  # there and back
-        timings.append(move_first_slider(page))
+    _index, thumb, there = live_slider(page)
+    for key in (there, other_key(there)):
+        timings.append(move_slider(page, thumb, key))
         wait_for_app_idle(page)
     assert page_errors(page) == []
     LATENCIES[info.title] = timings
@@ -129,7 +133,7 @@ def test_charts_are_drawn_near_the_screen_and_updated_in_place(app):
     watches its new figure, and the same chart element redraws it in the same plot (plotly did not rebuild it,
     as it does when handed a config), with its toolbar's download named after the new settings."""
     base_url, _, chromium = app
-    page = open_page(chromium, f"{base_url}/decay")  # Playwright accepts downloads by default
+    page = open_page(chromium, f"{base_url}/decay?part=all")  # the whole page; downloads are accepted
     page.wait_for_selector(CHARTS, timeout=90_000)
     wait_for_app_idle(page)
     last = page.locator(f".{CHART_CLASS}").last
@@ -145,7 +149,8 @@ def test_charts_are_drawn_near_the_screen_and_updated_in_place(app):
                                   el.__plot = el.querySelector('svg.main-svg'); }""")
     download_name = "(el) => JSON.parse(el.__peText).config.toImageButtonOptions.filename"
     named_before = methods.evaluate(download_name)
-    move_first_slider(page)  # the sidebar's head size d, which the methods chart draws
+    head_dim = page.locator(SLIDER_THUMBS).first  # the sidebar's head size d, which the methods chart draws
+    move_slider(page, head_dim, first_move_key(head_dim))
     wait_for_app_idle(page)
     page.wait_for_function("""(selector) => { const el = document.querySelector(selector);
                                               return el.__mark === 'kept' && el.data !== el.__shown; }""",
@@ -178,7 +183,7 @@ def test_a_move_redraws_a_chart_once_and_only_a_new_width_resizes_it(app):
     watched.evaluate("(el) => el.scrollIntoView({block: 'center'})")
     page.wait_for_function("(el) => !!el._fullLayout", arg=watched.element_handle(), timeout=30_000)
     page.evaluate(COUNT_RESIZES_JS)
-    thumb = page.locator('[data-testid="stSlider"] input[type="range"]').first
+    thumb = page.locator(SLIDER_THUMBS).first
     there = first_move_key(thumb)
     heights = set()
     for key in (there, "ArrowLeft" if there == "ArrowRight" else "ArrowRight"):

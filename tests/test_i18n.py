@@ -22,6 +22,7 @@ from tests.visible_text import (
     untranslated,
     visible_texts,
 )
+from ui.lesson import PART_KEY, WHOLE_PAGE
 from ui.pages import available_pages
 
 MIN_CJK_SHARE = 0.5  # of the letters a reader sees outside formulas and proper names
@@ -169,15 +170,16 @@ def test_error_messages_from_the_core_are_translated():
 # ---- every page in Chinese ---------------------------------------------------------------------
 
 PAGES = [page.path for page in available_pages()]
+WHOLE = {PART_KEY: WHOLE_PAGE}  # a long page in one piece (otherwise only its first part runs)
 
 
 @pytest.mark.parametrize("path", PAGES)
 def test_every_page_reads_in_chinese(path, one_torch_thread):
     """English first, then Chinese in the same process: text cached in one language must not leak into the other."""
-    english = run_page_with_sidebar(path)
+    english = run_page_with_sidebar(path, WHOLE)
     assert not english.exception, [e.message for e in english.exception]
     assert not CJK.search(english.title[0].value)
-    at = run_page_with_sidebar(path, {"lang": "zh"})
+    at = run_page_with_sidebar(path, {"lang": "zh", **WHOLE})
     assert not at.exception, [e.message for e in at.exception]
     texts = visible_texts(at)
     share, cjk, latin = cjk_share(texts)
@@ -201,7 +203,7 @@ ALL_METHODS_ZH = ["直接外推", "位置插值 (PI)", "NTK-aware", "动态 NTK"
 ])
 def test_other_views_read_in_chinese_too(path, query, one_torch_thread):
     """A real model's note, a pasted config, every method, the slide style: text the default view does not show."""
-    at = run_page_with_sidebar(path, {"lang": "zh", **query})
+    at = run_page_with_sidebar(path, {"lang": "zh", **WHOLE, **query})
     assert not at.exception, [e.message for e in at.exception]
     assert not at.warning, [w.value for w in at.warning]  # every URL value was understood
     texts = visible_texts(at)

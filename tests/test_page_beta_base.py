@@ -10,7 +10,7 @@ import re
 import numpy as np
 import pytest
 
-from tests.conftest import chart_figures, figure_titled, run_page
+from tests.conftest import chart_figures, figure_titled, run_whole_page
 
 PAGE = "pages/beta_base.py"
 TITLES = ("Digits of n in base β", "Zoom near n", "RoPE phases at position", "Turns made by each pair",
@@ -51,7 +51,7 @@ def assert_clean(at) -> None:
 
 @pytest.fixture(scope="module")
 def default_page():
-    return run_page(PAGE)
+    return run_whole_page(PAGE)
 
 
 def test_defaults_draw_every_figure_and_the_table(default_page):
@@ -168,7 +168,7 @@ def test_one_symbol_for_the_scale_everywhere(default_page):
 
 
 def test_plain_extremes_large_n_large_base_many_places():
-    at = run_page(PAGE, {"beta": "1000", "P": "32", "ps": "1e6×", "n": str(10**12)})
+    at = run_whole_page(PAGE, {"beta": "1000", "P": "32", "ps": "1e6×", "n": str(10**12)})
     assert_clean(at)
     direct = table_rows(at)[DIRECT]
     assert direct[-1] == "1,000,000,000,000" and direct[-2] == "1,000"
@@ -179,7 +179,7 @@ def test_plain_extremes_large_n_large_base_many_places():
 
 
 def test_beta_close_to_one_and_huge_scale_stay_bounded():
-    at = run_page(PAGE, {"beta": "1.001", "P": "1", "ps": "1e6×", "n": "0", "bfor": "plain number", "smax": "1e12×"})
+    at = run_whole_page(PAGE, {"beta": "1.001", "P": "1", "ps": "1e6×", "n": "0", "bfor": "plain number", "smax": "1e12×"})
     assert_clean(at)
     needed = math.ceil((math.log(1.001) + math.log(1e6)) / math.log(1.001) - 1e-9)
     assert any(f"{needed:,} places" in i.value for i in at.info)
@@ -194,7 +194,7 @@ def test_beta_close_to_one_and_huge_scale_stay_bounded():
 
 
 def test_huge_scale_converts_base_ten_to_base_a_thousand():
-    at = run_page(PAGE, {"ps": "1e6×", "P": "3"})
+    at = run_whole_page(PAGE, {"ps": "1e6×", "P": "3"})
     assert_clean(at)
     converted = table_rows(at)[CONVERTED]
     assert converted[-2] == "1,000"  # 10·(10^6)^(1/3)
@@ -202,7 +202,7 @@ def test_huge_scale_converts_base_ten_to_base_a_thousand():
 
 
 def test_rope_extremes():
-    small = run_page(PAGE, {"d": "8", "base": "100", "L": "8", "s": "128×", "pos": "128·L − 1"})
+    small = run_whole_page(PAGE, {"d": "8", "base": "100", "L": "8", "s": "128×", "pos": "128·L − 1"})
     assert_clean(small)
     dials = figure_titled(small, "RoPE phases at position n = 1,023")
     assert dials["layout"]["xaxis"]["ticktext"] == [str(i) for i in range(4)]
@@ -210,7 +210,7 @@ def test_rope_extremes():
     assert np.allclose(np.asarray(trace(turns, "Direct extrapolation")["y"]), 1023 * theta(100, 8) / (2 * np.pi))
     assert "**n = 1,023 = 128·L − 1 = L′ − 1** (L = 8, L′ = s·L = 1,024)" in prose(small)
 
-    large = run_page(PAGE, {"d": "256", "base": "10,000,000", "L": "131,072", "s": "128×", "pos": "0.25·L − 1"})
+    large = run_whole_page(PAGE, {"d": "256", "base": "10,000,000", "L": "131,072", "s": "128×", "pos": "0.25·L − 1"})
     assert_clean(large)
     figure_titled(large, "RoPE phases at position n = 32,767")
     assert "**n = 32,767 = 0.25·L − 1** (L = 131,072, L′ = s·L = 1,048,576)" in prose(large)
@@ -221,7 +221,7 @@ def test_rope_extremes():
 
 
 def test_widgets_round_the_converted_base():
-    at = run_page(PAGE)
+    at = run_whole_page(PAGE)
     at.number_input(key="beta").set_value(16.0)
     at.toggle(key="whole").set_value(True)
     at.run()
@@ -236,7 +236,7 @@ def test_widgets_round_the_converted_base():
 def test_nonsense_in_the_url_falls_back_with_a_note():
     query = {"beta": "nan", "P": "999", "ps": "7", "n": "1e999", "pos": "zzz", "bfor": "moon", "smax": "3",
              "conv": "maybe", "d": "7", "whole": "abc"}
-    at = run_page(PAGE, query)
+    at = run_whole_page(PAGE, query)
     assert not at.exception, [e.value for e in at.exception]
     notes = [w.value for w in at.warning if "cannot take" in w.value]
     assert len(notes) >= 10, notes
@@ -246,7 +246,7 @@ def test_nonsense_in_the_url_falls_back_with_a_note():
 
 
 def test_lower_extremes_make_every_method_plain_rope():
-    at = run_page(PAGE, {"ps": "1.5×", "s": "1×", "smax": "16×", "conv": "false", "bfor": "plain number"})
+    at = run_whole_page(PAGE, {"ps": "1.5×", "s": "1×", "smax": "16×", "conv": "false", "bfor": "plain number"})
     assert_clean(at)
     assert not [w for w in at.warning if "cannot take" in w.value]
     converted = table_rows(at)[CONVERTED]
@@ -264,7 +264,7 @@ def test_lower_extremes_make_every_method_plain_rope():
 
 
 def test_no_method_and_no_conversion_says_what_to_do():
-    at = run_page(PAGE)
+    at = run_whole_page(PAGE)
     at.multiselect(key="methods").set_value([])
     at.toggle(key="conv").set_value(False)
     at.run()

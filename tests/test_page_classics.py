@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.conftest import figure_titled, run_page
+from tests.conftest import figure_titled, run_page, run_whole_page
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -28,7 +28,7 @@ LINEAGE_TITLES = ("The four terms", "What each scheme does", "What position info
 
 
 def test_lineage_defaults():
-    at = run_page(LINEAGE)
+    at = run_whole_page(LINEAGE)
     assert_clean(at, LINEAGE_TITLES)
     text = page_text(at)
     assert "offset beyond $k = 4$ reads the same row (9 rows in all)" in text
@@ -45,7 +45,7 @@ def test_lineage_defaults():
 
 
 def test_lineage_url_settings_reach_the_figures():
-    at = run_page(LINEAGE, {"n": "64", "tok": "a different random token at each position", "k": "16", "r": "1000",
+    at = run_whole_page(LINEAGE, {"n": "64", "tok": "a different random token at each position", "k": "16", "r": "1000",
                             "alpha": "0.5", "pad": "circular (wrap around)"})
     assert_clean(at, LINEAGE_TITLES)
     four = figure_titled(at, "The four terms")
@@ -57,7 +57,7 @@ def test_lineage_url_settings_reach_the_figures():
 
 
 def test_lineage_garbage_url_falls_back_with_a_note():
-    at = run_page(LINEAGE, {"n": "17", "tok": "banana", "alpha": "2"})
+    at = run_whole_page(LINEAGE, {"n": "17", "tok": "banana", "alpha": "2"})
     assert not at.exception
     assert len(at.warning) >= 3
     assert_clean(at, LINEAGE_TITLES)

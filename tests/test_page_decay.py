@@ -12,7 +12,7 @@ import re
 import numpy as np
 import pytest
 
-from tests.conftest import chart_figures, figure_titled, run_page
+from tests.conftest import chart_figures, figure_titled, run_whole_page
 
 PAGE = "pages/decay.py"
 TITLES = ("RoFormer's decay bound", "The decay bound under context-extension methods", "Sinusoidal encodings",
@@ -83,7 +83,7 @@ def first_reach(figure: dict, name: str) -> tuple[float, float]:
 
 @pytest.fixture(scope="module")
 def defaults():
-    return run_page(PAGE, timeout=300)
+    return run_whole_page(PAGE, timeout=300)
 
 
 def test_defaults_draw_every_figure(defaults):
@@ -212,7 +212,7 @@ def test_default_score_figures(defaults):
 
 
 def test_low_extremes():
-    at = run_page(PAGE, LOW, timeout=300)
+    at = run_whole_page(PAGE, LOW, timeout=300)
     assert not at.exception and not at.warning and not at.error
     figure = figure_titled(at, "RoFormer's decay bound")
     assert figure["layout"]["xaxis"].get("type") != "log"
@@ -253,7 +253,7 @@ def test_low_extremes():
 
 def test_longest_range():
     """2^20 distances at every integer, exact; the bound never exceeds its value at r = 0."""
-    at = run_page(PAGE, HIGH_RANGE, timeout=600)
+    at = run_whole_page(PAGE, HIGH_RANGE, timeout=600)
     assert not at.exception and not at.warning and not at.error
     figure = figure_titled(at, "RoFormer's decay bound")
     x = check_bound_line(figure, "base 10,000,000", 8, 1e7)
@@ -267,7 +267,7 @@ def test_longest_range():
 
 
 def test_largest_sizes():
-    at = run_page(PAGE, HIGH_SIZES, timeout=600)
+    at = run_whole_page(PAGE, HIGH_SIZES, timeout=600)
     assert not at.exception and not at.warning and not at.error
     figure = figure_titled(at, "RoFormer's decay bound")
     x, y = xy(figure, "base 10,000,000")
@@ -292,7 +292,7 @@ def test_largest_sizes():
 
 
 def test_several_head_dims_and_bases():
-    at = run_page(PAGE, {"dims": ["64", "128"], "bases": ["10,000", "1,000,000"], "rmax": "1,024",
+    at = run_whole_page(PAGE, {"dims": ["64", "128"], "bases": ["10,000", "1,000,000"], "rmax": "1,024",
                          "axis": "linear"}, timeout=300)
     assert not at.exception and not at.warning
     figure = figure_titled(at, "RoFormer's decay bound")
@@ -309,7 +309,7 @@ def test_several_head_dims_and_bases():
 
 
 def test_bad_links_fall_back_with_a_note():
-    at = run_page(PAGE, {"rmax": "banana", "dims": ["7"], "rho": "2", "draws": "-3", "axis": "sideways",
+    at = run_whole_page(PAGE, {"rmax": "banana", "dims": ["7"], "rho": "2", "draws": "-3", "axis": "sideways",
                          "n": "1e9", "dm": "nope", "seed": "abc"}, timeout=300)
     assert not at.exception
     assert len(at.warning) >= 5
@@ -342,9 +342,9 @@ def test_widgets_change_the_figures(defaults):
 
 def test_seed_makes_draws_reproducible():
     query = {"rmax": "256", "kmax": "64", "n": "32", "draws": "16"}
-    first = run_page(PAGE, {**query, "seed": "5"}, timeout=300)
-    again = run_page(PAGE, {**query, "seed": "5"}, timeout=300)
-    other = run_page(PAGE, {**query, "seed": "6"}, timeout=300)
+    first = run_whole_page(PAGE, {**query, "seed": "5"}, timeout=300)
+    again = run_whole_page(PAGE, {**query, "seed": "5"}, timeout=300)
+    other = run_whole_page(PAGE, {**query, "seed": "6"}, timeout=300)
 
     def projected(at) -> np.ndarray:
         return np.asarray(figure_titled(at, "Through random W<sub>q</sub>")["data"][0]["z"])

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from tests.conftest import ROOT, chart_figures, figure_titled, run_page
+from tests.conftest import ROOT, chart_figures, figure_titled, run_whole_page
 
 PAGE = "pages/family.py"
 # T5's default buckets (Raffel et al. 2020), i − j = 0 .. 30, typed in (see tests/test_family.py)
@@ -72,7 +72,7 @@ def nanmax(values) -> float:
 
 
 def test_defaults():
-    at = run_page(PAGE)
+    at = run_whole_page(PAGE)
     assert not at.exception and not at.warning and not at.error
     for title in TITLES:
         figure_titled(at, title)
@@ -124,7 +124,7 @@ def test_defaults():
 
 
 def test_low_extremes():
-    at = run_page(PAGE, LOW)
+    at = run_whole_page(PAGE, LOW)
     assert not at.exception and not at.warning and not at.error
     assert widget_value(at, "Embedding dim d") == 16 and widget_value(at, "Heads N") == 1
     check_sinusoidal(at, 32, 16, 100.0)
@@ -147,7 +147,7 @@ def test_low_extremes():
 
 
 def test_high_extremes():
-    at = run_page(PAGE, HIGH)
+    at = run_whole_page(PAGE, HIGH)
     assert not at.exception and not at.warning and not at.error
     check_sinusoidal(at, 2048, 256, 1_000_000.0)
     slopes = check_alibi(at, 64, 256)
@@ -170,7 +170,7 @@ def test_high_extremes():
 
 
 def test_non_power_of_two_heads_and_an_invalid_t5_setting():
-    at = run_page(PAGE, {"ah": "12", "tb": "128", "tm": "16"})
+    at = run_whole_page(PAGE, {"ah": "12", "tb": "128", "tm": "16"})
     assert not at.exception
     slopes = check_alibi(at, 12, 64)
     expected = [2.0**-k for k in range(1, 9)] + [2**-0.5, 2**-1.5, 2**-2.5, 2**-3.5]
@@ -182,7 +182,7 @@ def test_non_power_of_two_heads_and_an_invalid_t5_setting():
 
 
 def test_garbage_in_the_link_falls_back_to_defaults_with_a_note():
-    at = run_page(PAGE, {"sd": "banana", "sb": "-3", "ah": "999", "tb": "7", "ds": "2", "rk": "zero", "nL": "x"})
+    at = run_whole_page(PAGE, {"sd": "banana", "sb": "-3", "ah": "999", "tb": "7", "ds": "2", "rk": "zero", "nL": "x"})
     assert not at.exception and not at.error
     notes = " ".join(w.value for w in at.warning)
     for label in ("Embedding dim d", "Base", "Heads N", "num_buckets", "Chunk size s", "Leaky ReRoPE k",
@@ -204,6 +204,7 @@ def test_a_model_without_a_position_table_is_explained():
     from streamlit.testing.v1 import AppTest
 
     at = AppTest.from_file(str(ROOT / PAGE), default_timeout=60)
+    at.query_params["part"] = "learned"
     at.session_state["tt_experiment"] = SimpleNamespace(run=SimpleNamespace(model=_TinyModel(8, 4, learned=False)))
     at.run()
     assert not at.exception
@@ -217,6 +218,7 @@ def test_learned_embeddings_from_a_trained_model():
     torch.manual_seed(0)
     model = _TinyModel(48, 12)
     at = AppTest.from_file(str(ROOT / PAGE), default_timeout=60)
+    at.query_params["part"] = "learned"
     at.session_state["training_run"] = SimpleNamespace(model=model)
     at.run()
     assert not at.exception
@@ -232,7 +234,7 @@ def test_learned_embeddings_from_a_trained_model():
 
 
 def test_prose_states_the_lessons_numbers():
-    at = run_page(PAGE)
+    at = run_whole_page(PAGE)
     captions = " ".join(c.value for c in at.caption)
     assert "52 of 128 dimensions complete a full period within 256 positions" in captions
     assert "0–7 exact, then 8–11 → 8, 12–15 → 9, 16–22 → 10, 23–30 → 11" in captions
@@ -244,7 +246,7 @@ def test_prose_states_the_lessons_numbers():
 
 
 def test_the_misquote_can_be_hidden():
-    at = run_page(PAGE, {"am": "false"})
+    at = run_whole_page(PAGE, {"am": "false"})
     assert not at.exception and not at.warning
     assert [t["name"] for t in figure_titled(at, "ALiBi slopes")["data"]] == ["ALiBi paper's slopes 2<sup>−8n/N</sup>"]
     assert not any("often quoted" in c.value for c in at.caption)
@@ -253,6 +255,6 @@ def test_the_misquote_can_be_hidden():
 def test_a_link_to_the_lessons_heaviest_settings():
     from lessons.family import Settings
 
-    at = run_page(PAGE, Settings.extremes().query_params())
+    at = run_whole_page(PAGE, Settings.extremes().query_params())
     assert not at.exception and not at.warning and not at.error
     assert len(chart_figures(at)) == len(TITLES)

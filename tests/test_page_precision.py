@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from pe_core import precision as pp
-from tests.conftest import figure_titled, run_page
+from tests.conftest import figure_titled, run_whole_page
 
 PAGE = "pages/precision.py"
 FRACTION = "Share of positions"
@@ -52,7 +52,7 @@ def value_groups(figure: dict) -> dict[float, list[int]]:
 
 @pytest.fixture(scope="module")
 def default_page():
-    at = run_page(PAGE)
+    at = run_whole_page(PAGE)
     assert not at.exception
     return at
 
@@ -149,7 +149,7 @@ def test_defaults_rope_errors(default_page):
 
 
 def test_smallest_settings():
-    at = run_page(PAGE, {"d": "8", "base": "100", "L": "8", "s": "1×", "zw": "16", "zn": "0"})
+    at = run_whole_page(PAGE, {"d": "8", "base": "100", "L": "8", "s": "1×", "zw": "16", "zn": "0"})
     assert not at.exception and not at.warning
     assert table_row(at, "bfloat16")["exact positions"] == "8 of 8"
     angle = figure_titled(at, ANGLE)
@@ -162,7 +162,7 @@ def test_smallest_settings():
 
 
 def test_heaviest_settings_in_float16_show_overflow():
-    at = run_page(PAGE, {"d": "256", "base": "10,000,000", "L": "131,072", "s": "128×", "lp": "float16",
+    at = run_whole_page(PAGE, {"d": "256", "base": "10,000,000", "L": "131,072", "s": "128×", "lp": "float16",
                          "zw": "256", "zn": str(65_400), "zdt": "float16"})
     assert not at.exception and not at.warning
     length = 1 << 20
@@ -189,7 +189,7 @@ def test_heaviest_settings_in_float16_show_overflow():
 
 def test_zoom_into_float32_collisions_past_2_to_24():
     start = 16_777_200
-    at = run_page(PAGE, {"zdt": "float32", "zn": str(start), "zw": "64"})
+    at = run_whole_page(PAGE, {"zdt": "float32", "zn": str(start), "zw": "64"})
     assert not at.exception and not at.warning
     zoom = figure_titled(at, f"Positions {start:,}…{start + 63:,} stored in float32")
     groups = value_groups(zoom)
@@ -204,18 +204,18 @@ def test_zoom_into_float32_collisions_past_2_to_24():
 
 
 def test_another_method_and_heatmap_order_from_the_url():
-    at = run_page(PAGE, {"methods": "Position Interpolation", "ho": "θ in low precision"})
+    at = run_whole_page(PAGE, {"methods": "Position Interpolation", "ho": "θ in low precision"})
     assert not at.exception and not at.warning
     assert any("**Position Interpolation**" in m.value for m in at.markdown)
     assert "θ in bfloat16" in figure_titled(at, HEATMAP)["layout"]["title"]["text"]
-    direct = run_page(PAGE, {"ho": "θ in low precision"})
+    direct = run_whole_page(PAGE, {"ho": "θ in low precision"})
     pi_errors = np.asarray(trace(figure_titled(at, ANGLE), "θ (inv_freq)")["y"])
     direct_errors = np.asarray(trace(figure_titled(direct, ANGLE), "θ (inv_freq)")["y"])
     assert not np.allclose(pi_errors, direct_errors)  # PI's θ/2 rounds differently
 
 
 def test_garbage_url_values_fall_back_with_a_note():
-    at = run_page(PAGE, {"d": "abc", "lp": "int8", "zdt": "nope", "zw": "7", "zn": "xyz", "ho": "bogus",
+    at = run_whole_page(PAGE, {"d": "abc", "lp": "int8", "zdt": "nope", "zw": "7", "zn": "xyz", "ho": "bogus",
                          "base": "-1"})
     assert not at.exception
     notes = " ".join(w.value for w in at.warning)
@@ -227,7 +227,7 @@ def test_garbage_url_values_fall_back_with_a_note():
 
 
 def test_a_length_between_powers_of_two_is_marked_exactly():
-    at = run_page(PAGE, {"s": "1.5×"})  # L' = 6,144
+    at = run_whole_page(PAGE, {"s": "1.5×"})  # L' = 6,144
     assert not at.exception and not at.warning
     bits = np.arange(6144).astype(np.float32).view(np.uint32)
     exact = int(((bits & 0xFFFF) == 0).sum())  # bfloat16 keeps the top 16 bits of a float32
@@ -237,7 +237,7 @@ def test_a_length_between_powers_of_two_is_marked_exactly():
 
 
 def test_a_real_models_rope():
-    at = run_page(PAGE, {"src": "A real model", "preset": "Llama-3.1-8B"})
+    at = run_whole_page(PAGE, {"src": "A real model", "preset": "Llama-3.1-8B"})
     assert not at.exception and not at.warning
     assert table_row(at, "float16")["overflowed to inf"] == 131_072 - 65_520
     assert any("**Llama-3.1-8B**" in m.value for m in at.markdown)  # the model's own RoPE is analysed
@@ -248,18 +248,18 @@ def test_a_real_models_rope():
 
 def test_zoom_at_the_largest_start_where_float16_has_only_inf():
     start = (1 << 24) + 1024  # the page's largest allowed start
-    at = run_page(PAGE, {"zdt": "float16", "zn": str(start), "zw": "256"})
+    at = run_whole_page(PAGE, {"zdt": "float16", "zn": str(start), "zw": "256"})
     assert not at.exception and not at.warning
     zoom = figure_titled(at, f"Positions {start:,}…{start + 255:,} stored in float16")
     assert len(np.asarray(trace(zoom, "overflow")["x"])) == 256
     assert "256 positions overflow to inf" in captions(at)
     assert not value_groups(zoom)
-    too_far = run_page(PAGE, {"zn": str(start + 1)})
+    too_far = run_whole_page(PAGE, {"zn": str(start + 1)})
     assert any("First position n" in w.value for w in too_far.warning)
 
 
 def test_the_view_buttons_zoom_to_the_edges():
-    at = run_page(PAGE)
+    at = run_whole_page(PAGE)
     at.button[0].click().run()
     assert not at.exception
     zoom = figure_titled(at, "Positions 65,490…65,553 stored in float16")

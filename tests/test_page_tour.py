@@ -11,7 +11,8 @@ from streamlit.testing.v1 import AppTest
 from figures.export import browser_available
 from lessons import all_lessons
 from lessons.tour import available_steps, step_figure, step_settings, step_text
-from tests.conftest import ROOT, chart_figures, run_page
+from tests.conftest import ROOT, chart_figures, drawn_charts, run_page
+from ui.pages import available_pages
 
 PAGE = "pages/tour.py"
 STEPS = available_steps()
@@ -147,3 +148,23 @@ def test_in_the_app_the_sidebar_is_hidden_and_the_link_keeps_the_settings():
     assert query == {"methods": ["Direct extrapolation"], "pair": ["45"]}
     lesson = all_lessons()["frequencies"]
     assert lesson.settings.from_mapping({k: v if len(v) > 1 else v[0] for k, v in query.items()}) == step_settings(step)
+
+
+PARTED_STEPS = [step for step in STEPS if all_lessons()[step.lesson].parts]
+
+
+@pytest.mark.parametrize("step", PARTED_STEPS, ids=[step.slug for step in PARTED_STEPS])
+def test_the_full_page_link_opens_the_part_that_draws_the_steps_figure(step):
+    """A long page runs only its open part: the link names the part that holds the step's figure."""
+    at = run_page(PAGE, {"step": str(STEPS.index(step) + 1)})
+    choice_buttons(at, step)[step.answer].click().run()
+    at.button(key="tour_reveal").click().run()
+    address = at.markdown[-1].value.split("](", 1)[1].rstrip(")")
+    path, _, query_string = address.partition("?")
+    query = {key: value if len(value) > 1 else value[0] for key, value in parse_qs(query_string).items()}
+    lesson = all_lessons()[step.lesson]
+    assert query["part"] == lesson.part_of(step.figure).slug
+    page = next(p for p in available_pages() if p.url_path == path.lstrip("/"))
+    opened = run_page(page.path, query)
+    assert not opened.exception and not opened.warning
+    assert f"{step.lesson}_{step.figure}" in [chart.key for chart in drawn_charts(opened)]

@@ -20,7 +20,7 @@ and the figures keep the last settings that worked, so nothing on the page goes 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import streamlit as st
@@ -37,6 +37,7 @@ from ui.language import remember_bound_value
 use_server_threads()  # before a lesson page's first torch work
 
 PART_KEY = "part"  # URL parameter naming the open tab of a long page
+WHOLE_PAGE = "all"  # the tab showing every part of a long page
 
 
 def draw_control(name: str, control: Control, default: Any) -> Any:
@@ -87,12 +88,33 @@ def picked_value(settings: type[LessonSettings], name: str, points: list[dict], 
         return None
 
 
+def remembered_values(settings: type[LessonSettings]) -> dict[str, Any]:
+    """Setting -> the value its widget held at the end of the last run, or the link's value where the widget has
+    not been drawn this session (values neither holds, or that are not valid, are left out)."""
+    remembered: dict[str, Any] = {}
+    for name, control in settings.controls().items():
+        if control.key in st.session_state:
+            value = st.session_state[control.key]
+        elif control.key in st.query_params:
+            linked = st.query_params.get_all(control.key)
+            value = linked if control.widget == "multiselect" else linked[-1]
+        else:
+            continue
+        try:
+            remembered[name] = settings.coerce(name, value)
+        except SettingsError:
+            continue
+    return remembered
+
+
 class LessonPage:
     """Draws one lesson's controls and figures on the current page."""
 
     def __init__(self, lesson: Lesson) -> None:
         self.lesson = lesson
         self._values: dict[str, Any] = {}  # what the widgets drawn so far hold (plain values)
+        # what the controls of the page's other parts hold: each part's figures may read them (``parts``)
+        self._remembered = remembered_values(lesson.settings)
         self._errors_shown: set[str] = set()
         # drawn under an error about these settings (e.g. "try an example" buttons for a bad config paste)
         self.error_help: list[Callable[[], None]] = []
@@ -100,7 +122,7 @@ class LessonPage:
     # ---- settings ------------------------------------------------------------------------------
 
     def _current(self) -> dict[str, Any]:
-        return {**self.lesson.settings().to_mapping(), **self._values}
+        return {**self.lesson.settings().to_mapping(), **self._remembered, **self._values}
 
     def controls(self, group: str, *, columns: int | None = None) -> None:
         """Draw the controls of ``group`` here (in ``columns`` side by side), skipping those that do not apply."""
@@ -120,8 +142,9 @@ class LessonPage:
             drawn += 1
 
     def settings(self) -> LessonSettings:
-        """The settings the controls drawn so far describe (defaults elsewhere)."""
-        return self.lesson.settings.from_mapping(self._values)
+        """The settings the controls drawn so far describe; elsewhere what a control not drawn in this run last
+        held (one in a closed part of the page), else what the link says, else the default."""
+        return self.lesson.settings.from_mapping({**self._remembered, **self._values})
 
     def value(self, name: str) -> Any:
         return getattr(self.settings(), name)
@@ -196,27 +219,57 @@ class LessonPage:
         except ValueError:
             return self.lesson.settings()
 
-    def tabs(self, parts: dict[str, str]) -> list:
-        """One tab per part of a long page (slug -> N_()-marked title), as a table of contents.
-
-        Only the open tab's content runs (``tab.open``), so a change redraws only the figures in view; the
-        open tab is in the URL as ``part=<slug>``, so a link opens the same part.
-        """
-        labels = {slug: _(title) for slug, title in parts.items()}
-        slugs = {label: slug for slug, label in labels.items()}
-        key = f"_part_{self.lesson.name}"
+    def open_part(self) -> str:
+        """The slug of the part the reader has open: the tab chosen this session, else the link's ``part=``,
+        else the first part (``WHOLE_PAGE``: every part)."""
+        slugs = [part.slug for part in self.lesson.parts] + [WHOLE_PAGE]
+        chosen = st.session_state.get(self._part_key)
+        if chosen is not None:
+            return next((slug for slug in slugs if self._part_label(slug) == chosen), slugs[0])
         linked = st.query_params.get(PART_KEY)
-        if key not in st.session_state and linked in labels:
-            st.session_state[key] = labels[linked]
+        return linked if linked in slugs else slugs[0]
+
+    @property
+    def _part_key(self) -> str:
+        return f"_part_{self.lesson.name}"
+
+    def _part_label(self, slug: str) -> str:
+        part = next((part for part in self.lesson.parts if part.slug == slug), None)
+        return _(part.title) if part is not None else _("Whole page")
+
+    def parts(self, draw: Mapping[str, Callable[[], None]]) -> None:
+        """The lesson's parts (``Lesson.parts``) as tabs, ``draw[slug]`` drawing each, and a last tab with every
+        part one after another (to read through, search or print). Only the open tab's parts run, so a move
+        redraws what the reader sees; the open tab is in the link as ``part=<slug>``."""
+        slugs = [part.slug for part in self.lesson.parts]
+        if sorted(draw) != sorted(slugs):
+            raise ValueError(f"{self.lesson.name}: parts drawn {sorted(draw)}, lesson has {sorted(slugs)}")
+        linked = st.query_params.get(PART_KEY)
+        if linked is not None and linked not in (*slugs, WHOLE_PAGE):
+            st.warning(_("The link names a part `{part}` this page does not have; showing the first.").format(
+                part=linked), icon="🔗")
+        labels = {slug: self._part_label(slug) for slug in (*slugs, WHOLE_PAGE)}
+        opened = self.open_part()
 
         def remember_part() -> None:
-            chosen = slugs.get(st.session_state.get(key))
-            if chosen == next(iter(labels)):
+            chosen = next((slug for slug, label in labels.items() if label == st.session_state.get(self._part_key)),
+                          slugs[0])
+            if chosen == slugs[0]:
                 st.query_params.pop(PART_KEY, None)
-            elif chosen is not None:
+            else:
                 st.query_params[PART_KEY] = chosen
 
-        return list(st.tabs(list(labels.values()), key=key, on_change=remember_part))
+        tabs = st.tabs(list(labels.values()), key=self._part_key, default=labels[opened], on_change=remember_part)
+        for slug, tab in zip(labels, tabs, strict=True):
+            if not tab.open:
+                continue
+            with tab:
+                if slug != WHOLE_PAGE:
+                    draw[slug]()
+                    continue
+                for part in self.lesson.parts:
+                    st.header(_(part.title), anchor=part.slug)
+                    draw[part.slug]()
 
     def symbols(self) -> None:
         """Link the symbols this lesson uses to the Glossary."""

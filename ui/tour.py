@@ -16,11 +16,12 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from figures.export import browser_available, render
 from i18n import _, current_language
-from lessons import tour
+from lessons import all_lessons, tour
 from lessons.base import SLIDE, BoundedCache
 from references import cite
 from ui import export, params
 from ui.figure import show_figure
+from ui.lesson import PART_KEY
 from ui.pages import PageInfo, available_pages
 
 log = logging.getLogger(__name__)
@@ -203,6 +204,9 @@ def full_page_link(step: tour.Step) -> None:
     if page is None:
         return
     query = tour.step_settings(step).query_params()
+    part = all_lessons()[step.lesson].part_of(step.figure)
+    if part is not None:
+        query[PART_KEY] = part.slug  # the tab that shows the step's figure
     label = _("Open this in the full page: {title}").format(title=_(page.title))
     if _in_navigation(page):
         st.page_link(page.path, label=label, icon=":material/open_in_new:", query_params=query)

@@ -1,0 +1,104 @@
+"""Long pages split into parts (tabs): only the open part runs, a link opens a part, and the whole page is a tab."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from i18n import _ as translate
+from i18n import use_language
+from lessons import all_lessons
+from tests.conftest import chart_figures, drawn_charts, run_page, run_whole_page
+from ui.lesson import PART_KEY
+from ui.pages import available_pages
+
+PAGES = {page.lesson: page.path for page in available_pages() if page.lesson}
+PARTED = [lesson for lesson in all_lessons().values() if lesson.parts]
+PARTS = [(lesson, part) for lesson in PARTED for part in lesson.parts]
+
+
+def drawn_figures(at, lesson) -> list[str]:
+    prefix = f"{lesson.name}_"
+    return [chart.key.removeprefix(prefix) for chart in drawn_charts(at) if chart.key.startswith(prefix)]
+
+
+def test_the_long_pages_have_parts():
+    assert {"decay", "family", "lineage", "precision", "beta_base"} <= {lesson.name for lesson in PARTED}
+    for lesson in PARTED:
+        assert len(lesson.parts) >= 3 and lesson.name in PAGES
+
+
+@pytest.mark.parametrize(("lesson", "part"), PARTS, ids=[f"{lesson.name}:{part.slug}" for lesson, part in PARTS])
+def test_a_part_draws_its_own_figures_and_no_other(lesson, part):
+    at = run_page(PAGES[lesson.name], {PART_KEY: part.slug})
+    assert not at.exception, [e.value for e in at.exception]
+    assert drawn_figures(at, lesson) == list(part.figures)
+    assert [tab.label for tab in at.tabs] == [translate(p.title) for p in lesson.parts] + ["Whole page"]
+
+
+@pytest.mark.parametrize("lesson", PARTED, ids=[lesson.name for lesson in PARTED])
+def test_a_page_opens_at_its_first_part_and_the_last_tab_is_the_whole_page(lesson):
+    first = run_page(PAGES[lesson.name])
+    assert drawn_figures(first, lesson) == list(lesson.parts[0].figures)
+    whole = run_whole_page(PAGES[lesson.name])
+    assert not whole.exception
+    assert drawn_figures(whole, lesson) == [name for part in lesson.parts for name in part.figures]
+    # each part under a header that a link can land on
+    anchored = [(h.proto.anchor, h.value) for h in whole.header if h.proto.anchor]
+    assert anchored == [(part.slug, translate(part.title)) for part in lesson.parts]
+
+
+def test_the_tabs_speak_the_readers_language():
+    lesson = next(lesson for lesson in PARTED if lesson.name == "decay")
+    at = run_page(PAGES["decay"], {"lang": "zh"})
+    with use_language("zh"):
+        expected = [translate(part.title) for part in lesson.parts] + [translate("Whole page")]
+    assert [tab.label for tab in at.tabs] == expected
+    assert expected[-1] != "Whole page" and expected[0] != translate(lesson.parts[0].title)
+
+
+def test_a_link_to_a_part_the_page_lacks_says_so_and_opens_the_first():
+    at = run_page(PAGES["decay"], {PART_KEY: "nowhere"})
+    assert not at.exception
+    assert any("`nowhere`" in warning.value for warning in at.warning)
+    assert drawn_figures(at, next(lesson for lesson in PARTED if lesson.name == "decay")) == ["bound"]
+
+
+def test_a_control_in_a_closed_part_keeps_what_the_reader_set():
+    """The real-scores part draws with the sinusoidal part's range, set there before switching tabs."""
+    at = run_page(PAGES["decay"], {PART_KEY: "sinusoidal"})
+    at.select_slider(key="kmax").set_value(64).run()
+    at.session_state["_part_decay"] = "Real q·k: does the decay survive?"
+    at.run()
+    assert not at.exception
+    projected = next(f for f in chart_figures(at) if "Sinusoidal PEs through random" in f["layout"]["title"]["text"])
+    offsets = np.concatenate([np.asarray(t["x"], dtype=float) for t in projected["data"] if t.get("x") is not None])
+    assert offsets.max() == 64
+    default = run_page(PAGES["decay"], {PART_KEY: "real-scores"})
+    projected = next(f for f in chart_figures(default) if "Sinusoidal PEs through random" in f["layout"]["title"]["text"])
+    assert max(np.max(np.asarray(t["x"], dtype=float)) for t in projected["data"] if t.get("x") is not None) > 64
+
+
+def test_a_link_sets_a_control_of_a_closed_part():
+    at = run_page(PAGES["decay"], {PART_KEY: "real-scores", "kmax": "64"})
+    projected = next(f for f in chart_figures(at) if "Sinusoidal PEs through random" in f["layout"]["title"]["text"])
+    assert max(np.max(np.asarray(t["x"], dtype=float)) for t in projected["data"] if t.get("x") is not None) == 64
+
+
+def test_every_figure_a_parted_page_draws_is_in_a_part():
+    for lesson in PARTED:
+        placed = [name for part in lesson.parts for name in part.figures]
+        assert len(placed) == len(set(placed))
+        assert set(placed) <= set(lesson.figures)
+
+
+def test_a_lesson_refuses_a_part_with_a_figure_it_lacks():
+    from lessons.base import Lesson, Part
+
+    decay = next(lesson for lesson in PARTED if lesson.name == "decay")
+    with pytest.raises(ValueError, match="each in one part"):
+        Lesson(name="x", title="x", settings=decay.settings, compute=decay.compute, figures=decay.figures,
+               parts=(Part("a", "A", ("bound",)), Part("b", "B", ("bound",))))
+    with pytest.raises(ValueError, match="each in one part"):
+        Lesson(name="x", title="x", settings=decay.settings, compute=decay.compute, figures=decay.figures,
+               parts=(Part("a", "A", ("no such figure",)),))
