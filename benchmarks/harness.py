@@ -201,6 +201,7 @@ def live_slider(page, start: int = 0) -> tuple:
     of one reruns the page and redraws nothing. Each slider is tried in turn and its probing move undone."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
+    page.wait_for_selector(SLIDER_THUMBS, timeout=60_000)  # the sidebar may be drawn after the figures
     thumbs = page.locator(SLIDER_THUMBS)
     for index in range(start, thumbs.count()):
         thumb = thumbs.nth(index)
