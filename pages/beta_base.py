@@ -25,7 +25,7 @@ st.markdown(_(
 ).format(source=cite("su_beta_base")))
 
 with st.sidebar:
-    st.subheader(_("RoPE set-up (sections 2 and 3)"))
+    st.subheader(_("RoPE set-up (parts 2 and 3)"))
     rope_sidebar(page)
     page.controls(lesson.DIALS)
 
@@ -68,7 +68,7 @@ def plain_number_part() -> None:
     st.markdown(_(
         "The top place takes as many whole βᴾ⁻¹ as fit, the next place as many βᴾ⁻² as fit in what is left, and the "
         "units place keeps the rest - a fraction when β or n is not whole. For a whole-number base this is the familiar "
-        "⌊n/βʲ⌋ mod β; for other bases that shortcut no longer adds up to n (see the end of the page)."
+        "⌊n/βʲ⌋ mod β; for other bases that shortcut no longer adds up to n (see the end of part 3)."
     ))
 
 
@@ -165,7 +165,7 @@ def base_growth_part() -> None:
             "{n} in base {base} are [{shortcut}], which stand for {shortcut_value}, not {n}; the greedy expansion used "
             "here gives [{greedy}], which adds back up to {greedy_value}.\n"
             "- RoPE's digits are not floored and wrap at 2π, not at β. The analogy is the common n/βⁱ; it is also why "
-            "NTK's exponent is d/(d−2) rather than the d the digit count suggests (section 3).\n"
+            "NTK's exponent is d/(d−2) rather than the d the digit count suggests (part 3).\n"
             "- Worked examples: 1749 = [{hex}] in base 16; three hex places reach 16³ − 1 = {hex_top} ≥ {needed}; and "
             "three places reach s = 2 times 1,000 in base $\\lceil 2000^{{1/3}} \\rceil$ = {whole}, since {whole}³ − 1 ≥ {needed} > "
             "{below} = {smaller}³ − 1."

@@ -85,7 +85,7 @@ def bound_part() -> None:
     st.caption(_(
         "The random-phase level uses Kluyver's formula E|Sⱼ| = ∫₀^∞ (1 − J₀(t)ʲ)/t² dt ({kluyver}). Remember that B is an "
         "**upper bound** (times maxᵢ|hᵢ₊₁ − hᵢ|): it says how large a score *can* be, not that every score decays - the "
-        "last section shows that."
+        "last part shows that."
     ).format(kluyver=cite("kluyver")))
 
 
@@ -140,7 +140,7 @@ def sinusoidal_part() -> None:
         parts.append(_("The slow pairs, with kωᵢ still small, hold it up for a long way: it first drops below zero at "
                        "k = {k}, beyond this chart's ±{range}.").format(k=length_text(crossing.offset),
                                                                         range=length_text(s.max_offset)))
-    parts.append(_("RoPE with q = k = (1, …, 1) gives exactly twice this curve (see the last section)."))
+    parts.append(_("RoPE with q = k = (1, …, 1) gives exactly twice this curve (see the last part)."))
     st.markdown(sentences(parts))
     page.figure("sinusoidal-dot")
     show_derivation("sinusoidal_dot_product")
