@@ -477,7 +477,8 @@ class Part:
     figures the reader can see (a long page's other elements cost every move time in the browser)."""
 
     slug: str  # in the page's link as ``part=<slug>``
-    title: str  # N_()-marked; the tab's label
+    tab: str  # N_()-marked; the tab's label, a word or two (a phone shows a few side by side)
+    title: str  # N_()-marked; the part's header
     figures: tuple[str, ...]  # the lesson's figures this part shows
 
 
@@ -512,6 +513,10 @@ class Lesson:
         placed = [name for part in self.parts for name in part.figures]
         if set(placed) - set(self.figures) or len(placed) != len(set(placed)):
             raise ValueError(f"{self.name}: each part's figures must be the lesson's, each in one part: {placed}")
+        for field in ("slug", "tab"):  # a tab is known by its label, a link names it by its slug
+            named = [getattr(part, field) for part in self.parts]
+            if len(named) != len(set(named)):
+                raise ValueError(f"{self.name}: two parts share a {field}: {named}")
 
     def part_of(self, figure: str) -> Part | None:
         """The part of the page that shows ``figure`` (None on a page without parts)."""

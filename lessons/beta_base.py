@@ -495,8 +495,8 @@ LESSON = Lesson(
     figures=FIGURES,
     summary=N_("Positions as digits in base β: extrapolate, interpolate, or change the base."),
     parts=(
-        Part("plain-number", N_("1 · A plain number in base β"), ("digits-against-n", "units-digit-zoom")),
-        Part("digits", N_("2 · RoPE's pairs are the digits of the position"), ("phase-dials", "pair-turns")),
-        Part("base-growth", N_("3 · How much must the base grow?"), ("stretch-bound",)),
+        Part("plain-number", N_("1 · A plain number"), N_("1 · A plain number in base β"), ("digits-against-n", "units-digit-zoom")),
+        Part("digits", N_("2 · RoPE's digits"), N_("2 · RoPE's pairs are the digits of the position"), ("phase-dials", "pair-turns")),
+        Part("base-growth", N_("3 · Base growth"), N_("3 · How much must the base grow?"), ("stretch-bound",)),
     ),
 )

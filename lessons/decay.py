@@ -433,11 +433,11 @@ LESSON = Lesson(
     figures=FIGURES,
     summary=N_("RoFormer's decay bound, sinusoidal dot products and real q·k against distance."),
     parts=(
-        Part("bound", N_("RoFormer's bound, base by base"), ("bound",)),
-        Part("methods", N_("What context-extension methods do to it"), ("bound-methods",)),
-        Part("sinusoidal", N_("Sinusoidal encodings: PE(t)·PE(t+k)"),
+        Part("bound", N_("RoFormer's bound"), N_("RoFormer's bound, base by base"), ("bound",)),
+        Part("methods", N_("Extension methods"), N_("What context-extension methods do to it"), ("bound-methods",)),
+        Part("sinusoidal", N_("Sinusoidal"), N_("Sinusoidal encodings: PE(t)·PE(t+k)"),
              ("sinusoidal-dot", "similarity", "similarity-projected")),
-        Part("real-scores", N_("Real q·k: does the decay survive?"), ("rope-scores", "projected-scores")),
+        Part("real-scores", N_("Real q·k"), N_("Real q·k: does the decay survive?"), ("rope-scores", "projected-scores")),
     ),
 )
 

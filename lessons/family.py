@@ -432,13 +432,13 @@ LESSON = Lesson(
     summary=N_("Sinusoidal, learned, ALiBi, T5 buckets, ReRoPE, Dual Chunk Attention and log-n scaling: each "
                "encoding's defining picture."),
     parts=(
-        Part("sinusoidal", N_("Sinusoidal"), ("sinusoidal-matrix", "sinusoidal-periods")),
-        Part("learned", N_("Learned absolute embeddings"), ()),
-        Part("alibi", N_("ALiBi"), ("alibi-slopes", "alibi-bias")),
-        Part("t5", N_("T5 relative buckets"), ("t5-buckets",)),
-        Part("relative", N_("Which relative position does attention see?"),
+        Part("sinusoidal", N_("Sinusoidal"), N_("Sinusoidal"), ("sinusoidal-matrix", "sinusoidal-periods")),
+        Part("learned", N_("Learned"), N_("Learned absolute embeddings"), ()),
+        Part("alibi", N_("ALiBi"), N_("ALiBi"), ("alibi-slopes", "alibi-bias")),
+        Part("t5", N_("T5 buckets"), N_("T5 relative buckets"), ("t5-buckets",)),
+        Part("relative", N_("Relative position"), N_("Which relative position does attention see?"),
              ("relative-matrices", "dual-chunk", "position-curves")),
-        Part("logn", N_("Scaling the logits with length: log-n and YaRN"), ("log-n", "temperature")),
+        Part("logn", N_("Logit scaling"), N_("Scaling the logits with length: log-n and YaRN"), ("log-n", "temperature")),
     ),
 )
 

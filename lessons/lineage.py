@@ -328,10 +328,10 @@ LESSON = Lesson(
     summary=N_("The four terms of an absolute-position score and what Shaw et al., Transformer-XL, T5, DeBERTa and "
                "TUPE keep of them; FLOATER, multiplicative, hierarchical, complex-order and CNN positions."),
     parts=(
-        Part("four-terms", N_("One score, four terms"), ("four-terms",)),
-        Part("schemes", N_("What each scheme keeps"), ("kept-terms",)),
-        Part("what-attention-gets", N_("What position information attention gets"), ("position-part",)),
-        Part("table-rows", N_("From a distance to a row of the table"), ("distance-index",)),
-        Part("absolute", N_("Other absolute encodings"), ("absolute-schemes",)),
+        Part("four-terms", N_("Four terms"), N_("One score, four terms"), ("four-terms",)),
+        Part("schemes", N_("Schemes"), N_("What each scheme keeps"), ("kept-terms",)),
+        Part("what-attention-gets", N_("What attention gets"), N_("What position information attention gets"), ("position-part",)),
+        Part("table-rows", N_("Table rows"), N_("From a distance to a row of the table"), ("distance-index",)),
+        Part("absolute", N_("Other absolute"), N_("Other absolute encodings"), ("absolute-schemes",)),
     ),
 )

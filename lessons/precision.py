@@ -324,9 +324,9 @@ LESSON = Lesson(
     figures=FIGURES,
     summary=N_("Why bfloat16 positions collide after a few hundred, and what that does to RoPE's angles."),
     parts=(
-        Part("exact", N_("How many positions are stored exactly?"), ("exact-fraction", "binade-spacing")),
-        Part("collisions", N_("Zoom in: which positions collide"), ("collision-window",)),
-        Part("rope", N_("What it does to RoPE"), ("angle-error", "angle-error-map", "logit-error")),
-        Part("fix", N_("Where this bites, and the fix"), ()),
+        Part("exact", N_("Exact positions"), N_("How many positions are stored exactly?"), ("exact-fraction", "binade-spacing")),
+        Part("collisions", N_("Collisions"), N_("Zoom in: which positions collide"), ("collision-window",)),
+        Part("rope", N_("Effect on RoPE"), N_("What it does to RoPE"), ("angle-error", "angle-error-map", "logit-error")),
+        Part("fix", N_("The fix"), N_("Where this bites, and the fix"), ()),
     ),
 )

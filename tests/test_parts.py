@@ -33,7 +33,8 @@ def test_a_part_draws_its_own_figures_and_no_other(lesson, part):
     at = run_page(PAGES[lesson.name], {PART_KEY: part.slug})
     assert not at.exception, [e.value for e in at.exception]
     assert drawn_figures(at, lesson) == list(part.figures)
-    assert [tab.label for tab in at.tabs] == [translate(p.title) for p in lesson.parts] + ["Whole page"]
+    assert [tab.label for tab in at.tabs] == [translate(p.tab) for p in lesson.parts] + ["Whole page"]
+    assert [(h.proto.anchor, h.value) for h in at.header if h.proto.anchor] == [(part.slug, translate(part.title))]
 
 
 @pytest.mark.parametrize("lesson", PARTED, ids=[lesson.name for lesson in PARTED])
@@ -52,9 +53,9 @@ def test_the_tabs_speak_the_readers_language():
     lesson = next(lesson for lesson in PARTED if lesson.name == "decay")
     at = run_page(PAGES["decay"], {"lang": "zh"})
     with use_language("zh"):
-        expected = [translate(part.title) for part in lesson.parts] + [translate("Whole page")]
+        expected = [translate(part.tab) for part in lesson.parts] + [translate("Whole page")]
     assert [tab.label for tab in at.tabs] == expected
-    assert expected[-1] != "Whole page" and expected[0] != translate(lesson.parts[0].title)
+    assert expected[-1] != "Whole page" and expected[0] != translate(lesson.parts[0].tab)
 
 
 def test_a_link_to_a_part_the_page_lacks_says_so_and_opens_the_first():
@@ -68,7 +69,7 @@ def test_a_control_in_a_closed_part_keeps_what_the_reader_set():
     """The real-scores part draws with the sinusoidal part's range, set there before switching tabs."""
     at = run_page(PAGES["decay"], {PART_KEY: "sinusoidal"})
     at.select_slider(key="kmax").set_value(64).run()
-    at.session_state["_part_decay"] = "Real q·k: does the decay survive?"
+    at.session_state["_part_decay"] = "Real q·k"
     at.run()
     assert not at.exception
     projected = next(f for f in chart_figures(at) if "Sinusoidal PEs through random" in f["layout"]["title"]["text"])
@@ -92,13 +93,21 @@ def test_every_figure_a_parted_page_draws_is_in_a_part():
         assert set(placed) <= set(lesson.figures)
 
 
-def test_a_lesson_refuses_a_part_with_a_figure_it_lacks():
+def test_a_lesson_refuses_parts_that_do_not_add_up():
     from lessons.base import Lesson, Part
 
     decay = next(lesson for lesson in PARTED if lesson.name == "decay")
+
+    def lesson_with(*parts):
+        return Lesson(name="x", title="x", settings=decay.settings, compute=decay.compute, figures=decay.figures,
+                      parts=parts)
+
     with pytest.raises(ValueError, match="each in one part"):
-        Lesson(name="x", title="x", settings=decay.settings, compute=decay.compute, figures=decay.figures,
-               parts=(Part("a", "A", ("bound",)), Part("b", "B", ("bound",))))
+        lesson_with(Part("a", "A", "A", ("bound",)), Part("b", "B", "B", ("bound",)))
     with pytest.raises(ValueError, match="each in one part"):
-        Lesson(name="x", title="x", settings=decay.settings, compute=decay.compute, figures=decay.figures,
-               parts=(Part("a", "A", ("no such figure",)),))
+        lesson_with(Part("a", "A", "A", ("no such figure",)))
+    with pytest.raises(ValueError, match="share a slug"):
+        lesson_with(Part("a", "A", "A", ()), Part("a", "B", "B", ()))
+    with pytest.raises(ValueError, match="share a tab"):
+        lesson_with(Part("a", "A", "A", ()), Part("b", "A", "B", ()))
+    assert lesson_with(Part("a", "A", "A", ("bound",)), Part("b", "B", "B", ())).part_of("bound").slug == "a"

@@ -13,6 +13,13 @@ A figure is built from the settings of the groups it depends on (``FigureSpec.gr
 the page draws above it; groups drawn further down keep their defaults until then, and no figure
 reads them. Every widget is bound to the URL under its control's key.
 
+A long lesson's page is split into parts (``Lesson.parts``), one tab each, and runs only the open one::
+
+    page.parts({"bound": bound_part, "methods": methods_part})
+
+A control drawn in a closed part keeps the value it last held (or the link's), so a part whose figures read
+another part's settings draws them as the reader left them.
+
 Bad settings (a config.json that cannot be read, say) show an error where the reader is looking,
 and the figures keep the last settings that worked, so nothing on the page goes blank.
 """
@@ -235,7 +242,7 @@ class LessonPage:
 
     def _part_label(self, slug: str) -> str:
         part = next((part for part in self.lesson.parts if part.slug == slug), None)
-        return _(part.title) if part is not None else _("Whole page")
+        return _(part.tab) if part is not None else _("Whole page")
 
     def parts(self, draw: Mapping[str, Callable[[], None]]) -> None:
         """The lesson's parts (``Lesson.parts``) as tabs, ``draw[slug]`` drawing each, and a last tab with every
@@ -264,12 +271,10 @@ class LessonPage:
             if not tab.open:
                 continue
             with tab:
-                if slug != WHOLE_PAGE:
-                    draw[slug]()
-                    continue
                 for part in self.lesson.parts:
-                    st.header(_(part.title), anchor=part.slug)
-                    draw[part.slug]()
+                    if slug in (part.slug, WHOLE_PAGE):
+                        st.header(_(part.title), anchor=part.slug)
+                        draw[part.slug]()
 
     def symbols(self) -> None:
         """Link the symbols this lesson uses to the Glossary."""
