@@ -43,7 +43,7 @@ from pe_core.decay import (
 from pe_core.methods import MethodSetup
 from pe_core.rope import RopeSpec, default_inv_freq, rope_frequencies
 
-BOUND, SINUSOIDAL, SEED, SCORES = "bound", "sinusoidal", "seed", "scores"
+BOUND, METHODS, SINUSOIDAL, SEED, SCORES = "bound", "methods", "sinusoidal", "seed", "scores"
 
 MAX_DISTANCES = (256, 1024, 4096, 16_384, 65_536, 262_144, 1_048_576)
 LONGEST_EXPONENT = MAX_DISTANCES[-1].bit_length() - 1  # the longest range is 2^20 distances
@@ -94,7 +94,7 @@ class Settings(RopeSettings):
                                 format=length_text, help=N_("Also for the context-extension chart."))
     distance_axis: str = setting("log", N_("Distance axis"), key="axis", widget="radio", group=BOUND, options=AXES,
                                  format=_axis_title)
-    scrub_in_figure: bool = setting(False, N_("Scrub s inside the methods chart"), key="scrub", group=BOUND,
+    scrub_in_figure: bool = setting(False, N_("Scrub s inside the methods chart"), key="scrub", group=METHODS,
                                     help=N_("The context-extension chart carries its own slider over s: drag it and "
                                             "every method's bound moves at once, in the browser."))
     d_model: int = setting(128, N_("Model dim d"), key="dm", group=SINUSOIDAL, options=MODEL_DIMS)
@@ -413,7 +413,8 @@ def _projected_scores_caption(result: Result) -> str:
 
 FIGURES = figure_registry(
     FigureSpec("bound", draw.BOUND_TITLE, _bound, groups=(BOUND,), caption=_bound_caption),
-    FigureSpec("bound-methods", draw.METHODS_TITLE, _methods, groups=("rope", BOUND), caption=_methods_caption,
+    FigureSpec("bound-methods", draw.METHODS_TITLE, _methods, groups=("rope", BOUND, METHODS),
+               caption=_methods_caption,
                scrub="scale"),
     FigureSpec("sinusoidal-dot", draw.SINUSOIDAL_TITLE, _sinusoidal, groups=(SINUSOIDAL,)),
     FigureSpec("similarity", draw.SIMILARITY_TITLE, _similarity, groups=(SINUSOIDAL,)),

@@ -103,12 +103,13 @@ def methods_part() -> None:
             "while its slowest pair is interpolated exactly like PI's; the stretch grows towards the tail. **YaRN** "
             "({yarn}) leaves every pair that turned many times in training untouched, so its curve follows direct "
             "extrapolation further (the caption says how far) and departs where the slow, interpolated pairs matter. A "
-            "**base change** (ABF) is plain RoPE with a bigger base - compare the chart above. YaRN's temperature "
+            "**base change** (ABF) is plain RoPE with a bigger base - compare the first part's chart. YaRN's temperature "
             "√(1/t) = 0.1 ln s + 1 multiplies every score by (0.1 ln s + 1)² = {factor:.3f} at s = {s}; the bound is "
             "about the phases, so it is not drawn here."
         ).format(L=length_text(rope.train_length), target=length_text(rope.target_length), s=f"{rope.scale:g}",
                  pi=cite("pi"), ntk=cite("ntk_aware"), yarn=cite("yarn"),
                  factor=rope_result.yarn_score_factor))
+        page.controls(lesson.METHODS)
         page.figure("bound-methods")
 
 

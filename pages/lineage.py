@@ -83,7 +83,7 @@ def schemes_part() -> None:
         "The opposite choice to T5: both cross terms stay, with relative embeddings at $\\delta(i, j)$ and "
         "$\\delta(j, i)$, and position–position is dropped (it carries little once positions are relative). "
         "**Extrapolation:** offsets beyond $\\pm k$ (here $k = {k}$) share the end rows of the table, like Shaw's "
-        "clipping; DeBERTa-v2 and v3 first put offsets in log buckets (below). {paper}, {code}."
+        "clipping; DeBERTa-v2 and v3 first put offsets in log buckets (see the part on table rows). {paper}, {code}."
     ).format(k=s.deberta_span, paper=cite("deberta", "§3.1"), code=cite("deberta_code")))
     show_checked("lineage_deberta_symmetry")
 

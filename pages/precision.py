@@ -135,7 +135,7 @@ def fix_part() -> None:
     st.markdown(_(
         "- **Buffers that follow the model's dtype.** Older RoPE code built positions with "
         "`t = torch.arange(n, dtype=self.inv_freq.dtype)`; after `model.to(torch.bfloat16)` (or loading with "
-        "`torch_dtype=torch.bfloat16`) that is the *everything in bfloat16* line above.\n"
+        "`torch_dtype=torch.bfloat16`) that is the *everything in bfloat16* line of the previous part's charts.\n"
         "- **Autocast.** Under `torch.autocast`, the matmul `inv_freq @ position_ids` runs in bfloat16 even when both "
         "inputs are float32 - the *positions* and *θ* lines at once.\n"
         "- **ALiBi and other position biases** built from float positions collide the same way.\n\n"

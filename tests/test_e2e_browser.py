@@ -274,6 +274,37 @@ def test_a_pasted_config_travels_in_the_link(app):
     reopened.close()
 
 
+def test_a_part_opened_by_its_tab_is_in_the_link_and_the_link_reopens_it(app):
+    """decay: only the open part's charts are on the page; the tab chosen goes into the address, with the settings
+    of the closed part its figures read, and the address opens the same view in a new tab."""
+    base_url, _, chromium = app
+    page = open_page(chromium, f"{base_url}/decay?part=sinusoidal")
+    page.locator(".st-key-decay_sinusoidal-dot").wait_for(timeout=90_000)
+    assert page.locator(".st-key-decay_bound").count() == 0
+    offsets = page.locator('[data-testid="stMain"] [data-testid="stSlider"]').filter(has_text="±")
+    offsets.locator('input[type="range"]').press("ArrowLeft")  # the offset range the real q·k charts use too
+    page.wait_for_function("() => new URLSearchParams(location.search).has('kmax')", timeout=30_000)
+    wait_for_app_idle(page)
+    kmax = page.evaluate("() => new URLSearchParams(location.search).get('kmax')")
+    page.get_by_role("tab", name="Real q·k").click()
+    page.locator(".st-key-decay_rope-scores").wait_for(timeout=90_000)
+    page.wait_for_function("() => new URLSearchParams(location.search).get('part') === 'real-scores'",
+                           timeout=30_000)
+    wait_for_app_idle(page)
+    assert page.locator(".st-key-decay_sinusoidal-dot").count() == 0
+    link = page.url
+    assert f"kmax={kmax}" in link.replace("%2C", ",")
+    reopened = open_page(chromium, link)
+    reopened.locator(".st-key-decay_rope-scores").wait_for(timeout=90_000)
+    assert reopened.get_by_role("tab", name="Real q·k").get_attribute("aria-selected") == "true"
+    shown = "(el) => JSON.parse(el.__peText).figure"
+    assert (reopened.locator(".st-key-decay_projected-scores .pe-chart").evaluate(shown)
+            == page.locator(".st-key-decay_projected-scores .pe-chart").evaluate(shown))
+    assert page_errors(reopened) == [] and page_errors(page) == []
+    reopened.close()
+    page.close()
+
+
 def test_tour_presents_with_the_keyboard_and_no_sidebar(app):
     """?present=1: no sidebar; → reveals the step's slide, → again moves on, ← goes back."""
     base_url, _, chromium = app

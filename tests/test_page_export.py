@@ -302,8 +302,8 @@ def test_a_chart_keeps_its_identity_when_its_figure_changes():
     def charts(at) -> dict:
         return {chart.key: chart for chart in drawn_charts(at)}
 
-    default = charts(run_page_with_sidebar("pages/decay.py"))
-    other = charts(run_page_with_sidebar("pages/decay.py", {"d": "256"}))
+    default = charts(run_page_with_sidebar("pages/decay.py", {"part": "all"}))
+    other = charts(run_page_with_sidebar("pages/decay.py", {"d": "256", "part": "all"}))
     assert {key: chart.id for key, chart in other.items()} == {key: chart.id for key, chart in default.items()}
     assert other["decay_bound"].figure == default["decay_bound"].figure
     assert other["decay_bound"].config["toImageButtonOptions"]["filename"] == "decay_bound"

@@ -111,3 +111,40 @@ def test_a_lesson_refuses_parts_that_do_not_add_up():
     with pytest.raises(ValueError, match="share a tab"):
         lesson_with(Part("a", "A", "A", ()), Part("b", "A", "B", ()))
     assert lesson_with(Part("a", "A", "A", ("bound",)), Part("b", "B", "B", ())).part_of("bound").slug == "a"
+
+
+def borrowed_keys(at, lesson) -> set[str]:
+    """The keys of the widgets in the open part's hidden container of borrowed controls."""
+    from ui.lesson import BORROWED_KEY
+
+    def widgets(node) -> list:
+        found = [node] if getattr(node, "key", None) and getattr(node, "type", "") not in ("tab", "tab_container") else []
+        for child in (getattr(node, "children", None) or {}).values():
+            found += widgets(child)
+        return found
+
+    def containers(node) -> list:
+        found = []
+        for child in (getattr(node, "children", None) or {}).values():
+            if isinstance(getattr(child, "children", None), dict) and f"{BORROWED_KEY}-{lesson}" in str(child.proto):
+                found.append(child)
+            found += containers(child)
+        return found
+
+    return {widget.key for box in containers(at._tree) for child in box.children.values() for widget in widgets(child)}
+
+
+@pytest.mark.parametrize(("lesson", "part", "keys"), [
+    ("decay", "bound", set()),
+    ("decay", "methods", {"dims", "bases", "rmax", "axis"}),
+    ("decay", "sinusoidal", set()),
+    ("decay", "real-scores", {"dm", "sb", "kmax", "n", "seed"}),
+    ("beta_base", "base-growth", {"beta", "P", "ps", "n", "whole"}),
+    ("lineage", "table-rows", {"n", "d", "tok", "seed", "k", "dk", "tb"}),
+    ("lineage", "four-terms", set()),
+    ("decay", "all", set()),
+])
+def test_a_part_draws_hidden_the_controls_its_figures_borrow_from_another(lesson, part, keys):
+    at = run_page(PAGES[lesson], {PART_KEY: part})
+    assert not at.exception
+    assert borrowed_keys(at, lesson) == keys

@@ -17,8 +17,8 @@ A long lesson's page is split into parts (``Lesson.parts``), one tab each, and r
 
     page.parts({"bound": bound_part, "methods": methods_part})
 
-A control drawn in a closed part keeps the value it last held (or the link's), so a part whose figures read
-another part's settings draws them as the reader left them.
+A part whose figures read settings another part draws gets those controls too, hidden: the figures and the
+address follow them as the reader left them.
 
 Bad settings (a config.json that cannot be read, say) show an error where the reader is looking,
 and the figures keep the last settings that worked, so nothing on the page goes blank.
@@ -33,7 +33,7 @@ from typing import Any
 import streamlit as st
 
 from i18n import _
-from lessons.base import Control, Lesson, LessonSettings, SettingsError
+from lessons.base import Control, Lesson, LessonSettings, Part, SettingsError
 from lessons.export import stem_for
 from pe_core.device import use_server_threads
 from ui import export, params
@@ -45,6 +45,7 @@ use_server_threads()  # before a lesson page's first torch work
 
 PART_KEY = "part"  # URL parameter naming the open tab of a long page
 WHOLE_PAGE = "all"  # the tab showing every part of a long page
+BORROWED_KEY = "pe-borrowed-controls"  # the hidden container of a part's controls drawn in another part
 
 
 def draw_control(name: str, control: Control, default: Any) -> Any:
@@ -95,33 +96,13 @@ def picked_value(settings: type[LessonSettings], name: str, points: list[dict], 
         return None
 
 
-def remembered_values(settings: type[LessonSettings]) -> dict[str, Any]:
-    """Setting -> the value its widget held at the end of the last run, or the link's value where the widget has
-    not been drawn this session (values neither holds, or that are not valid, are left out)."""
-    remembered: dict[str, Any] = {}
-    for name, control in settings.controls().items():
-        if control.key in st.session_state:
-            value = st.session_state[control.key]
-        elif control.key in st.query_params:
-            linked = st.query_params.get_all(control.key)
-            value = linked if control.widget == "multiselect" else linked[-1]
-        else:
-            continue
-        try:
-            remembered[name] = settings.coerce(name, value)
-        except SettingsError:
-            continue
-    return remembered
-
-
 class LessonPage:
     """Draws one lesson's controls and figures on the current page."""
 
     def __init__(self, lesson: Lesson) -> None:
         self.lesson = lesson
         self._values: dict[str, Any] = {}  # what the widgets drawn so far hold (plain values)
-        # what the controls of the page's other parts hold: each part's figures may read them (``parts``)
-        self._remembered = remembered_values(lesson.settings)
+        self._drawn_groups: set[str] = set()
         self._errors_shown: set[str] = set()
         # drawn under an error about these settings (e.g. "try an example" buttons for a bad config paste)
         self.error_help: list[Callable[[], None]] = []
@@ -129,13 +110,14 @@ class LessonPage:
     # ---- settings ------------------------------------------------------------------------------
 
     def _current(self) -> dict[str, Any]:
-        return {**self.lesson.settings().to_mapping(), **self._remembered, **self._values}
+        return {**self.lesson.settings().to_mapping(), **self._values}
 
     def controls(self, group: str, *, columns: int | None = None) -> None:
         """Draw the controls of ``group`` here (in ``columns`` side by side), skipping those that do not apply."""
         settings = self.lesson.settings
         defaults = settings()
         chosen = [(name, c) for name, c in settings.controls().items() if c.group == group]
+        self._drawn_groups.add(group)
         slots = st.columns(columns) if columns else None
         drawn = 0
         for name, control in chosen:
@@ -149,9 +131,8 @@ class LessonPage:
             drawn += 1
 
     def settings(self) -> LessonSettings:
-        """The settings the controls drawn so far describe; elsewhere what a control not drawn in this run last
-        held (one in a closed part of the page), else what the link says, else the default."""
-        return self.lesson.settings.from_mapping({**self._remembered, **self._values})
+        """The settings the controls drawn so far describe (defaults elsewhere)."""
+        return self.lesson.settings.from_mapping(self._values)
 
     def value(self, name: str) -> Any:
         return getattr(self.settings(), name)
@@ -271,10 +252,36 @@ class LessonPage:
             if not tab.open:
                 continue
             with tab:
+                if slug != WHOLE_PAGE:
+                    self._borrowed_controls(slug)
                 for part in self.lesson.parts:
                     if slug in (part.slug, WHOLE_PAGE):
                         st.header(_(part.title), anchor=part.slug)
                         draw[part.slug]()
+
+    def _borrowed_controls(self, slug: str) -> None:
+        """Draw, hidden, the controls of the groups part ``slug``'s figures read that an earlier part draws (decay's
+        q·k charts use the sinusoidal part's range and seed): their values reach these figures, and the address
+        keeps them (Streamlit drops a widget's URL parameter on a run that does not draw it), so a link from
+        this part shows the same figures."""
+        owner: dict[str, str] = {}  # a group's controls are drawn by the first part whose figures read it
+        for part in self.lesson.parts:
+            for group in self._groups_read_by(part):
+                owner.setdefault(group, part.slug)
+        opened = next(part for part in self.lesson.parts if part.slug == slug)
+        borrowed = [group for group in self._groups_read_by(opened)
+                    if owner[group] != slug and group not in self._drawn_groups]  # the sidebar's are drawn
+        if not borrowed:
+            return
+        with st.container(key=f"{BORROWED_KEY}-{self.lesson.name}"):
+            st.html(f"<style>.st-key-{BORROWED_KEY}-{self.lesson.name} {{display: none}}</style>")
+            for group in borrowed:
+                self.controls(group)
+
+    def _groups_read_by(self, part: Part) -> list[str]:
+        every = self.lesson.settings.groups()
+        specs = [self.lesson.figure_spec(name) for name in part.figures]
+        return list(dict.fromkeys(group for spec in specs for group in (every if spec.groups is None else spec.groups)))
 
     def symbols(self) -> None:
         """Link the symbols this lesson uses to the Glossary."""
