@@ -207,7 +207,7 @@ class LessonPage:
         except ValueError:
             return self.lesson.settings()
 
-    def open_part(self) -> str:
+    def _open_part(self) -> str:
         """The slug of the part the reader has open: the tab chosen this session, else the link's ``part=``,
         else the first part (``WHOLE_PAGE``: every part)."""
         slugs = [part.slug for part in self.lesson.parts] + [WHOLE_PAGE]
@@ -237,7 +237,7 @@ class LessonPage:
             st.warning(_("The link names a part `{part}` this page does not have; showing the first.").format(
                 part=linked), icon="🔗")
         labels = {slug: self._part_label(slug) for slug in (*slugs, WHOLE_PAGE)}
-        opened = self.open_part()
+        opened = self._open_part()
 
         def remember_part() -> None:
             chosen = next((slug for slug, label in labels.items() if label == st.session_state.get(self._part_key)),
