@@ -215,12 +215,12 @@ def live_slider(page, start: int = 0) -> tuple:
             redraws = False
         wait_for_app_idle(page)
         before = figures_signature(page)
-        press_slider(page, thumb, other_key(key))
+        press_slider(page, thumb, other_key(key))  # undo the probe
         if redraws:
             wait_for_new_figures(page, before)
-        wait_for_app_idle(page)
-        if redraws:
+            wait_for_app_idle(page)
             return index, thumb, key
+        wait_for_app_idle(page)
     raise AssertionError("no slider on this page redraws a figure")
 
 

@@ -480,6 +480,7 @@ class Part:
     tab: str  # N_()-marked; the tab's label, a word or two (a phone shows a few side by side)
     title: str  # N_()-marked; the part's header
     figures: tuple[str, ...]  # the lesson's figures this part shows
+    reads: tuple[str, ...] = ()  # setting groups its text reads besides its figures' (numbers it states)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

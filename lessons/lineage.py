@@ -329,7 +329,7 @@ LESSON = Lesson(
                "TUPE keep of them; FLOATER, multiplicative, hierarchical, complex-order and CNN positions."),
     parts=(
         Part("four-terms", N_("Four terms"), N_("One score, four terms"), ("four-terms",)),
-        Part("schemes", N_("Schemes"), N_("What each scheme keeps"), ("kept-terms",)),
+        Part("schemes", N_("Schemes"), N_("What each scheme keeps"), ("kept-terms",), reads=("scores",)),
         Part("what-attention-gets", N_("What attention gets"), N_("What position information attention gets"), ("position-part",)),
         Part("table-rows", N_("Table rows"), N_("From a distance to a row of the table"), ("distance-index",)),
         Part("absolute", N_("Other absolute"), N_("Other absolute encodings"), ("absolute-schemes",)),

@@ -45,7 +45,6 @@ def sinusoidal() -> None:
                  + f"{view.longest:,.0f}".replace(",", "{,}") + r" < 2\pi b", N_("tokens"))
 
 
-
 def trained_model():
     """The model trained in this session on the training page, if any.
 
@@ -92,7 +91,6 @@ def learned() -> None:
     ui.show_figure(view.figure, "family_learned", caption=view.caption)
 
 
-
 @st.fragment
 def alibi() -> None:
     st.markdown(_(
@@ -119,7 +117,6 @@ def alibi() -> None:
         view = page.result((lesson.ALIBI,)).alibi
         st.dataframe(pd.DataFrame({_("head"): range(1, len(view.slopes) + 1), _("slope m"): view.slopes.tolist(),
                                    _("log₂ m"): view.exponents.tolist()}), hide_index=True)
-
 
 
 @st.fragment
@@ -151,7 +148,6 @@ def t5() -> None:
                               columns=[str(n) for n in range(len(view.table_causal))]))
     st.caption(_("T5's default buckets ({source}): {facts}").format(source=cite("t5"),
                                                                    facts=lesson.t5_defaults_text()))
-
 
 
 @st.fragment
@@ -187,7 +183,6 @@ def relative_schemes() -> None:
 
     st.markdown(_("One row of each matrix - the last query looking back - side by side:"))
     page.figure("position-curves")
-
 
 
 @st.fragment

@@ -134,7 +134,6 @@ def table_rows_part() -> None:
              r"\frac{\ln(|r|/m)}{\ln((P-1)/m)}(m-1)\Big\rceil\Big)\ \ (|r| > m = \tfrac{B}{2})")
 
 
-
 @st.fragment
 def absolute_part() -> None:
     """The other absolute encodings (their own controls; a move of one reruns this part only)."""
@@ -191,7 +190,6 @@ def absolute_part() -> None:
              marked=absolute.cnn_marked, total=absolute.settings.abs_positions, source=cite("cnn_position")))
     show_formula(r"\text{receptive radius} = \text{layers}\cdot\frac{\text{kernel width} - 1}{2}",
                  N_("receptive radius"), N_("layers"), N_("kernel width"))
-
 
 
 page.parts({"four-terms": four_terms_part, "schemes": schemes_part, "what-attention-gets": attention_part,

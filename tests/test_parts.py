@@ -142,9 +142,17 @@ def borrowed_keys(at, lesson) -> set[str]:
     ("beta_base", "base-growth", {"beta", "P", "ps", "n", "whole"}),
     ("lineage", "table-rows", {"n", "d", "tok", "seed", "k", "dk", "tb"}),
     ("lineage", "four-terms", set()),
+    ("lineage", "schemes", {"n", "d", "tok", "seed", "k", "dk", "tb"}),  # its text states Shaw's and DeBERTa's k
     ("decay", "all", set()),
 ])
 def test_a_part_draws_hidden_the_controls_its_figures_borrow_from_another(lesson, part, keys):
     at = run_page(PAGES[lesson], {PART_KEY: part})
     assert not at.exception
     assert borrowed_keys(at, lesson) == keys
+
+
+def test_a_part_states_the_numbers_of_settings_another_part_draws():
+    """lineage's schemes part writes Shaw's clipping distance k, set in the first part (and kept in the link)."""
+    at = run_page(PAGES["lineage"], {PART_KEY: "schemes", "k": "16"})
+    assert not at.exception and not at.warning
+    assert any("$k = 16$" in m.value and "(33 rows in all)" in m.value for m in at.markdown)

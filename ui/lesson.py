@@ -260,11 +260,11 @@ class LessonPage:
                         draw[part.slug]()
 
     def _borrowed_controls(self, slug: str) -> None:
-        """Draw, hidden, the controls of the groups part ``slug``'s figures read that an earlier part draws (decay's
-        q·k charts use the sinusoidal part's range and seed): their values reach these figures, and the address
-        keeps them (Streamlit drops a widget's URL parameter on a run that does not draw it), so a link from
-        this part shows the same figures."""
-        owner: dict[str, str] = {}  # a group's controls are drawn by the first part whose figures read it
+        """Draw, hidden, the controls of the groups part ``slug`` reads (its figures', ``Part.reads``) that another
+        part draws (decay's q·k charts use the sinusoidal part's range and seed): their values reach this part, and
+        the address keeps them (Streamlit drops a widget's URL parameter on a run that does not draw it), so a
+        link from this part shows the same figures and numbers."""
+        owner: dict[str, str] = {}  # a group's controls are drawn by the first part that reads it
         for part in self.lesson.parts:
             for group in self._groups_read_by(part):
                 owner.setdefault(group, part.slug)
@@ -281,7 +281,8 @@ class LessonPage:
     def _groups_read_by(self, part: Part) -> list[str]:
         every = self.lesson.settings.groups()
         specs = [self.lesson.figure_spec(name) for name in part.figures]
-        return list(dict.fromkeys(group for spec in specs for group in (every if spec.groups is None else spec.groups)))
+        read = [group for spec in specs for group in (every if spec.groups is None else spec.groups)]
+        return list(dict.fromkeys([*read, *part.reads]))
 
     def symbols(self) -> None:
         """Link the symbols this lesson uses to the Glossary."""
