@@ -518,10 +518,28 @@ class Lesson:
             named = [getattr(part, field) for part in self.parts]
             if len(named) != len(set(named)):
                 raise ValueError(f"{self.name}: two parts share a {field}: {named}")
+        # a group's controls are drawn by the first part that reads it; later parts that read it borrow them
+        read = {part.slug: self.groups_read_by(part) for part in self.parts}
+        object.__setattr__(self, "_borrowed", {
+            part.slug: tuple(group for group in read[part.slug]
+                             if any(group in read[other.slug] for other in self.parts[:index]))
+            for index, part in enumerate(self.parts)})
 
     def part_of(self, figure: str) -> Part | None:
         """The part of the page that shows ``figure`` (None on a page without parts)."""
         return next((part for part in self.parts if figure in part.figures), None)
+
+    def groups_read_by(self, part: Part) -> tuple[str, ...]:
+        """The setting groups ``part`` reads: its figures' and those its text states (``Part.reads``)."""
+        every = self.settings.groups()
+        specs = [self.figure_spec(name) for name in part.figures]
+        read = [group for spec in specs for group in (every if spec.groups is None else spec.groups)]
+        return tuple(dict.fromkeys([*read, *part.reads]))
+
+    def borrowed_groups(self, part: Part) -> tuple[str, ...]:
+        """The groups ``part`` reads whose controls an earlier part draws (the first part that reads a group draws
+        its controls)."""
+        return self._borrowed[part.slug]
 
     def result(self, settings: LessonSettings | None = None, groups: Iterable[str] | None = None) -> Any:
         """``compute`` of these settings (restricted to ``groups``), cached."""

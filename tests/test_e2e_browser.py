@@ -21,6 +21,7 @@ from benchmarks.harness import (
     move_slider,
     other_key,
     page_errors,
+    press_slider,
     streamlit_server,
     wait_for_app_idle,
 )
@@ -186,10 +187,9 @@ def test_a_move_redraws_a_chart_once_and_only_a_new_width_resizes_it(app):
     thumb = page.locator(SLIDER_THUMBS).first
     there = first_move_key(thumb)
     heights = set()
-    for key in (there, "ArrowLeft" if there == "ArrowRight" else "ArrowRight"):
+    for key in (there, other_key(there)):
         watched.evaluate("(el) => { el.__shown = el.data; }")
-        thumb.evaluate("(el) => el.focus({preventScroll: true})")  # the reader watches the chart, not the slider
-        page.keyboard.press(key)
+        press_slider(page, thumb, key)  # the reader watches the chart, not the slider
         page.wait_for_function("(el) => el.data !== el.__shown", arg=watched.element_handle(), timeout=30_000)
         wait_for_app_idle(page)
         page.wait_for_timeout(500)  # a resize observer's callback comes a frame later
@@ -298,8 +298,8 @@ def test_a_part_opened_by_its_tab_is_in_the_link_and_the_link_reopens_it(app):
     reopened.locator(".st-key-decay_rope-scores").wait_for(timeout=90_000)
     assert reopened.get_by_role("tab", name="Real q·k").get_attribute("aria-selected") == "true"
     shown = "(el) => JSON.parse(el.__peText).figure"
-    assert (reopened.locator(".st-key-decay_projected-scores .pe-chart").evaluate(shown)
-            == page.locator(".st-key-decay_projected-scores .pe-chart").evaluate(shown))
+    projected = f".st-key-decay_projected-scores .{CHART_CLASS}"
+    assert reopened.locator(projected).evaluate(shown) == page.locator(projected).evaluate(shown)
     assert page_errors(reopened) == [] and page_errors(page) == []
     reopened.close()
     page.close()

@@ -65,6 +65,12 @@ def test_a_link_to_a_part_the_page_lacks_says_so_and_opens_the_first():
     assert drawn_figures(at, next(lesson for lesson in PARTED if lesson.name == "decay")) == ["bound"]
 
 
+def projected_reach(at) -> float:
+    """The largest offset decay's projected-scores chart draws (the sinusoidal part's "offsets up to ±")."""
+    projected = next(f for f in chart_figures(at) if "Sinusoidal PEs through random" in f["layout"]["title"]["text"])
+    return max(np.max(np.asarray(t["x"], dtype=float)) for t in projected["data"] if t.get("x") is not None)
+
+
 def test_a_control_in_a_closed_part_keeps_what_the_reader_set():
     """The real-scores part draws with the sinusoidal part's range, set there before switching tabs."""
     at = run_page(PAGES["decay"], {PART_KEY: "sinusoidal"})
@@ -72,18 +78,12 @@ def test_a_control_in_a_closed_part_keeps_what_the_reader_set():
     at.session_state["_part_decay"] = "Real q·k"
     at.run()
     assert not at.exception
-    projected = next(f for f in chart_figures(at) if "Sinusoidal PEs through random" in f["layout"]["title"]["text"])
-    offsets = np.concatenate([np.asarray(t["x"], dtype=float) for t in projected["data"] if t.get("x") is not None])
-    assert offsets.max() == 64
-    default = run_page(PAGES["decay"], {PART_KEY: "real-scores"})
-    projected = next(f for f in chart_figures(default) if "Sinusoidal PEs through random" in f["layout"]["title"]["text"])
-    assert max(np.max(np.asarray(t["x"], dtype=float)) for t in projected["data"] if t.get("x") is not None) > 64
+    assert projected_reach(at) == 64
+    assert projected_reach(run_page(PAGES["decay"], {PART_KEY: "real-scores"})) > 64
 
 
 def test_a_link_sets_a_control_of_a_closed_part():
-    at = run_page(PAGES["decay"], {PART_KEY: "real-scores", "kmax": "64"})
-    projected = next(f for f in chart_figures(at) if "Sinusoidal PEs through random" in f["layout"]["title"]["text"])
-    assert max(np.max(np.asarray(t["x"], dtype=float)) for t in projected["data"] if t.get("x") is not None) == 64
+    assert projected_reach(run_page(PAGES["decay"], {PART_KEY: "real-scores", "kmax": "64"})) == 64
 
 
 def test_every_figure_a_parted_page_draws_is_in_a_part():

@@ -207,82 +207,54 @@ class LessonPage:
         except ValueError:
             return self.lesson.settings()
 
-    def _open_part(self) -> str:
-        """The slug of the part the reader has open: the tab chosen this session, else the link's ``part=``,
-        else the first part (``WHOLE_PAGE``: every part)."""
-        slugs = [part.slug for part in self.lesson.parts] + [WHOLE_PAGE]
-        chosen = st.session_state.get(self._part_key)
-        if chosen is not None:
-            return next((slug for slug in slugs if self._part_label(slug) == chosen), slugs[0])
-        linked = st.query_params.get(PART_KEY)
-        return linked if linked in slugs else slugs[0]
-
-    @property
-    def _part_key(self) -> str:
-        return f"_part_{self.lesson.name}"
-
-    def _part_label(self, slug: str) -> str:
-        part = next((part for part in self.lesson.parts if part.slug == slug), None)
-        return _(part.tab) if part is not None else _("Whole page")
-
     def parts(self, draw: Mapping[str, Callable[[], None]]) -> None:
         """The lesson's parts (``Lesson.parts``) as tabs, ``draw[slug]`` drawing each, and a last tab with every
         part one after another (to read through, search or print). Only the open tab's parts run, so a move
         redraws what the reader sees; the open tab is in the link as ``part=<slug>``."""
-        slugs = [part.slug for part in self.lesson.parts]
-        if sorted(draw) != sorted(slugs):
-            raise ValueError(f"{self.lesson.name}: parts drawn {sorted(draw)}, lesson has {sorted(slugs)}")
+        parts = self.lesson.parts
+        if sorted(draw) != sorted(part.slug for part in parts):
+            raise ValueError(f"{self.lesson.name}: parts drawn {sorted(draw)}, lesson has {[p.slug for p in parts]}")
+        labels = {part.slug: _(part.tab) for part in parts} | {WHOLE_PAGE: _("Whole page")}
+        slug_of = {label: slug for slug, label in labels.items()}
+        key, first = f"_part_{self.lesson.name}", parts[0].slug
         linked = st.query_params.get(PART_KEY)
-        if linked is not None and linked not in (*slugs, WHOLE_PAGE):
+        if linked is not None and linked not in labels:
             st.warning(_("The link names a part `{part}` this page does not have; showing the first.").format(
                 part=linked), icon="🔗")
-        labels = {slug: self._part_label(slug) for slug in (*slugs, WHOLE_PAGE)}
-        opened = self._open_part()
+        # the tab chosen this session, else the link's, else the first
+        opened = slug_of.get(st.session_state.get(key), linked if linked in labels else first)
 
         def remember_part() -> None:
-            chosen = next((slug for slug, label in labels.items() if label == st.session_state.get(self._part_key)),
-                          slugs[0])
-            if chosen == slugs[0]:
+            chosen = slug_of.get(st.session_state.get(key), first)
+            if chosen == first:
                 st.query_params.pop(PART_KEY, None)
             else:
                 st.query_params[PART_KEY] = chosen
 
-        tabs = st.tabs(list(labels.values()), key=self._part_key, default=labels[opened], on_change=remember_part)
+        tabs = st.tabs(list(labels.values()), key=key, default=labels[opened], on_change=remember_part)
         for slug, tab in zip(labels, tabs, strict=True):
             if not tab.open:
                 continue
             with tab:
-                if slug != WHOLE_PAGE:
-                    self._borrowed_controls(slug)
-                for part in self.lesson.parts:
+                for part in parts:
+                    if slug == part.slug:
+                        self._borrowed_controls(part)
                     if slug in (part.slug, WHOLE_PAGE):
                         st.header(_(part.title), anchor=part.slug)
                         draw[part.slug]()
 
-    def _borrowed_controls(self, slug: str) -> None:
-        """Draw, hidden, the controls of the groups part ``slug`` reads (its figures', ``Part.reads``) that another
-        part draws (decay's q·k charts use the sinusoidal part's range and seed): their values reach this part, and
-        the address keeps them (Streamlit drops a widget's URL parameter on a run that does not draw it), so a
-        link from this part shows the same figures and numbers."""
-        owner: dict[str, str] = {}  # a group's controls are drawn by the first part that reads it
-        for part in self.lesson.parts:
-            for group in self._groups_read_by(part):
-                owner.setdefault(group, part.slug)
-        opened = next(part for part in self.lesson.parts if part.slug == slug)
-        borrowed = [group for group in self._groups_read_by(opened)
-                    if owner[group] != slug and group not in self._drawn_groups]  # the sidebar's are drawn
-        if not borrowed:
+    def _borrowed_controls(self, part: Part) -> None:
+        """Draw, hidden, the controls of the groups ``part`` reads that an earlier part draws
+        (``Lesson.borrowed_groups``; decay's q·k charts use the sinusoidal part's range and seed): their values
+        reach this part, and the address keeps them (Streamlit drops a widget's URL parameter on a run that does
+        not draw it), so a link from this part shows the same figures and numbers."""
+        borrowed = [group for group in self.lesson.borrowed_groups(part) if group not in self._drawn_groups]
+        if not borrowed:  # none, or the sidebar's, drawn already
             return
         with st.container(key=f"{BORROWED_KEY}-{self.lesson.name}"):
             st.html(f"<style>.st-key-{BORROWED_KEY}-{self.lesson.name} {{display: none}}</style>")
             for group in borrowed:
                 self.controls(group)
-
-    def _groups_read_by(self, part: Part) -> list[str]:
-        every = self.lesson.settings.groups()
-        specs = [self.lesson.figure_spec(name) for name in part.figures]
-        read = [group for spec in specs for group in (every if spec.groups is None else spec.groups)]
-        return list(dict.fromkeys([*read, *part.reads]))
 
     def symbols(self) -> None:
         """Link the symbols this lesson uses to the Glossary."""
