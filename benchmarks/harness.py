@@ -107,13 +107,34 @@ def _stop(process) -> None:
         process.kill()
 
 
+# Whether the app shows something in its main area and no script is running (Streamlit shows a 'running' status
+# widget meanwhile). Any shown element counts, not the first: the first may be one the page hides.
+_APP_IDLE_JS = """() => !document.querySelector('[data-testid="stStatusWidget"]') && Array.from(
+    document.querySelectorAll('[data-testid="stMain"] [data-testid="stElementContainer"]')).some(
+    (el) => el.getClientRects().length > 0)"""
+# What the page showed when it did not become idle, for the error message
+_APP_STATE_JS = """() => {
+    const elements = Array.from(document.querySelectorAll('[data-testid="stMain"] [data-testid="stElementContainer"]'));
+    return {url: location.href, elements: elements.length,
+            shown: elements.filter((el) => el.getClientRects().length > 0).length,
+            stale: elements.filter((el) => el.dataset.stale === "true").length,
+            running: !!document.querySelector('[data-testid="stStatusWidget"]'),
+            main: ((document.querySelector('[data-testid="stMain"]') || {}).innerText || "").slice(0, 300)};
+}"""
+
+
 def wait_for_app_idle(page, timeout_ms: float = 60_000) -> None:
-    """Wait until the script run finished (Streamlit shows a 'running' status widget meanwhile)."""
-    page.wait_for_selector('[data-testid="stMain"] [data-testid="stElementContainer"]', timeout=timeout_ms)
-    page.wait_for_function(
-        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')",
-        timeout=timeout_ms,
-    )
+    """Wait until the page shows the app and its script run finished."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        page.wait_for_function(_APP_IDLE_JS, timeout=timeout_ms)
+    except PlaywrightTimeout as error:
+        try:  # waited for, not evaluated: an evaluation of a page that hangs never returns
+            state = page.wait_for_function(_APP_STATE_JS, timeout=5_000).json_value()
+        except PlaywrightTimeout:
+            state = "the page does not answer"
+        raise PlaywrightTimeout(f"the app did not become idle in {timeout_ms / 1000:.0f} s: {state}") from error
 
 
 # ui.chart.CHART_CLASS, named again here: importing the app's ui package would stop the browser benchmark from

@@ -1,5 +1,6 @@
 """The harness the tests and benchmarks share: a server whose port is taken meanwhile starts on another; the tests
-train into a store of their own."""
+train into a store of their own; the wait for an idle app does not hang on a hidden first element and says what
+the page showed when it times out."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import os
 import socket
 import urllib.request
 from pathlib import Path
+
+import pytest
 
 from benchmarks import harness
 
@@ -32,3 +35,23 @@ def test_the_tests_train_into_a_store_of_their_own():
     assert RUN_STORE_ENV == STORE_ENV
     store = Path(os.environ[STORE_ENV])
     assert harness.ROOT not in store.parents and store.name == "runs.sqlite3"
+
+
+# Streamlit's markup as the harness reads it: a main area whose first element is hidden
+HIDDEN_FIRST = ('<div data-testid="stMain"><div data-testid="stElementContainer" style="display:none">style</div>'
+                '<div data-testid="stElementContainer">The wider family</div></div>')
+
+
+def test_an_app_whose_first_element_is_hidden_is_idle_and_one_still_running_is_named_in_the_timeout():
+    if not harness.chromium_available():
+        pytest.skip("Chromium is not installed (apt install chromium)")
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    with harness.browser() as chromium:
+        page = chromium.new_page()
+        page.set_content(HIDDEN_FIRST)
+        harness.wait_for_app_idle(page, timeout_ms=5_000)
+        page.set_content(HIDDEN_FIRST + '<div data-testid="stStatusWidget">Running...</div>')
+        with pytest.raises(PlaywrightTimeout, match=r"did not become idle in 1 s: .*'elements': 2, 'shown': 1, "
+                                                    r"'stale': 0, 'running': True, 'main': 'The wider family'"):
+            harness.wait_for_app_idle(page, timeout_ms=1_000)
