@@ -481,6 +481,9 @@ class Part:
     title: str  # N_()-marked; the part's header
     figures: tuple[str, ...]  # the lesson's figures this part shows
     reads: tuple[str, ...] = ()  # setting groups its text reads besides its figures' (numbers it states)
+    # groups an earlier part owns whose controls this part also shows when it is open (a reader of this part
+    # alone needs them: the highlighted pair its charts mark); on the whole page the first part draws them
+    shows: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -518,11 +521,16 @@ class Lesson:
             named = [getattr(part, field) for part in self.parts]
             if len(named) != len(set(named)):
                 raise ValueError(f"{self.name}: two parts share a {field}: {named}")
-        # a group's controls are drawn by the first part that reads it; later parts that read it borrow them
+        # a group's controls are drawn by the first part that reads it; later parts that read it borrow them,
+        # unless they show them too
         read = {part.slug: self.groups_read_by(part) for part in self.parts}
+        for part in self.parts:
+            if set(part.shows) - set(read[part.slug]):
+                raise ValueError(f"{self.name}: part {part.slug} shows controls of groups it does not read: "
+                                 f"{sorted(set(part.shows) - set(read[part.slug]))}")
         object.__setattr__(self, "_borrowed", {
-            part.slug: tuple(group for group in read[part.slug]
-                             if any(group in read[other.slug] for other in self.parts[:index]))
+            part.slug: tuple(group for group in read[part.slug] if group not in part.shows
+                             and any(group in read[other.slug] for other in self.parts[:index]))
             for index, part in enumerate(self.parts)})
 
     def part_of(self, figure: str) -> Part | None:

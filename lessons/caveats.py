@@ -11,7 +11,7 @@ import torch
 from figures import caveats as draw
 from figures.theme import series_colour
 from i18n import N_, _
-from lessons.base import FigureSpec, Lesson, LessonSettings, figure_registry, setting
+from lessons.base import FigureSpec, Lesson, LessonSettings, Part, figure_registry, setting
 from lessons.format import base_text, length_text, scale_text
 from pe_core.caveats import (
     KvCacheError,
@@ -254,4 +254,12 @@ LESSON = Lesson(
     figures=FIGURES,
     summary=N_("Dynamic NTK's KV cache measured, how large NTK-aware's s really must be, PI's g(m) = m/s, and "
                "ReRoPE's inference cost computed."),
+    parts=(
+        Part("kv-cache", N_("KV cache"), N_("Dynamic NTK and the KV cache"), ("kv-error", "kv-keys")),
+        Part("ntk-scale", N_("NTK's s"), N_("NTK-aware scaling needs s above the real extension"),
+             ("ntk-angles", "ntk-reach")),
+        Part("pi-map", N_("PI's map"), N_("Position Interpolation divides positions: g(m) = m/s"), ("pi-map",),
+             shows=(NTK,)),
+        Part("rerope", N_("ReRoPE's cost"), N_("ReRoPE's inference cost"), ("rerope-cost",)),
+    ),
 )

@@ -11,7 +11,7 @@ import torch
 
 from figures import frequencies as draw
 from i18n import N_, _, sentences
-from lessons.base import FigureSpec, Lesson, figure_registry, setting
+from lessons.base import FigureSpec, Lesson, Part, figure_registry, setting
 from lessons.format import length_text, scale_text
 from lessons.rope_setup import MAX_TARGET_LENGTH, SCALES, RopeSettings, RopeSetup, rope_setup
 from pe_core.angles import (
@@ -79,8 +79,8 @@ class Settings(RopeSettings):
     as_frequency: bool = setting(False, N_("Plot frequency θᵢ instead of wavelength λᵢ"), key="freq", group=LINES)
     pair: int = setting(NO_PAIR, N_("Highlighted pair i"), key="pair", widget="selectbox", group=PICK,
                         options=(NO_PAIR, *range(MAX_PAIRS)), format=_pair_text, examples=(0, 45), highlight=True,
-                        help=N_("Or click a pair on the wavelength or ratio chart below: it is outlined on the "
-                                "heatmaps and marked on every chart, and the link keeps it."))
+                        help=N_("Or click a pair on the wavelength or ratio chart (the part “Per pair”): it is "
+                                "outlined on the heatmaps and marked on every chart, and the link keeps it."))
 
 
 def rows_per_panel(num_panels: int, num_pairs: int, *, scrubbed: bool = False) -> int:
@@ -249,4 +249,12 @@ LESSON = Lesson(
     figures=FIGURES,
     summary=N_("How direct extrapolation, PI, NTK-aware, dynamic NTK, NTK-by-parts, YaRN, Llama-3, LongRoPE "
                "and a base change reshape RoPE's rotation angles, dimension by dimension."),
+    parts=(
+        Part("angles", N_("Angles"), N_("The angle m·θᵢ, pair by pair, position by position"), ("angle-heatmaps",)),
+        Part("unseen", N_("Unseen angles"), N_("Which pairs see angles they were never trained on?"),
+             ("unseen-angles",), shows=(PICK,)),
+        Part("per-pair", N_("Per pair"), N_("Per-pair frequencies on one chart"),
+             ("wavelengths", "interpolation-ratio"), shows=(PICK,)),
+        Part("ramp", N_("Paper vs code"), N_("NTK-by-parts: the paper's γ(r) and the code's ramp"), ("yarn-ramp",)),
+    ),
 )

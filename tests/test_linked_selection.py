@@ -11,7 +11,7 @@ import pytest
 
 from lessons import SLIDE, FigureSpec, Lesson, LessonSettings, figure_registry, setting
 from lessons import frequencies as lesson
-from tests.conftest import chart_figures, drawn_charts, figure_titled, run_page, select_points
+from tests.conftest import chart_figures, drawn_charts, figure_titled, run_whole_page, select_points
 from ui.lesson import picked_value
 
 PAGE = "pages/frequencies.py"
@@ -32,7 +32,7 @@ def ringed(figure: dict) -> list[tuple[float, float]]:
 
 
 def test_a_pair_picked_on_the_wavelength_chart_is_marked_on_every_other_figure():
-    at = run_page(PAGE)
+    at = run_whole_page(PAGE)
     assert not outlined_columns(figure_titled(at, HEATMAP)) and not ringed(figure_titled(at, RATIO))
     select_points(at, "frequencies_wavelengths", [{"x": 45, "y": 4000.0, "curve_number": 0, "point_index": 45}])
     assert not at.exception
@@ -51,7 +51,7 @@ def test_a_pair_picked_on_the_wavelength_chart_is_marked_on_every_other_figure()
 
 
 def test_a_pair_picked_on_the_ratio_chart_moves_the_marks_and_the_control_clears_them():
-    at = run_page(PAGE, {"pair": "10"})
+    at = run_whole_page(PAGE, {"pair": "10"})
     assert outlined_columns(figure_titled(at, HEATMAP))
     select_points(at, "frequencies_interpolation-ratio", [{"x": 60.0, "y": 0.3, "curve_number": 2,
                                                            "point_index": 60}])
@@ -61,13 +61,13 @@ def test_a_pair_picked_on_the_ratio_chart_moves_the_marks_and_the_control_clears
 
 
 def test_only_figures_that_read_the_pick_take_a_click():
-    at = run_page(PAGE)
+    at = run_whole_page(PAGE)
     takes = {chart.key for chart in drawn_charts(at) if chart.pickable}
     assert takes == {"frequencies_wavelengths", "frequencies_interpolation-ratio"}  # plotly picks no heatmap cell
 
 
 def test_a_link_with_a_pair_restores_the_highlight():
-    at = run_page(PAGE, {"pair": "30", "d": "64"})
+    at = run_whole_page(PAGE, {"pair": "30", "d": "64"})
     assert {pair for _, pair in outlined_columns(figure_titled(at, HEATMAP))} == {30.0}
     assert len(chart_figures(at)) == 5
 

@@ -102,7 +102,7 @@ CAVEAT_TITLES = ("Dynamic NTK with cached rotated keys", "Which cached keys", "N
 
 
 def test_caveats_defaults():
-    at = run_page(CAVEATS)
+    at = run_whole_page(CAVEATS)
     assert_clean(at, CAVEAT_TITLES)
     text = page_text(at)
     assert "32,767 of the 32,768 cached keys were rotated with an older base" in text
@@ -120,7 +120,7 @@ def test_caveats_defaults():
 
 
 def test_caveats_url_settings():
-    at = run_page(CAVEATS, {"rho": "2×", "nd": "256", "p": "2×", "s": "2×", "D": "768"})
+    at = run_whole_page(CAVEATS, {"rho": "2×", "nd": "256", "p": "2×", "s": "2×", "D": "768"})
     assert_clean(at, CAVEAT_TITLES)
     text = page_text(at)
     assert "With s = 2," in text

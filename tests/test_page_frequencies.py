@@ -10,7 +10,7 @@ import pytest
 
 from lessons.frequencies import MAX_HEATMAP_CELLS, MAX_HEATMAP_ROWS
 from pe_core import METHOD_TITLES, METHODS, load_presets
-from tests.conftest import chart_figures, figure_titled, run_page
+from tests.conftest import chart_figures, figure_titled, run_whole_page
 
 PAGE = "pages/frequencies.py"
 DYNAMIC_TRIO = [METHOD_TITLES[m] for m in ("direct", "ntk", "dynamic")]  # the URL carries the labels shown
@@ -48,7 +48,7 @@ def assert_shared_scale(maps: dict[str, dict], layout: dict) -> None:
 
 
 def test_defaults():
-    at = run_page(PAGE)
+    at = run_whole_page(PAGE)
     assert_page_ok(at)
     assert not at.warning
     maps = heatmaps(at)
@@ -68,7 +68,7 @@ def test_defaults():
 
 
 def test_raw_angle_view_and_top_right_corner():
-    at = run_page(PAGE, {"view": "angle", "pos": "64"})
+    at = run_whole_page(PAGE, {"view": "angle", "pos": "64"})
     assert_page_ok(at)
     maps = heatmaps(at)
     direct, pi = z(maps["Direct extrapolation"]), z(maps["Position Interpolation"])
@@ -80,7 +80,7 @@ def test_raw_angle_view_and_top_right_corner():
 
 
 def test_smallest_settings():
-    at = run_page(PAGE, {"d": "8", "base": "100", "L": "8", "s": "1×", "pos": "10", "s2": "1.5×", "view": "cos"})
+    at = run_whole_page(PAGE, {"d": "8", "base": "100", "L": "8", "s": "1×", "pos": "10", "s2": "1.5×", "view": "cos"})
     assert_page_ok(at)
     maps = heatmaps(at)
     assert len(maps) == 6  # three methods at s = 1 and again at s = 1.5
@@ -94,7 +94,7 @@ def test_smallest_settings():
 
 
 def test_largest_settings_stay_within_budget():
-    at = run_page(PAGE, {"d": "256", "base": "10,000,000", "L": "131,072", "s": "128×",
+    at = run_whole_page(PAGE, {"d": "256", "base": "10,000,000", "L": "131,072", "s": "128×",
                          "methods": list(METHOD_TITLES.values()), "s2": "4×", "view": "mod 2π", "pos": "all"})
     assert_page_ok(at)
     maps = heatmaps(at)
@@ -110,7 +110,7 @@ def test_largest_settings_stay_within_budget():
 
 
 def test_small_head_button_shows_s2_above_s4():
-    at = run_page(PAGE)
+    at = run_whole_page(PAGE)
     next(b for b in at.button if "32-dim head" in b.label).click().run()
     assert_page_ok(at)
     maps = heatmaps(at)
@@ -128,8 +128,8 @@ def test_small_head_button_shows_s2_above_s4():
 
 
 def test_dynamic_rows_follow_the_length_mode():
-    generation = heatmaps(run_page(PAGE, {"methods": DYNAMIC_TRIO, "view": "angle", "L": "256", "s": "8×"}))
-    whole = heatmaps(run_page(PAGE, {"methods": DYNAMIC_TRIO, "view": "angle", "L": "256", "s": "8×",
+    generation = heatmaps(run_whole_page(PAGE, {"methods": DYNAMIC_TRIO, "view": "angle", "L": "256", "s": "8×"}))
+    whole = heatmaps(run_whole_page(PAGE, {"methods": DYNAMIC_TRIO, "view": "angle", "L": "256", "s": "8×",
                                      "dyn": "whole sequence"}))
     positions = np.asarray(generation["Dynamic NTK"]["y"])
     trained = positions < 256
@@ -141,7 +141,7 @@ def test_dynamic_rows_follow_the_length_mode():
 
 @pytest.mark.parametrize("preset", [p.name for p in load_presets()])
 def test_every_preset(preset):
-    at = run_page(PAGE, {"src": "A real model", "preset": preset})
+    at = run_whole_page(PAGE, {"src": "A real model", "preset": preset})
     assert_page_ok(at)
     maps = heatmaps(at)
     assert preset in maps  # the model's own RoPE comes first
@@ -157,7 +157,7 @@ def test_every_preset(preset):
 def test_pasted_config_and_bad_paste():
     config = {"head_dim": 64, "rope_theta": 1e6, "max_position_embeddings": 32768,
               "rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 8192}}
-    at = run_page(PAGE, {"src": "Paste config.json"})
+    at = run_whole_page(PAGE, {"src": "Paste config.json"})
     at.text_area[0].input(json.dumps(config)).run()
     assert_page_ok(at)
     assert "Pasted config" in heatmaps(at)
@@ -172,7 +172,7 @@ def test_pasted_config_and_bad_paste():
 
 
 def test_garbage_url_values_fall_back_with_a_note():
-    at = run_page(PAGE, {"d": "33", "view": "banana", "pos": "7", "s2": "x", "mark": "maybe", "methods": ["nope"]})
+    at = run_whole_page(PAGE, {"d": "33", "view": "banana", "pos": "7", "s2": "x", "mark": "maybe", "methods": ["nope"]})
     assert not at.exception
     assert len(at.warning) >= 4
     assert_page_ok(at)
@@ -182,7 +182,7 @@ def test_garbage_url_values_fall_back_with_a_note():
 
 
 def test_no_methods_says_so():
-    at = run_page(PAGE)
+    at = run_whole_page(PAGE)
     at.multiselect[0].set_value([]).run()
     assert not at.exception
     assert any("at least one method" in i.value for i in at.info)

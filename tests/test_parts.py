@@ -8,7 +8,7 @@ import pytest
 from i18n import _ as translate
 from i18n import use_language
 from lessons import all_lessons
-from tests.conftest import chart_figures, drawn_charts, run_page, run_whole_page
+from tests.conftest import chart_figures, drawn_charts, figure_titled, run_page, run_whole_page, select_points
 from ui.lesson import PART_KEY
 from ui.pages import available_pages
 
@@ -23,7 +23,8 @@ def drawn_figures(at, lesson) -> list[str]:
 
 
 def test_the_long_pages_have_parts():
-    assert {"decay", "family", "lineage", "precision", "beta_base"} <= {lesson.name for lesson in PARTED}
+    assert {"decay", "family", "lineage", "precision", "beta_base", "frequencies", "caveats"} <= {
+        lesson.name for lesson in PARTED}
     for lesson in PARTED:
         assert len(lesson.parts) >= 3 and lesson.name in PAGES
 
@@ -110,6 +111,8 @@ def test_a_lesson_refuses_parts_that_do_not_add_up():
         lesson_with(Part("a", "A", "A", ()), Part("a", "B", "B", ()))
     with pytest.raises(ValueError, match="share a tab"):
         lesson_with(Part("a", "A", "A", ()), Part("b", "A", "B", ()))
+    with pytest.raises(ValueError, match="shows controls of groups it does not read"):
+        lesson_with(Part("a", "A", "A", ("bound",)), Part("b", "B", "B", ("sinusoidal-dot",), shows=("bound",)))
     assert lesson_with(Part("a", "A", "A", ("bound",)), Part("b", "B", "B", ())).part_of("bound").slug == "a"
 
 
@@ -144,6 +147,8 @@ def borrowed_keys(at, lesson) -> set[str]:
     ("lineage", "four-terms", set()),
     ("lineage", "schemes", {"n", "d", "tok", "seed", "k", "dk", "tb"}),  # its text states Shaw's and DeBERTa's k
     ("decay", "all", set()),
+    ("frequencies", "unseen", set()),  # shows the highlighted pair the first part draws too
+    ("caveats", "pi-map", set()),
 ])
 def test_a_part_draws_hidden_the_controls_its_figures_borrow_from_another(lesson, part, keys):
     at = run_page(PAGES[lesson], {PART_KEY: part})
@@ -156,3 +161,36 @@ def test_a_part_states_the_numbers_of_settings_another_part_draws():
     at = run_page(PAGES["lineage"], {PART_KEY: "schemes", "k": "16"})
     assert not at.exception and not at.warning
     assert any("$k = 16$" in m.value and "(33 rows in all)" in m.value for m in at.markdown)
+
+
+@pytest.mark.parametrize(("lesson", "part", "keys"), [
+    ("frequencies", "unseen", {"pair"}),
+    ("frequencies", "per-pair", {"pair", "freq"}),
+    ("caveats", "pi-map", {"nd", "nb", "nL", "rho"}),
+])
+def test_a_part_shows_the_controls_it_shares_with_an_earlier_part_and_the_whole_page_draws_them_once(
+        lesson, part, keys):
+    """The highlighted pair marks the charts of three parts of the frequencies page: each shows its selector, the
+    whole page the first part's alone (a widget drawn twice would be an error)."""
+    opened = run_page(PAGES[lesson], {PART_KEY: part})
+    assert not opened.exception
+    shown = {widget.key for kind in ("selectbox", "select_slider", "toggle", "slider", "radio")
+             for widget in getattr(opened, kind)}
+    assert keys <= shown and not keys & borrowed_keys(opened, lesson)
+    whole = run_whole_page(PAGES[lesson])
+    assert not whole.exception
+    for key in keys:
+        assert sum(widget.key == key for kind in ("selectbox", "select_slider", "toggle")
+                   for widget in getattr(whole, kind)) == 1
+
+
+def test_a_pair_picked_in_one_part_is_marked_in_the_next():
+    """The highlighted pair is one setting: picked on the per-pair part's chart, the unseen part's selector and
+    chart show it when the reader switches tabs, and the link keeps it."""
+    at = run_page(PAGES["frequencies"], {PART_KEY: "per-pair"})
+    select_points(at, "frequencies_wavelengths", [{"x": 45, "y": 4000.0, "curve_number": 0, "point_index": 45}])
+    at.session_state["_part_frequencies"] = "Unseen angles"
+    at.run()
+    assert not at.exception and at.selectbox(key="pair").value == 45 and at.query_params["pair"] == "45"
+    unseen = figure_titled(at, "Pairs that reach angles never seen")
+    assert any(a.get("text") == "i = 45" for a in unseen["layout"]["annotations"])

@@ -10,7 +10,7 @@ import pytest
 from lessons.model_source import GEMMA3_CONFIG
 from lessons.rope_setup import config_examples
 from pe_core import preset_by_name
-from tests.conftest import chart_figures, figure_titled, run_page
+from tests.conftest import chart_figures, figure_titled, run_whole_page
 
 PAGE = "pages/frequencies.py"
 PASTE = "Paste config.json"
@@ -19,7 +19,7 @@ QWEN = preset_by_name("Qwen2.5-7B-Instruct (+YaRN x4)").config
 
 def pasted(config) -> object:
     text = config if isinstance(config, str) else json.dumps(config)
-    return run_page(PAGE, {"src": PASTE, "config": text})
+    return run_whole_page(PAGE, {"src": PASTE, "config": text})
 
 
 def sidebar_text(at) -> str:
@@ -93,7 +93,7 @@ def test_a_link_with_a_pasted_config_restores_it():
     """The widget writes the paste into the URL (tests/test_e2e_browser.py follows a real link); reading it back:"""
     link = "http://localhost:8501/frequencies?" + urlencode({"src": PASTE, "config": json.dumps(GEMMA3_CONFIG)})
     query = {key: values[0] for key, values in parse_qs(urlsplit(link).query).items()}
-    reopened = run_page(PAGE, query)
+    reopened = run_whole_page(PAGE, query)
     assert not reopened.exception and not reopened.error
     assert json.loads(reopened.sidebar.text_area[0].value) == GEMMA3_CONFIG
     assert "read from text_config" in sidebar_text(reopened)

@@ -113,7 +113,11 @@ class LessonPage:
         return {**self.lesson.settings().to_mapping(), **self._values}
 
     def controls(self, group: str, *, columns: int | None = None) -> None:
-        """Draw the controls of ``group`` here (in ``columns`` side by side), skipping those that do not apply."""
+        """Draw the controls of ``group`` here (in ``columns`` side by side), skipping those that do not apply.
+        A group's controls are drawn once a run: where several parts show them (``Part.shows``), the whole page
+        has them in the first."""
+        if group in self._drawn_groups:
+            return
         settings = self.lesson.settings
         defaults = settings()
         chosen = [(name, c) for name, c in settings.controls().items() if c.group == group]
