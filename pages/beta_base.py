@@ -4,6 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from ui.formula import show_formula
+from ui.layout import lazy_expander
 from ui.lesson import LessonPage
 from ui.rope import rope_sidebar
 
@@ -157,7 +158,7 @@ def base_growth_part() -> None:
         st.error(_("sympy could not verify: {formulas}").format(
             formulas="; ".join(k for k, ok in checks.items() if not ok)), icon="❌")
 
-    with st.expander(_("The ⌊n/βʲ⌋ mod β shortcut, and the worked examples")):
+    def shortcut_and_examples() -> None:
         shortcut, examples = lesson.shortcut_example(), lesson.worked_examples()
         st.markdown(_(
             "- Digit j is often defined as ⌊n/βʲ⌋ mod β ({source}). That is right for whole-number bases, but the base "
@@ -175,6 +176,7 @@ def base_growth_part() -> None:
                  hex=", ".join(map(str, examples.base16_digits)), hex_top=f"{examples.base16_top:,}",
                  needed=f"{examples.needed:,}", whole=examples.whole_base, below=f"{examples.below:,}",
                  smaller=examples.whole_base - 1))
+    lazy_expander(_("The ⌊n/βʲ⌋ mod β shortcut, and the worked examples"), "shortcut", shortcut_and_examples)
 
 
 page.parts({"plain-number": plain_number_part, "digits": digits_part, "base-growth": base_growth_part})

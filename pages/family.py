@@ -9,6 +9,7 @@ import torch
 
 import ui
 from ui.formula import show_formula
+from ui.layout import lazy_expander
 from ui.lesson import LessonPage
 from ui.pages import ROOT
 
@@ -113,10 +114,12 @@ def alibi() -> None:
             "towards 1); the grey line shows it next to the paper's slopes."
         ))
     page.figure("alibi-bias")
-    with st.expander(_("Slopes per head")):
+
+    def slopes_table() -> None:
         view = page.result((lesson.ALIBI,)).alibi
         st.dataframe(pd.DataFrame({_("head"): range(1, len(view.slopes) + 1), _("slope m"): view.slopes.tolist(),
                                    _("log₂ m"): view.exponents.tolist()}), hide_index=True)
+    lazy_expander(_("Slopes per head"), "slopes", slopes_table)
 
 
 @st.fragment

@@ -3,6 +3,7 @@
 import streamlit as st
 
 from ui.formula import show_formula
+from ui.layout import lazy_expander
 from ui.lesson import LessonPage
 from ui.rope import rope_sidebar
 
@@ -67,7 +68,8 @@ def angles_part() -> None:
         "pair exactly like PI; the pairs in between still overshoot (▼). NTK-by-parts and YaRN stop that "
         "overshoot by interpolating only pairs that never completed a turn in training."
     ))
-    with st.expander(_("Formulas for the methods shown"), expanded=False):
+
+    def method_formulas() -> None:
         show_formula(r"\theta_i = b^{-2i/d},\qquad \text{angle}_{m,i} = m\,\theta_i,\qquad "
                      r"\lambda_i = \frac{2\pi}{\theta_i} = 2\pi\, b^{2i/d},\qquad s = \frac{L'}{L}", N_("angle"))
         for method in dict.fromkeys(page.settings().methods):
@@ -77,6 +79,7 @@ def angles_part() -> None:
             "s = l/L (and plain RoPE up to L). LongRoPE's factors fᵢ are found by search per model; here the "
             "published Phi-3.5 profile is resampled to this head size."
         ))
+    lazy_expander(_("Formulas for the methods shown"), "formulas", method_formulas)
 
 
 def unseen_part() -> None:

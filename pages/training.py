@@ -4,6 +4,7 @@ import streamlit as st
 
 from ui import params, show_figure
 from ui.formula import show_formula
+from ui.layout import lazy_expander
 from ui.lesson import LessonPage
 
 from i18n import N_, _, sentences
@@ -255,7 +256,7 @@ st.header(_("What the model sees of position"))
 page.figure("position")
 
 # --- every stored run ---------------------------------------------------------------------------------
-with st.expander(_("Browse the run store and compare two runs")):
+def browse_runs() -> None:
     rows = lesson.stored_runs()
     if len(rows) < 2:
         st.caption(_("{count} run(s) stored so far; two are needed to compare.").format(count=len(rows)))
@@ -270,5 +271,8 @@ with st.expander(_("Browse the run store and compare two runs")):
         with second:
             b = params.selectbox(_("Run B"), "cmpb", hashes, 1, format_func=labels.get)
         show_figure(lesson.compare_figure(a, b), "training_compare")
+# a link that names two runs to compare opens it
+lazy_expander(_("Browse the run store and compare two runs"), "browse", browse_runs,
+              expanded=bool({"cmpa", "cmpb"} & set(st.query_params)))
 st.caption(_("The same experiments run headless: python -m pe_core.train --help (--prepare fills the store with "
              "every encoding × 5 seeds; --store chooses the database)."))

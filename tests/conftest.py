@@ -179,6 +179,12 @@ def run_whole_page(path: str, query: dict | None = None, **kwargs):
     return run_page(path, {PART_KEY: WHOLE_PAGE, **(query or {})}, **kwargs)
 
 
+def open_expander(at, key: str):
+    """Open the page's expander ``key`` (``ui.layout.lazy_expander``: its content runs only while open) and rerun."""
+    at.session_state[f"_expander_{key}"] = True
+    return at.run()
+
+
 def select_points(at, chart_key: str, points: list[dict]):
     """Pick ``points`` on the chart drawn with ``chart_key`` and rerun, as the browser does (AppTest has no
     plotly element of its own to click): the app's chart sends a pick event, Streamlit's chart a selection."""

@@ -10,7 +10,7 @@ import re
 import numpy as np
 import pytest
 
-from tests.conftest import chart_figures, figure_titled, run_whole_page
+from tests.conftest import chart_figures, figure_titled, open_expander, run_whole_page
 
 PAGE = "pages/beta_base.py"
 TITLES = ("Digits of n in base β", "Zoom near n", "RoPE phases at position", "Turns made by each pair",
@@ -51,7 +51,7 @@ def assert_clean(at) -> None:
 
 @pytest.fixture(scope="module")
 def default_page():
-    return run_whole_page(PAGE)
+    return open_expander(run_whole_page(PAGE), "shortcut")  # the shortcut and the worked examples
 
 
 def test_defaults_draw_every_figure_and_the_table(default_page):

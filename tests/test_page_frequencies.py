@@ -10,7 +10,7 @@ import pytest
 
 from lessons.frequencies import MAX_HEATMAP_CELLS, MAX_HEATMAP_ROWS
 from pe_core import METHOD_TITLES, METHODS, load_presets
-from tests.conftest import chart_figures, figure_titled, run_whole_page
+from tests.conftest import chart_figures, figure_titled, open_expander, run_page, run_whole_page
 
 PAGE = "pages/frequencies.py"
 DYNAMIC_TRIO = [METHOD_TITLES[m] for m in ("direct", "ntk", "dynamic")]  # the URL carries the labels shown
@@ -187,3 +187,17 @@ def test_no_methods_says_so():
     assert not at.exception
     assert any("at least one method" in i.value for i in at.info)
     assert not chart_figures(at)
+
+
+def test_the_method_formulas_are_typeset_only_while_their_expander_is_open():
+    """A closed expander sends nothing (each element costs a slider move time in the browser); opened, it shows
+    the general formula and one per method shown."""
+    at = run_page(PAGE, {"methods": ["Position Interpolation", "YaRN"]})
+    assert not any("PI:" in formula.value for formula in at.latex)
+    open_expander(at, "formulas")
+    assert not at.exception
+    shown = [formula.value for formula in at.latex]
+    assert sum("PI:" in formula for formula in shown) == 1 and sum("YaRN" in formula for formula in shown) == 1
+    assert not any("NTK-aware:" in formula for formula in shown)
+    at.run()
+    assert len([formula for formula in at.latex if "PI:" in formula.value]) == 1  # it stays open

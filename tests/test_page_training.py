@@ -13,7 +13,7 @@ from lessons import training as lesson
 from pe_core.jobs import RUNNING, JobLimiter
 from pe_core.train import open_store
 from pe_core.train.service import TrainingService, use_service
-from tests.conftest import chart_figures, figure_titled, run_page
+from tests.conftest import chart_figures, figure_titled, open_expander, run_page
 
 PAGE = "pages/training.py"
 # a model small enough that a whole run takes about a second (option widgets carry their labels in the URL)
@@ -163,12 +163,19 @@ def test_a_second_session_waits_in_line_and_identical_requests_share_a_run(fresh
 def test_browse_lists_stored_runs_and_compares_two(fresh_service):
     train(TINY)
     at = train({**TINY, "enc": "ALiBi"})
-    assert not at.exception
+    assert not at.exception and not at.dataframe  # the store's table is drawn when it is opened
+    open_expander(at, "browse")
     frame = at.dataframe[0].value
     assert len(frame) == 2 and set(frame["encoding"]) == {"RoPE", "ALiBi"}
     compare = figure_titled(at, "Two stored runs compared")
     names = [t["name"] for t in compare["data"]]
     assert names[0].startswith("A: ") and names[-1].startswith("B: ") and len(names) == 3
+    # a link naming the two runs opens the comparison
+    linked = run_page(PAGE, {**TINY, "enc": "ALiBi", "cmpa": at.selectbox(key="cmpb").value,
+                                 "cmpb": at.selectbox(key="cmpa").value})
+    assert figure_titled(linked, "Two stored runs compared")
+    assert (linked.selectbox(key="cmpa").value, linked.selectbox(key="cmpb").value) == (
+        at.selectbox(key="cmpb").value, at.selectbox(key="cmpa").value)
 
 
 def test_bad_urls_fall_back_with_a_note_and_a_broken_store_is_reported(monkeypatch, tmp_path):

@@ -1,8 +1,10 @@
-"""What every page shares: the sidebar, and the start and end of a script run."""
+"""What every page shares: the sidebar, the start and end of a script run, and an expander that runs its content
+only while open."""
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 
 import streamlit as st
 
@@ -28,6 +30,16 @@ def start_page(*, charts: bool) -> None:
             preload_library()
         st.session_state[_DEVICE_SLOT] = st.empty()
     sidebar_controls()
+
+
+def lazy_expander(label: str, key: str, draw: Callable[[], None], **kwargs) -> None:
+    """An expander whose content ``draw`` runs only while it is open (opening or closing it reruns the page): a
+    closed one sends nothing, where Streamlit's own sends its content on every run, and every element a run sends
+    costs a slider move time in the browser. ``key`` names it; it stays open across runs."""
+    box = st.expander(label, key=f"_expander_{key}", on_change="rerun", **kwargs)
+    if box.open:
+        with box:
+            draw()
 
 
 def finish_page() -> None:
