@@ -26,7 +26,7 @@ from pe_core.caveats import (
     rerope_limits,
 )
 
-KV, NTK, COST = "kv", "ntk", "cost"
+KV, NTK, EXTENSION, COST = "kv", "ntk", "extension", "cost"  # EXTENSION: L and L′/L, NTK's and PI's
 BASES = (10_000.0, 500_000.0)
 COST_POINTS = 200
 PI_POINTS = 400
@@ -48,9 +48,9 @@ class Settings(LessonSettings):
                                     "length; each generated token then brings its own."))
     ntk_head_dim: int = setting(128, N_("Head dimension d"), key="nd", group=NTK, options=(64, 128, 256))
     ntk_base: float = setting(10_000.0, N_("Base b"), key="nb", group=NTK, options=BASES, format=base_text)
-    ntk_train_length: int = setting(4096, N_("Training length L"), key="nL", group=NTK, options=(2048, 4096, 8192),
+    ntk_train_length: int = setting(4096, N_("Training length L"), key="nL", group=EXTENSION, options=(2048, 4096, 8192),
                                     format=length_text)
-    ratio: float = setting(8.0, N_("Real extension L′/L"), key="rho", group=NTK, options=(2.0, 4.0, 8.0, 16.0, 32.0),
+    ratio: float = setting(8.0, N_("Real extension L′/L"), key="rho", group=EXTENSION, options=(2.0, 4.0, 8.0, 16.0, 32.0),
                            format=scale_text)
     model_width: int = setting(4096, N_("Model width D (heads × head dimension)"), key="D", group=COST,
                                options=(768, 2048, 4096, 8192))
@@ -238,11 +238,11 @@ FIGURES = figure_registry(
     FigureSpec("kv-keys", draw.KV_KEYS_TITLE, _kv_keys, groups=(KV,),
                caption=N_("Key 0 is not rotated at all and the newest keys were written at (almost) the current base; "
                           "in between, the fast pairs' angles are off by radians.")),
-    FigureSpec("ntk-angles", draw.NTK_ANGLES_TITLE, _ntk_angles, groups=(NTK,), caption=_ntk_caption),
-    FigureSpec("ntk-reach", draw.NTK_SAFE_TITLE, _ntk_safe, groups=(NTK,),
+    FigureSpec("ntk-angles", draw.NTK_ANGLES_TITLE, _ntk_angles, groups=(NTK, EXTENSION), caption=_ntk_caption),
+    FigureSpec("ntk-reach", draw.NTK_SAFE_TITLE, _ntk_safe, groups=(NTK, EXTENSION),
                caption=N_("The longest L′/L at which no pair that never turned in training goes beyond its trained "
                           "angles.")),
-    FigureSpec("pi-map", draw.PI_TITLE, _pi, groups=(NTK,)),
+    FigureSpec("pi-map", draw.PI_TITLE, _pi, groups=(EXTENSION,)),
     FigureSpec("rerope-cost", draw.COST_TITLE, _cost, groups=(COST,), caption=_cost_caption),
 )
 
@@ -259,7 +259,7 @@ LESSON = Lesson(
         Part("ntk-scale", N_("NTK's s"), N_("NTK-aware scaling needs s above the real extension"),
              ("ntk-angles", "ntk-reach")),
         Part("pi-map", N_("PI's map"), N_("Position Interpolation divides positions: g(m) = m/s"), ("pi-map",),
-             shows=(NTK,)),
+             shows=(EXTENSION,)),
         Part("rerope", N_("ReRoPE's cost"), N_("ReRoPE's inference cost"), ("rerope-cost",)),
     ),
 )

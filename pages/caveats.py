@@ -48,9 +48,13 @@ def ntk_scale_part() -> None:
         "notes that in practice s has to be set higher than the expected extension, and that fine-tuning with "
         "NTK-aware interpolation gives worse results than PI ({yarn})."
     ).format(ntk=cite("ntk_aware"), yarn=cite("yarn", "§3.1")))
-    page.controls(lesson.NTK, columns=4)
+    head, extension = st.columns(2)  # one row on a wide screen: the head, then the extension PI's part shares
+    with head:
+        page.controls(lesson.NTK, columns=2)
+    with extension:
+        page.controls(lesson.EXTENSION, columns=2)
     page.figure("ntk-angles")
-    ntk = page.result((lesson.NTK,))
+    ntk = page.result((lesson.NTK, lesson.EXTENSION))
     reach = ntk.ntk_at_ratio
     st.markdown(_(
         "With s = {ratio:g}, {unseen} pairs go beyond their trained angles, the worst (pair i₀ = {first}, the first that "
@@ -63,8 +67,8 @@ def ntk_scale_part() -> None:
 
 
 def pi_map_part() -> None:
-    page.controls(lesson.NTK, columns=4)
-    ntk = page.result((lesson.NTK,))
+    page.controls(lesson.EXTENSION, columns=2)
+    ntk = page.result((lesson.EXTENSION,))
     st.markdown(_(
         "The YaRN paper writes every method as RoPE at a remapped position g(m) with remapped frequencies h(θ). For PI "
         "the map compresses: g(m) = m/s with s = L′/L, so the longest position L′ = {target:,} lands on L = {train:,} "

@@ -166,7 +166,7 @@ def test_a_part_states_the_numbers_of_settings_another_part_draws():
 @pytest.mark.parametrize(("lesson", "part", "keys"), [
     ("frequencies", "unseen", {"pair"}),
     ("frequencies", "per-pair", {"pair", "freq"}),
-    ("caveats", "pi-map", {"nd", "nb", "nL", "rho"}),
+    ("caveats", "pi-map", {"nL", "rho"}),  # L and L′/L, not NTK's d and b
 ])
 def test_a_part_shows_the_controls_it_shares_with_an_earlier_part_and_the_whole_page_draws_them_once(
         lesson, part, keys):
