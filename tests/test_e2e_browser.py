@@ -339,7 +339,7 @@ def test_tour_presents_with_the_keyboard_and_no_sidebar(app):
 
 def test_a_pair_clicked_on_the_wavelength_chart_is_outlined_on_the_heatmaps(app):
     base_url, _, chromium = app
-    page = open_page(chromium, f"{base_url}/frequencies")
+    page = open_page(chromium, f"{base_url}/frequencies?part=per-pair")
     chart = page.locator(f".st-key-frequencies_wavelengths .{CHART_CLASS}")
     chart.scroll_into_view_if_needed()
     page.wait_for_selector(f".st-key-frequencies_wavelengths .{CHART_CLASS}.js-plotly-plot", timeout=30_000)
@@ -352,7 +352,9 @@ def test_a_pair_clicked_on_the_wavelength_chart_is_outlined_on_the_heatmaps(app)
     page.mouse.click(x, y)
     page.wait_for_function("() => location.search.includes('pair=45')", timeout=30_000)
     wait_for_app_idle(page)
-    page.locator(".js-plotly-plot").first.scroll_into_view_if_needed()  # charts off screen redraw when shown
+    page.get_by_role("tab", name="Angles", exact=True).click()  # the heatmaps are in the first part
+    page.wait_for_selector(f".st-key-frequencies_angle-heatmaps .{CHART_CLASS}.js-plotly-plot", timeout=30_000)
+    wait_for_app_idle(page)
     page.wait_for_timeout(1_000)
     outlined = page.evaluate("""() => Array.from(document.querySelectorAll('.js-plotly-plot')).map(gd =>
         (gd.layout.shapes || []).filter(s => s.type === 'rect' && s.line && s.line.color === '#000000'

@@ -103,6 +103,9 @@ class LessonPage:
         self.lesson = lesson
         self._values: dict[str, Any] = {}  # what the widgets drawn so far hold (plain values)
         self._drawn_groups: set[str] = set()
+        # while the whole page draws a part: its shared groups an earlier part drew (empty otherwise, and in a
+        # fragment's rerun, which draws its own controls again)
+        self._shown_earlier: set[str] = set()
         self._errors_shown: set[str] = set()
         # drawn under an error about these settings (e.g. "try an example" buttons for a bad config paste)
         self.error_help: list[Callable[[], None]] = []
@@ -114,9 +117,8 @@ class LessonPage:
 
     def controls(self, group: str, *, columns: int | None = None) -> None:
         """Draw the controls of ``group`` here (in ``columns`` side by side), skipping those that do not apply.
-        A group's controls are drawn once a run: where several parts show them (``Part.shows``), the whole page
-        has them in the first."""
-        if group in self._drawn_groups:
+        On the whole page, a part's shared controls (``Part.shows``) that an earlier part drew are not drawn again."""
+        if group in self._shown_earlier:
             return
         settings = self.lesson.settings
         defaults = settings()
@@ -245,7 +247,11 @@ class LessonPage:
                         self._borrowed_controls(part)
                     if slug in (part.slug, WHOLE_PAGE):
                         st.header(_(part.title), anchor=part.slug)
-                        draw[part.slug]()
+                        self._shown_earlier = set(part.shows) & self._drawn_groups
+                        try:
+                            draw[part.slug]()
+                        finally:
+                            self._shown_earlier = set()
 
     def _borrowed_controls(self, part: Part) -> None:
         """Draw, hidden, the controls of the groups ``part`` reads that an earlier part draws
