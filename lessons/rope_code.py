@@ -11,7 +11,7 @@ import torch
 
 from figures import rope_code as draw
 from i18n import N_, _
-from lessons.base import FigureSpec, Lesson, LessonSettings, figure_registry, setting
+from lessons.base import FigureSpec, Lesson, LessonSettings, Part, figure_registry, setting
 from lessons.format import base_text
 from pe_core import rope_code as code
 from pe_core.rope_code import PairingScores, Walkthrough, pairing_scores, walkthrough
@@ -155,4 +155,9 @@ LESSON = Lesson(
     figures=FIGURES,
     summary=N_("LLaMA's precompute_freqs_cis and apply_rotary_emb next to transformers' rotate_half, number for "
                "number, and why the two pairings need permuted weights."),
+    parts=(
+        Part("two-forms", N_("The two forms"), N_("The two forms, number for number"), ("two-forms", "pairs")),
+        Part("permuted-weights", N_("Permuted weights"), N_("Why the two pairings need permuted weights"),
+             ("pairing-scores",)),
+    ),
 )

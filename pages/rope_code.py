@@ -26,59 +26,65 @@ st.caption(_("θᵢ = {base}^(−2i/{d}) for i = 0 … {last}: {values}").format
     base=f"{walk.base:,.0f}", d=walk.dim, last=walk.dim // 2 - 1,
     values=", ".join(f"{t:.6g}" for t in walk.theta.tolist()[:8]) + (" …" if walk.dim > 16 else "")))
 
-complex_column, half_column = st.columns(2)
-with complex_column:
-    st.subheader(_("LLaMA: complex numbers"))
-    st.code(lesson.SOURCES["complex"], language="python")
-    st.markdown(_("`freqs_cis[m]` and the pairs as complex numbers, then their product:"))
-    st.dataframe({
-        _("pair i"): list(range(walk.dim // 2)),
-        "freqs_cis": [f"{z.real:.17g} {'+' if z.imag >= 0 else '−'} {abs(z.imag):.17g}i" for z in walk.freqs_cis.tolist()],
-        "x₂ᵢ + i·x₂ᵢ₊₁": [f"{z.real:.17g} {'+' if z.imag >= 0 else '−'} {abs(z.imag):.17g}i" for z in walk.pairs.tolist()],
-        _("output"): [f"({a:.17g}, {b:.17g})" for a, b in walk.complex_out.reshape(-1, 2).tolist()],
-    }, hide_index=True)
-with half_column:
-    st.subheader(_("transformers: rotate_half"))
-    st.code(lesson.SOURCES["half"], language="python")
-    st.markdown(_("The same vector reordered so pair $i$ sits at $i$ and $i + d/2$, then $y\\cos + "
-                  "\\mathrm{rotate\\_half}(y)\\sin$:"))
-    st.dataframe({
-        _("coordinate"): list(range(walk.dim)),
-        "y": walk.half_in.tolist(),
-        "rotate_half(y)": walk.rotated_half.tolist(),
-        "cos": walk.cos.tolist(),
-        "sin": walk.sin.tolist(),
-        _("output"): [f"{v:.17g}" for v in walk.half_out.tolist()],
-    }, hide_index=True)
 
-st.subheader(_("Side by side, pair by pair"))
-st.dataframe(lesson.walkthrough_table(result), hide_index=True)
-if walk.largest_difference == 0:
-    st.success(_("Every output coordinate agrees exactly: the two forms perform the same multiplications."))
-else:
-    st.info(_("Largest difference between the two forms: {gap:.3g} (rounding in the last bit).").format(
-        gap=walk.largest_difference))
-page.figure("two-forms")
-page.figure("pairs")
-show_checked("code_d8_example")
-show_checked("code_complex_equals_rotate_half")
+def two_forms_part() -> None:
+    complex_column, half_column = st.columns(2)
+    with complex_column:
+        st.subheader(_("LLaMA: complex numbers"))
+        st.code(lesson.SOURCES["complex"], language="python")
+        st.markdown(_("`freqs_cis[m]` and the pairs as complex numbers, then their product:"))
+        st.dataframe({
+            _("pair i"): list(range(walk.dim // 2)),
+            "freqs_cis": [f"{z.real:.17g} {'+' if z.imag >= 0 else '−'} {abs(z.imag):.17g}i" for z in walk.freqs_cis.tolist()],
+            "x₂ᵢ + i·x₂ᵢ₊₁": [f"{z.real:.17g} {'+' if z.imag >= 0 else '−'} {abs(z.imag):.17g}i" for z in walk.pairs.tolist()],
+            _("output"): [f"({a:.17g}, {b:.17g})" for a, b in walk.complex_out.reshape(-1, 2).tolist()],
+        }, hide_index=True)
+    with half_column:
+        st.subheader(_("transformers: rotate_half"))
+        st.code(lesson.SOURCES["half"], language="python")
+        st.markdown(_("The same vector reordered so pair $i$ sits at $i$ and $i + d/2$, then $y\\cos + "
+                      "\\mathrm{rotate\\_half}(y)\\sin$:"))
+        st.dataframe({
+            _("coordinate"): list(range(walk.dim)),
+            "y": walk.half_in.tolist(),
+            "rotate_half(y)": walk.rotated_half.tolist(),
+            "cos": walk.cos.tolist(),
+            "sin": walk.sin.tolist(),
+            _("output"): [f"{v:.17g}" for v in walk.half_out.tolist()],
+        }, hide_index=True)
 
-st.header(_("Why the two pairings need permuted weights"))
-st.markdown(_(
-    "The forms agree only after reordering x. Inside a model x is $W_q$ times a token, so a checkpoint trained with "
-    "one pairing runs with the other only if the rows of $W_q$ and $W_k$ are reordered the same way; that is what "
-    "{script} does with `permute`. The reorder itself is one line:"
-).format(script=cite("llama_conversion")))
-st.code(lesson.SOURCES["permute"], language="python")
-page.controls(lesson.PAIRING, columns=2)
-page.figure("pairing-scores")
-pairing = page.result((lesson.CODE, lesson.PAIRING))
-if pairing.porting_error < 1e-9:
-    st.markdown(_("With $d = 2$ there is a single pair: both layouts are the same and even the original rows work. "
-                  "Pick $d \\ge 4$ to see the difference."))
-else:
+    st.subheader(_("Side by side, pair by pair"))
+    st.dataframe(lesson.walkthrough_table(result), hide_index=True)
+    if walk.largest_difference == 0:
+        st.success(_("Every output coordinate agrees exactly: the two forms perform the same multiplications."))
+    else:
+        st.info(_("Largest difference between the two forms: {gap:.3g} (rounding in the last bit).").format(
+            gap=walk.largest_difference))
+    page.figure("two-forms")
+    page.figure("pairs")
+    show_checked("code_d8_example")
+    show_checked("code_complex_equals_rotate_half")
+
+
+def permuted_weights_part() -> None:
     st.markdown(_(
-        "With reordered rows the scores match to {gap:.2g}; with the original rows they are off by up to {error:.3g}, "
-        "a silent bug: the model runs, but each query–key score is computed from mismatched pairs."
-    ).format(gap=pairing.pairing_gap, error=pairing.porting_error))
-show_checked("code_permuted_weights")
+        "The forms agree only after reordering x. Inside a model x is $W_q$ times a token, so a checkpoint trained with "
+        "one pairing runs with the other only if the rows of $W_q$ and $W_k$ are reordered the same way; that is what "
+        "{script} does with `permute`. The reorder itself is one line:"
+    ).format(script=cite("llama_conversion")))
+    st.code(lesson.SOURCES["permute"], language="python")
+    page.controls(lesson.PAIRING, columns=2)
+    page.figure("pairing-scores")
+    pairing = page.result((lesson.CODE, lesson.PAIRING))
+    if pairing.porting_error < 1e-9:
+        st.markdown(_("With $d = 2$ there is a single pair: both layouts are the same and even the original rows work. "
+                      "Pick $d \\ge 4$ to see the difference."))
+    else:
+        st.markdown(_(
+            "With reordered rows the scores match to {gap:.2g}; with the original rows they are off by up to {error:.3g}, "
+            "a silent bug: the model runs, but each query–key score is computed from mismatched pairs."
+        ).format(gap=pairing.pairing_gap, error=pairing.porting_error))
+    show_checked("code_permuted_weights")
+
+
+page.parts({"two-forms": two_forms_part, "permuted-weights": permuted_weights_part})

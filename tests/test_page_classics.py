@@ -67,7 +67,7 @@ CODE_TITLES = ("Each pair", "The two code forms", "Attention scores of one query
 
 
 def test_rope_code_defaults_is_the_d8_example():
-    at = run_page(CODE)
+    at = run_whole_page(CODE)
     assert_clean(at, CODE_TITLES)
     assert any("agrees exactly" in s.value for s in at.success)
     assert any("θᵢ = 10,000^(−2i/8) for i = 0 … 3: 1, 0.1, 0.01, 0.001" in c.value for c in at.caption)
@@ -83,7 +83,7 @@ def test_rope_code_defaults_is_the_d8_example():
 
 
 def test_rope_code_user_changes_d_and_position():
-    at = run_page(CODE, {"d": "128", "m": "1000000", "x": "random x (seeded)"})
+    at = run_whole_page(CODE, {"d": "128", "m": "1000000", "x": "random x (seeded)"})
     assert_clean(at, CODE_TITLES)
     forms = figure_titled(at, "The two code forms")
     difference = np.asarray(forms["data"][3]["y"], dtype=float) * 1e-16
@@ -92,7 +92,7 @@ def test_rope_code_user_changes_d_and_position():
 
 
 def test_rope_code_one_pair_needs_no_permutation():
-    at = run_page(CODE, {"d": "2"})
+    at = run_whole_page(CODE, {"d": "2"})
     assert_clean(at, CODE_TITLES)
     assert "single pair" in page_text(at)
 
