@@ -44,6 +44,7 @@ from benchmarks.harness import (
     CHART_CLASS,
     CHARTS,
     ROOT,
+    SCRIPT_IDLE_JS,
     figures_signature,
     has_slider,
     live_slider,
@@ -86,7 +87,6 @@ WATCH_JS = """() => {
   const tick = () => { scan(true); requestAnimationFrame(tick); };
   requestAnimationFrame(tick);
 }"""
-IDLE_JS = "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')"
 # every chart drawn, but for the app's charts far off screen (drawn when scrolled to)
 FIGURES_DRAWN_JS = """(count) => {
   const charts = document.querySelectorAll('CHARTS');
@@ -98,14 +98,14 @@ FIGURES_DRAWN_JS = """(count) => {
 def _wait_until_drawn(page, figures: int, timeout_ms: float = 120_000) -> None:
     page.wait_for_selector(CHARTS, timeout=timeout_ms)
     page.wait_for_function(FIGURES_DRAWN_JS, arg=max(1, figures), timeout=timeout_ms)
-    page.wait_for_function(IDLE_JS, timeout=timeout_ms)
+    page.wait_for_function(SCRIPT_IDLE_JS, timeout=timeout_ms)
 
 
 def _settle(page, timeout_ms: float = 60_000) -> None:
     """Wait until the app is idle and no figure has changed for QUIET_MS."""
     deadline = time.perf_counter() + timeout_ms / 1000
     while time.perf_counter() < deadline:
-        page.wait_for_function(IDLE_JS, timeout=timeout_ms)
+        page.wait_for_function(SCRIPT_IDLE_JS, timeout=timeout_ms)
         last = page.evaluate("() => Math.max(0, ...window.__bench.changes, ...window.__bench.keys)")
         now = page.evaluate("() => performance.now()")
         if now - last >= QUIET_MS:

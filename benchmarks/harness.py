@@ -107,18 +107,24 @@ def _stop(process) -> None:
         process.kill()
 
 
-# Whether the app shows something in its main area and no script is running (Streamlit shows a 'running' status
-# widget meanwhile). Any shown element counts, not the first: the first may be one the page hides.
-_APP_IDLE_JS = """() => !document.querySelector('[data-testid="stStatusWidget"]') && Array.from(
+# Whether the app's script is not running, as Streamlit marks its app element ("initial", "running",
+# "notRunning", ...) with the connection's state beside it. Its "Running..." status widget cannot say it: it
+# appears only after a delay and hides before the run ends (a home page showed 7 of its 65 elements with no
+# status widget, and then 65 with the run still going).
+SCRIPT_IDLE_JS = """() => { const app = document.querySelector('[data-testid="stApp"]');
+    return !!app && app.dataset.testScriptState === "notRunning" && app.dataset.testConnectionState === "CONNECTED"; }"""
+# ... and its main area shows something. Any shown element counts, not the first: the first may be one the page hides.
+_APP_IDLE_JS = """() => (SCRIPT_IDLE_JS)() && Array.from(
     document.querySelectorAll('[data-testid="stMain"] [data-testid="stElementContainer"]')).some(
-    (el) => el.getClientRects().length > 0)"""
+    (el) => el.getClientRects().length > 0)""".replace("SCRIPT_IDLE_JS", SCRIPT_IDLE_JS)
 # What the page showed when it did not become idle, for the error message
 _APP_STATE_JS = """() => {
     const elements = Array.from(document.querySelectorAll('[data-testid="stMain"] [data-testid="stElementContainer"]'));
-    return {url: location.href, elements: elements.length,
+    const app = document.querySelector('[data-testid="stApp"]');
+    return {url: location.href, script: app ? app.dataset.testScriptState : null,
+            connection: app ? app.dataset.testConnectionState : null, elements: elements.length,
             shown: elements.filter((el) => el.getClientRects().length > 0).length,
             stale: elements.filter((el) => el.dataset.stale === "true").length,
-            running: !!document.querySelector('[data-testid="stStatusWidget"]'),
             main: ((document.querySelector('[data-testid="stMain"]') || {}).innerText || "").slice(0, 300)};
 }"""
 

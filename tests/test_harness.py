@@ -37,9 +37,12 @@ def test_the_tests_train_into_a_store_of_their_own():
     assert harness.ROOT not in store.parents and store.name == "runs.sqlite3"
 
 
-# Streamlit's markup as the harness reads it: a main area whose first element is hidden
-HIDDEN_FIRST = ('<div data-testid="stMain"><div data-testid="stElementContainer" style="display:none">style</div>'
-                '<div data-testid="stElementContainer">The wider family</div></div>')
+# Streamlit's markup as the harness reads it: the app element with its script's and connection's state, and a
+# main area whose first element is hidden
+def app_markup(script_state: str) -> str:
+    return (f'<div data-testid="stApp" data-test-script-state="{script_state}" data-test-connection-state="CONNECTED">'
+            '<div data-testid="stMain"><div data-testid="stElementContainer" style="display:none">style</div>'
+            '<div data-testid="stElementContainer">The wider family</div></div></div>')
 
 
 def test_an_app_whose_first_element_is_hidden_is_idle_and_one_still_running_is_named_in_the_timeout():
@@ -49,9 +52,10 @@ def test_an_app_whose_first_element_is_hidden_is_idle_and_one_still_running_is_n
 
     with harness.browser() as chromium:
         page = chromium.new_page()
-        page.set_content(HIDDEN_FIRST)
+        page.set_content(app_markup("notRunning"))
         harness.wait_for_app_idle(page, timeout_ms=5_000)
-        page.set_content(HIDDEN_FIRST + '<div data-testid="stStatusWidget">Running...</div>')
-        with pytest.raises(PlaywrightTimeout, match=r"did not become idle in 1 s: .*'elements': 2, 'shown': 1, "
-                                                    r"'stale': 0, 'running': True, 'main': 'The wider family'"):
+        page.set_content(app_markup("running"))  # shows elements, as a run does before it ends
+        with pytest.raises(PlaywrightTimeout, match=r"did not become idle in 1 s: .*'script': 'running', "
+                                                    r"'connection': 'CONNECTED', 'elements': 2, 'shown': 1, "
+                                                    r"'stale': 0, 'main': 'The wider family'"):
             harness.wait_for_app_idle(page, timeout_ms=1_000)
