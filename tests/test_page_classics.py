@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.conftest import figure_titled, run_page, run_whole_page
+from tests.conftest import figure_titled, run_whole_page
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
