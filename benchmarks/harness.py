@@ -163,9 +163,17 @@ FIGURES_SIGNATURE_JS = """() => Array.from(document.querySelectorAll('CHARTS')).
 })""".replace("CHARTS", CHARTS).replace("CHART_CLASS", CHART_CLASS)
 
 
-def figures_signature(page) -> list[str]:
-    """One string per chart, which changes whenever the figure handed to that chart changes."""
-    return page.evaluate(FIGURES_SIGNATURE_JS)
+def figures_signature(page, timeout_ms: float = 30_000) -> list[str]:
+    """One string per chart, which changes whenever the figure handed to that chart changes.
+
+    Waited for rather than evaluated: an evaluation never returns from a page whose script does not yield (a test
+    saw one hang for 300 s after a redraw), and a wait fails after ``timeout_ms`` with a message that says so."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        return page.wait_for_function(f"() => ({FIGURES_SIGNATURE_JS})()", timeout=timeout_ms).json_value()
+    except PlaywrightTimeout as error:
+        raise PlaywrightTimeout(f"the page did not answer in {timeout_ms / 1000:.0f} s: its script is busy") from error
 
 
 def wait_for_new_figures(page, before: list[str], timeout_ms: float = 30_000) -> list[str]:

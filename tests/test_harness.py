@@ -59,3 +59,17 @@ def test_an_app_whose_first_element_is_hidden_is_idle_and_one_still_running_is_n
                                                     r"'connection': 'CONNECTED', 'elements': 2, 'shown': 1, "
                                                     r"'stale': 0, 'main': 'The wider family'"):
             harness.wait_for_app_idle(page, timeout_ms=1_000)
+
+
+def test_a_page_whose_script_never_yields_fails_the_signature_read_in_time_instead_of_hanging():
+    if not harness.chromium_available():
+        pytest.skip("Chromium is not installed (apt install chromium)")
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    with harness.browser() as chromium:
+        page = chromium.new_page()
+        page.set_content(app_markup("notRunning"))
+        assert harness.figures_signature(page) == []  # no chart on it
+        page.evaluate("() => { setTimeout(() => { for (;;) {} }, 0); }")
+        with pytest.raises(PlaywrightTimeout, match="did not answer in 1 s"):
+            harness.figures_signature(page, timeout_ms=1_000)
