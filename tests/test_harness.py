@@ -45,31 +45,32 @@ def app_markup(script_state: str) -> str:
             '<div data-testid="stElementContainer">The wider family</div></div></div>')
 
 
-def test_an_app_whose_first_element_is_hidden_is_idle_and_one_still_running_is_named_in_the_timeout():
+@pytest.fixture
+def idle_app_page():
+    """A browser tab showing Streamlit's markup of an app whose script is not running."""
     if not harness.chromium_available():
         pytest.skip("Chromium is not installed (apt install chromium)")
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout
-
     with harness.browser() as chromium:
         page = chromium.new_page()
         page.set_content(app_markup("notRunning"))
-        harness.wait_for_app_idle(page, timeout_ms=5_000)
-        page.set_content(app_markup("running"))  # shows elements, as a run does before it ends
-        with pytest.raises(PlaywrightTimeout, match=r"did not become idle in 1 s: .*'script': 'running', "
-                                                    r"'connection': 'CONNECTED', 'elements': 2, 'shown': 1, "
-                                                    r"'stale': 0, 'main': 'The wider family'"):
-            harness.wait_for_app_idle(page, timeout_ms=1_000)
+        yield page
 
 
-def test_a_page_whose_script_never_yields_fails_the_signature_read_in_time_instead_of_hanging():
-    if not harness.chromium_available():
-        pytest.skip("Chromium is not installed (apt install chromium)")
+def test_an_app_whose_first_element_is_hidden_is_idle_and_one_still_running_is_named_in_the_timeout(idle_app_page):
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-    with harness.browser() as chromium:
-        page = chromium.new_page()
-        page.set_content(app_markup("notRunning"))
-        assert harness.figures_signature(page) == []  # no chart on it
-        page.evaluate("() => { setTimeout(() => { for (;;) {} }, 0); }")
-        with pytest.raises(PlaywrightTimeout, match="did not answer in 1 s"):
-            harness.figures_signature(page, timeout_ms=1_000)
+    harness.wait_for_app_idle(idle_app_page, timeout_ms=5_000)
+    idle_app_page.set_content(app_markup("running"))  # shows elements, as a run does before it ends
+    with pytest.raises(PlaywrightTimeout, match=r"did not become idle in 1 s: .*'script': 'running', "
+                                                r"'connection': 'CONNECTED', 'elements': 2, 'shown': 1, "
+                                                r"'stale': 0, 'main': 'The wider family'"):
+        harness.wait_for_app_idle(idle_app_page, timeout_ms=1_000)
+
+
+def test_a_page_whose_script_never_yields_fails_the_signature_read_in_time_instead_of_hanging(idle_app_page):
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    assert harness.figures_signature(idle_app_page) == []  # no chart on it
+    idle_app_page.evaluate("() => { setTimeout(() => { for (;;) {} }, 0); }")
+    with pytest.raises(PlaywrightTimeout, match="did not answer in 1 s"):
+        harness.figures_signature(idle_app_page, timeout_ms=1_000)
