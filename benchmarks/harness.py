@@ -178,9 +178,12 @@ def figures_signature(page, timeout_ms: float = 30_000) -> list[str]:
 
 def wait_for_new_figures(page, before: list[str], timeout_ms: float = 30_000) -> list[str]:
     """Wait until some chart was handed another figure than in ``before``; returns the new signature."""
-    page.wait_for_function(f"(before) => JSON.stringify(({FIGURES_SIGNATURE_JS})()) !== JSON.stringify(before)",
-                           arg=before, timeout=timeout_ms)
-    return figures_signature(page)
+    # the wait returns the signature it saw change (null, which keeps it waiting, until then): no second read
+    changed = page.wait_for_function(
+        f"(before) => {{ const now = ({FIGURES_SIGNATURE_JS})(); "
+        "return JSON.stringify(now) !== JSON.stringify(before) ? now : null; }",
+        arg=before, timeout=timeout_ms)
+    return changed.json_value()
 
 
 def page_errors(page) -> list[str]:
