@@ -16,7 +16,7 @@ from typing import Any
 
 from figures import training as draw
 from i18n import N_, _, sentences
-from lessons.base import FigureSpec, Lesson, LessonSettings, cached, figure_registry, setting
+from lessons.base import FigureSpec, Lesson, LessonSettings, Part, cached, figure_registry, setting
 from lessons.format import base_text, length_text
 from pe_core.biases import alibi_slopes
 from pe_core.device import shown_device_label
@@ -718,4 +718,18 @@ LESSON = TrainingLesson(
     figures=FIGURES,
     summary=N_("Train a small model at a short length and watch each encoding and RoPE scaling method at 8× "
                "that length, averaged over seeds."),
+    parts=(
+        Part("miniature", N_("The miniature"), N_("A faithful miniature"), ("spectrum",)),
+        Part("encodings", N_("Encodings"), N_("Every encoding at the longest length"), ("seeds", "table")),
+        Part("methods", N_("RoPE methods"), N_("Every RoPE method at the longest length"),
+             ("methods-seeds", "methods-table", "per-length", "su")),
+        Part("run", N_("This run"), N_("What this run learned, and where it goes wrong"),
+             ("loss", "per-position", "fine-tune-curve", "fine-tune")),
+        Part("position", N_("Position"), N_("What the model sees of position"), ("position",)),
+    ),
 )
+
+
+def needs_run(part: Part) -> bool:
+    """Whether ``part`` shows a run's results (a page without the stored run says so instead of training)."""
+    return not set(part.figures) <= set(CHEAP_FIGURES)

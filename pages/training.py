@@ -37,29 +37,6 @@ if store_problem():
     st.warning(_("The run store could not be opened, so runs are kept only until the server restarts: {problem}")
                .format(problem=_(store_problem())), icon="⚠️")
 
-# --- the toy's spectrum -----------------------------------------------------------------------------
-st.header(_("A faithful miniature"))
-toy = lesson.toy_facts(page.result((lesson.EXPERIMENT,)))
-st.markdown(_(
-    "Direct extrapolation fails through the RoPE pairs that never complete a turn within L: past L they reach "
-    "angles training never showed. A toy tells the published story only if it has about the same share of such "
-    "pairs as a real model. {llama} (head size {llama_d}, base {llama_base}, L = {llama_L}) has {llama_turning} of "
-    "{llama_pairs} pairs turning within L ({llama_source}); the toy's short L gets about the same proportions from "
-    "a small base, as the numbers under the figure show. With base {llama_base} the same toy would have only "
-    "{usual_turning} of {pairs} pairs turning, and {usual_unseen:.0%} of its angles at {scale}× unseen."
-).format(llama_source=cite("llama2"), **toy))
-page.figure("spectrum")
-st.markdown(_(
-    "YaRN and NTK-by-parts sort pairs by the same turns: a pair turning more than β times within L is kept, one "
-    "turning fewer than α times is interpolated, and a ramp runs between ({yarn}). The paper's α = {paper_alpha}, "
-    "β = {paper_beta} were found for the Llama family, and it says to tune them case by case: in {llama} they keep "
-    "{llama_kept} of {llama_pairs} pairs and interpolate {llama_interpolated}. This toy's fastest pair turns only "
-    "{fastest_turns} times within L, so those values would keep {paper_kept} of its {pairs} pairs. Matched, the toy "
-    "uses the turns at which the same shares of its pairs fall in each zone: β = {beta}, α = {alpha}, keeping "
-    "{kept} pairs and interpolating {interpolated} (the sidebar's “YaRN's α and β” switches to the paper's values)."
-).format(yarn=cite("yarn", "§3.2"), **toy))
-
-
 # --- train, or look up ------------------------------------------------------------------------------
 def request() -> None:
     try:
@@ -92,10 +69,10 @@ job = st.session_state.get(JOB)
 busy = job is not None and not job.finished
 st.header(_("Train, or show the stored run"))
 if record is not None:
-    st.success(_("This experiment is in the run store: trained on {device}, {created}. Shown at once; nobody "
-                 "needs to train it again.").format(device=shown_device_label(record.device),
+    st.success(_("This experiment is in the run store: trained on {device}, {created}. Its results are in the "
+                 "parts below; nobody needs to train it again.").format(device=shown_device_label(record.device),
                                                     created=lesson.created_text(record.created_at)), icon="✅")
-    if busy:  # e.g. the missing seeds training for the table below
+    if busy:  # e.g. the missing seeds training for the seed tables
         st.button(_("Stop"), icon=":material/stop:", on_click=stop)
 else:
     paused = service.paused(config)
@@ -154,38 +131,53 @@ def live_progress() -> None:
 
 live_progress()
 
-# --- results -----------------------------------------------------------------------------------------
-if record is not None:
-    st.header(_("What the model learned"))
-    page.figure("loss")
+# --- the parts: the miniature and what the model sees need no run; the others show the stored run's -------
+def miniature_part() -> None:
+    toy = lesson.toy_facts(page.result((lesson.EXPERIMENT,)))
+    st.markdown(_(
+        "Direct extrapolation fails through the RoPE pairs that never complete a turn within L: past L they reach "
+        "angles training never showed. A toy tells the published story only if it has about the same share of such "
+        "pairs as a real model. {llama} (head size {llama_d}, base {llama_base}, L = {llama_L}) has {llama_turning} of "
+        "{llama_pairs} pairs turning within L ({llama_source}); the toy's short L gets about the same proportions from "
+        "a small base, as the numbers under the figure show. With base {llama_base} the same toy would have only "
+        "{usual_turning} of {pairs} pairs turning, and {usual_unseen:.0%} of its angles at {scale}× unseen."
+    ).format(llama_source=cite("llama2"), **toy))
+    page.figure("spectrum")
+    st.markdown(_(
+        "YaRN and NTK-by-parts sort pairs by the same turns: a pair turning more than β times within L is kept, one "
+        "turning fewer than α times is interpolated, and a ramp runs between ({yarn}). The paper's α = {paper_alpha}, "
+        "β = {paper_beta} were found for the Llama family, and it says to tune them case by case: in {llama} they keep "
+        "{llama_kept} of {llama_pairs} pairs and interpolate {llama_interpolated}. This toy's fastest pair turns only "
+        "{fastest_turns} times within L, so those values would keep {paper_kept} of its {pairs} pairs. Matched, the toy "
+        "uses the turns at which the same shares of its pairs fall in each zone: β = {beta}, α = {alpha}, keeping "
+        "{kept} pairs and interpolating {interpolated} (the sidebar's “YaRN's α and β” switches to the paper's values)."
+    ).format(yarn=cite("yarn", "§3.2"), **toy))
 
-    st.header(_("Every encoding and method at the longest length"))
+
+def missing_seeds_button(key: str) -> None:
+    if lesson.missing_runs(settings):
+        st.button(_("Train the missing seeds and encodings"), icon=":material/playlist_add:", disabled=busy,
+                  on_click=request_missing, key=key)
+
+
+def encodings_part() -> None:
     st.markdown(_(
         "One run is one draw: a different seed moves accuracy by a point or two. So each number here is a mean "
         "over seeds, with its standard deviation as an error bar; the open tick marks the same rows at L. "
-        "**What to look for:** direct extrapolation loses accuracy past L; Position Interpolation loses far more, "
-        "already inside L, because at s = 8 neighbouring characters sit 1/8 of a step apart; NTK-aware scaling "
-        "({ntk}) keeps more than direct by stretching mostly the slow pairs; YaRN ({yarn}) keeps at least as much "
-        "as NTK-aware; ALiBi ({alibi}) barely moves, from a lower start; a short fine-tune at the new length "
-        "({pi}) brings YaRN back to its accuracy at L and PI most of the way. The gaps are smaller than in a large "
-        "model trained for days: compare the rows' error bars before reading much into a point or two."
-    ).format(ntk=cite("ntk_aware"), yarn=cite("yarn"), alibi=cite("alibi"), pi=cite("pi", "§3")))
+        "**What to look for:** RoPE read directly past L loses accuracy; ALiBi ({alibi}) barely moves, from a "
+        "lower start. Compare the rows' error bars before reading much into a point or two."
+    ).format(alibi=cite("alibi")))
     page.figure("seeds")
-    if lesson.missing_runs(settings):
-        st.button(_("Train the missing seeds and encodings"), icon=":material/playlist_add:", disabled=busy,
-                  on_click=request_missing)
+    missing_seeds_button("tt_missing_encodings")
     st.markdown(_(
         "The table adds what each encoding costs to train: characters per second of an optimiser step and the "
-        "memory a step needs, for the same batches of the same length. Below it, every RoPE method. RoPE, ALiBi and T5 change the scores "
+        "memory a step needs, for the same batches of the same length. RoPE, ALiBi and T5 change the scores "
         "without extra matrices; Transformer-XL and DeBERTa compute one or two more position terms in every "
         "layer and keep them for the backward pass."
     ))
     page.figure("table")
-    page.figure("methods-seeds")
-    page.figure("methods-table")
-    page.figure("per-length")
 
-    st.header(_("Two more relative encodings: Transformer-XL and DeBERTa"))
+    st.subheader(_("Two more relative encodings: Transformer-XL and DeBERTa"))
     st.markdown(_(
         "Both start from the four terms of an attention score with absolute positions (content and position of "
         "the query, times content and position of the key) and keep only what depends on the distance. "
@@ -201,7 +193,23 @@ if record is not None:
              r"\qquad \text{DeBERTa: } a_{ij} = \frac{Q^c_i{}^\top K^c_j + Q^c_i{}^\top K^r_{\delta(i,j)}"
              r" + K^c_j{}^\top Q^r_{\delta(j,i)}}{\sqrt{3d}}")
 
-    st.header(_("Tricks at inference: log n and ReRoPE"))
+
+def methods_part() -> None:
+    st.markdown(_(
+        "Every RoPE scaling method, read on the same runs (means over seeds, with error bars, as for the "
+        "encodings). **What to look for:** direct extrapolation loses accuracy past L; Position Interpolation loses "
+        "far more, already inside L, because at s = 8 neighbouring characters sit 1/8 of a step apart; NTK-aware "
+        "scaling ({ntk}) keeps more than direct by stretching mostly the slow pairs; YaRN ({yarn}) keeps at least "
+        "as much as NTK-aware; a short fine-tune at the new length ({pi}) brings YaRN back to its accuracy at L and "
+        "PI most of the way. The gaps are smaller than in a large model trained for days: compare the rows' error "
+        "bars before reading much into a point or two."
+    ).format(ntk=cite("ntk_aware"), yarn=cite("yarn"), pi=cite("pi", "§3")))
+    page.figure("methods-seeds")
+    missing_seeds_button("tt_missing_methods")
+    page.figure("methods-table")
+    page.figure("per-length")
+
+    st.subheader(_("Tricks at inference: log n and ReRoPE"))
     st.markdown(_(
         "Two of Su Jianlin's fixes need no training. **log n scaling** ({logn}) multiplies each query by "
         "max(1, ln n / ln L), n the number of keys it sees, so attention does not spread thinner over a longer "
@@ -220,7 +228,7 @@ if record is not None:
              r"\text{Leaky: } i-j \to \begin{cases} i-j & i-j < w \\ w + (i-j-w)/k & \text{otherwise} \end{cases}",
              N_("otherwise"))
 
-    st.header(_("Su's table beside the toy"))
+    st.subheader(_("Su's table beside the toy"))
     st.markdown(_(
         "Su Jianlin trained a 100 M-parameter model at {train} tokens and measured next-token accuracy at {test} "
         "({beta}, {rerope}). The toy runs the same methods at the same ratio, {scale}×. The absolute numbers "
@@ -230,7 +238,11 @@ if record is not None:
              test=f"{lesson.SU_TEST_LENGTH:,}", scale=lesson.SU_TEST_LENGTH // lesson.SU_TRAIN_LENGTH))
     page.figure("su")
 
-    st.header(_("Where does it go wrong?"))
+
+def run_part() -> None:
+    page.figure("loss")
+
+    st.subheader(_("Where does it go wrong?"))
     st.markdown(_(
         "The loss at each position (this seed; averaged over the validation windows, binned for reading) shows "
         "whether a method fails only **past L** (unseen angles) or **everywhere** (it disturbed what the model "
@@ -242,7 +254,7 @@ if record is not None:
         st.latex(r"\text{PI: } \theta'_i = \theta_i / s \qquad \text{NTK-aware: } b' = b\, s^{d/(d-2)} \qquad "
                  r"\text{YaRN: } \theta'_i = (1-\gamma_i)\,\frac{\theta_i}{s} + \gamma_i\,\theta_i,\ "
                  r"q_m^\top k_n \to \bigl(0.1 \ln s + 1\bigr)^2 q_m^\top k_n")
-        st.header(_("A few steps of fine-tuning at the longer length"))
+        st.subheader(_("A few steps of fine-tuning at the longer length"))
         st.markdown(_(
             "{source} found that Position Interpolation, poor without training, recovers after a short fine-tune "
             "at the new length, because it never asks the model for angles it has not seen. A copy of the model is "
@@ -252,8 +264,26 @@ if record is not None:
         page.figure("fine-tune-curve")
         page.figure("fine-tune")
 
-st.header(_("What the model sees of position"))
-page.figure("position")
+
+def position_part() -> None:
+    page.figure("position")
+
+
+def needs_the_run(draw):
+    """``draw``, for a part that shows the stored run's results: without one, a note (nothing is trained)."""
+    def part() -> None:
+        if record is None:
+            st.info(_("No results yet: this experiment is not in the run store. Train it above; its results appear "
+                      "here when it finishes."), icon="ℹ️")
+            return
+        draw()
+    return part
+
+
+drawers = {"miniature": miniature_part, "encodings": encodings_part, "methods": methods_part, "run": run_part,
+           "position": position_part}
+page.parts({part.slug: needs_the_run(drawers[part.slug]) if lesson.needs_run(part) else drawers[part.slug]
+            for part in lesson.LESSON.parts})
 
 # --- every stored run ---------------------------------------------------------------------------------
 def browse_runs() -> None:

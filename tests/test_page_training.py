@@ -13,7 +13,8 @@ from lessons import training as lesson
 from pe_core.jobs import RUNNING, JobLimiter
 from pe_core.train import open_store
 from pe_core.train.service import TrainingService, use_service
-from tests.conftest import chart_figures, figure_titled, open_expander, run_page
+from tests.conftest import chart_figures, drawn_charts, figure_titled, open_expander, run_page, run_whole_page
+from ui.lesson import PART_KEY
 
 PAGE = "pages/training.py"
 # a model small enough that a whole run takes about a second (option widgets carry their labels in the URL)
@@ -45,15 +46,12 @@ def wait_for_job(at, timeout: float = 60) -> None:
 
 
 def train(query: dict):
-    at = run_page(PAGE, query)
+    """Train the experiment of ``query`` from the page; returns the page as it shows the stored run, whole."""
+    at = run_whole_page(PAGE, query)
     button(at, "Train this experiment").click().run()
     wait_for_job(at)
     at.run()
     return at
-
-
-def headers(at) -> list[str]:
-    return [h.value for h in at.header]
 
 
 def test_before_any_run_the_page_shows_the_spectrum_and_a_train_button():
@@ -61,7 +59,6 @@ def test_before_any_run_the_page_shows_the_spectrum_and_a_train_button():
     assert not at.exception
     assert at.selectbox(key="enc").value == "rope" and at.select_slider(key="hd").value == 64
     assert not button(at, "Train this experiment").disabled and button(at, "Stop").disabled
-    assert "What the model learned" not in headers(at)  # no result headings without results
     spectrum = figure_titled(at, "Does the toy turn like a real model")
     toy, llama2, llama3 = spectrum["data"][:3]
     # head size 64, base 50, L = 64: turns within L = L / (2π·50^(2i/64))
@@ -78,6 +75,39 @@ def test_before_any_run_the_page_shows_the_spectrum_and_a_train_button():
     assert "would keep 1 of its 32 pairs" in prose
     assert "β = 2.83, α = 0.65, keeping 11 pairs and interpolating 9" in prose
     assert at.radio(key="ramp").value == "matched"
+
+
+def drawn_figures(at) -> list[str]:
+    return [chart.key.removeprefix("training_") for chart in drawn_charts(at) if chart.key.startswith("training_")]
+
+
+def test_the_page_opens_at_the_miniature_and_results_parts_wait_for_a_run(fresh_service):
+    at = run_page(PAGE)
+    assert [tab.label for tab in at.tabs] == ["The miniature", "Encodings", "RoPE methods", "This run", "Position",
+                                              "Whole page"]
+    assert drawn_figures(at) == ["spectrum"]
+    for part in lesson.LESSON.parts:
+        shown = run_page(PAGE, {PART_KEY: part.slug})
+        assert not shown.exception
+        waits = any("No results yet" in i.value for i in shown.info)
+        assert waits == lesson.needs_run(part), part.slug
+        assert drawn_figures(shown) == ([] if waits else list(part.figures)), part.slug
+    assert [lesson.needs_run(p) for p in lesson.LESSON.parts] == [False, True, True, True, False]
+    assert fresh_service.trained == 0 and fresh_service.store.count() == 0  # looking trains nothing
+
+
+def test_with_a_stored_run_each_part_draws_its_figures_under_its_header(fresh_service):
+    train(TINY)
+    for part in lesson.LESSON.parts:
+        at = run_page(PAGE, {**TINY, PART_KEY: part.slug})
+        assert not at.exception and not at.info, part.slug
+        assert drawn_figures(at) == list(part.figures), part.slug
+        assert [(h.proto.anchor, h.value) for h in at.header if h.proto.anchor] == [(part.slug, part.title)]
+    whole = run_whole_page(PAGE, TINY)
+    assert drawn_figures(whole) == [name for part in lesson.LESSON.parts for name in part.figures]
+    # the button that trains the missing seeds is keyed per part, so the whole page draws both
+    assert [b.label for b in whole.button].count("Train the missing seeds and encodings") == 2
+    assert fresh_service.trained == 1
 
 
 def test_a_finished_run_is_stored_and_shown_and_a_rerun_is_instant(fresh_service):
@@ -114,7 +144,7 @@ def test_a_finished_run_is_stored_and_shown_and_a_rerun_is_instant(fresh_service
     figure_titled(at, "A short fine-tune")
 
     started = time.perf_counter()  # another student opens the same link: everything from the store
-    again = run_page(PAGE, TINY)
+    again = run_whole_page(PAGE, TINY)
     assert time.perf_counter() - started < 2.0
     assert not again.exception and fresh_service.trained == 1
     assert len(chart_figures(again)) == len(chart_figures(at))
@@ -140,7 +170,7 @@ def test_progress_says_what_runs_and_stop_keeps_the_run_to_resume(fresh_service)
     assert any(b.label == "Resume training" for b in at.button)
     partial = figure_titled(at, "Training loss so far")
     assert len(partial["data"][0]["x"]) == paused.run.step  # the partial run's curve stays on the page
-    assert "What the model learned" not in headers(at) and fresh_service.store.count() == 0
+    assert fresh_service.store.count() == 0
 
 
 def test_a_second_session_waits_in_line_and_identical_requests_share_a_run(fresh_service):
