@@ -1,12 +1,12 @@
 """RoPE as a β-base number: positions as digits; extrapolate, interpolate, or change the base."""
 
-import pandas as pd
 import streamlit as st
 
 from ui.formula import show_formula
 from ui.layout import lazy_expander
 from ui.lesson import LessonPage
 from ui.rope import rope_sidebar
+from ui.table import number_table
 
 from figures.theme import HIGHLIGHT, translucent
 from i18n import N_, _
@@ -54,11 +54,9 @@ def plain_number_part() -> None:
                                                     beta=number_text(digits.settings.beta),
                                                     shown=digits.views.direct.shape[1]), icon="✂️")
     columns = [_("place {place}").format(place=j) for j in digits.table_places] + [_("base"), _("value Σ dⱼ·baseʲ")]
-    index = [_(row.title) for row in digits.digit_rows]
-    table = pd.DataFrame([row.cells + (row.base, row.value) for row in digits.digit_rows], index=index, columns=columns)
-    shade = pd.DataFrame([[f"background-color: {UNSEEN}" if flag else "" for flag in row.unseen + (0, 0)]
-                          for row in digits.digit_rows], index=index, columns=columns)
-    st.dataframe(table.style.apply(lambda _frame: shade, axis=None), width="stretch")
+    number_table(columns, [row.cells + (row.base, row.value) for row in digits.digit_rows],
+                 index=[_(row.title) for row in digits.digit_rows],
+                 shaded=[row.unseen + (False, False) for row in digits.digit_rows], shade=UNSEEN)
     st.caption(_("Shaded: a digit no number in training had (a non-zero new place, or a digit ≥ β)."))
     page.figure("digits-against-n")
     page.figure("units-digit-zoom")

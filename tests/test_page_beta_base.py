@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import chart_figures, figure_titled, open_expander, run_whole_page
+from tests.tables import shown_tables
 
 PAGE = "pages/beta_base.py"
 TITLES = ("Digits of n in base β", "Zoom near n", "RoPE phases at position", "Turns made by each pair",
@@ -30,8 +31,8 @@ def trace(figure: dict, name: str, group: str | None = None) -> dict:
 
 
 def table_rows(at) -> dict[str, list[str]]:
-    frame = at.dataframe[0].value
-    return {str(index): [str(v) for v in row] for index, row in zip(frame.index, frame.values.tolist(), strict=True)}
+    (table,) = shown_tables(at)
+    return {row[0]: row[1:] for row in table.rows}
 
 
 def number(text: str) -> float:
@@ -68,6 +69,11 @@ def test_defaults_draw_every_figure_and_the_table(default_page):
     digits = [number(d) for d in converted[1:4]]
     assert sum(d * new_base ** j for j, d in enumerate(reversed(digits))) == pytest.approx(1749, abs=1e-3)
     assert max(digits) >= 10 > max(number(d) for d in direct[:4])  # conversion stretches a digit past β
+    # shaded: a digit training never had - direct's new top place, and the converted digit 11 ≥ β
+    (table,) = shown_tables(at)
+    shaded = {row[0]: flags[1:] for row, flags in zip(table.rows, table.shaded, strict=True)}
+    assert shaded[DIRECT][:4] == [True, False, False, False] and not any(shaded[INTERPOLATED])
+    assert shaded[CONVERTED][1:4] == [number(d) >= 10 for d in converted[1:4]] == [True, False, False]
     assert any("All 5 formulas on this page verified by sympy" in s.value for s in at.success)
 
 

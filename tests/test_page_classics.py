@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import figure_titled, run_whole_page
+from tests.tables import shown_tables
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -78,8 +79,13 @@ def test_rope_code_defaults_is_the_d8_example():
     half_out = np.asarray(forms["data"][2]["y"], dtype=float)
     assert np.array_equal(complex_out, half_out)
     assert complex_out[:2] == pytest.approx([np.cos(3) - 2 * np.sin(3), np.sin(3) + 2 * np.cos(3)], abs=1e-12)
-    tables = at.dataframe
-    assert len(tables) == 3
+    complex_form, half_form, side_by_side = shown_tables(at)
+    assert complex_form.columns == ["pair i", "freqs_cis", "x₂ᵢ + i·x₂ᵢ₊₁", "output"] and len(complex_form.rows) == 4
+    assert [row[0] for row in half_form.rows] == [str(i) for i in range(8)]
+    # pair 0 at m = 3: θ₀ = 1, so the angle is 3 and the output is the first pair (1, 2) turned by 3 radians
+    assert side_by_side.rows[0][1:3] == ["1.0", "3.0"]
+    assert side_by_side.rows[0][5] == f"({np.cos(3) - 2 * np.sin(3):.17g}, {np.sin(3) + 2 * np.cos(3):.17g})"
+    assert [row[-1] for row in side_by_side.rows] == ["0.0"] * 4
 
 
 def test_rope_code_user_changes_d_and_position():

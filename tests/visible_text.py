@@ -22,6 +22,7 @@ from pathlib import Path
 
 from google.protobuf.json_format import MessageToDict
 
+from tests.tables import html_text
 from ui.chart import COMPONENT_NAME, read_payload
 
 # Method, model, library and format names: written in Latin script in Chinese text as well.
@@ -172,6 +173,8 @@ def visible_texts(at) -> list[tuple[str, str]]:
                 found.extend(("Chart:figure", t) for t in figure_texts(read_payload(proto.bytes)["figure"]))
             elif "arrow_data" in data or kind in ("Dataframe", "Table"):
                 found.extend((kind, t) for t in _dataframe_texts(node))
+            elif kind == "Html":  # what it shows, not its markup and style sheet
+                found.append((kind, html_text(data.get("body", ""))))
             elif kind != "ButtonGroup" or data.get("label") != "Language / 语言":  # the switch names both languages
                 found.extend((kind, t) for t in _proto_texts(data))
         for child in getattr(node, "children", {}).values():
