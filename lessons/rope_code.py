@@ -88,7 +88,7 @@ def compute(settings: Settings) -> Result:
 
 
 def walkthrough_table(result: Result) -> dict[str, list]:
-    """One row per pair i: every number both forms compute, full precision, as columns for st.dataframe."""
+    """One row per pair i: every number both forms compute, full precision, as the columns of the page's table."""
     walk = result.walk
     half = walk.dim // 2
     pairs = walk.x.reshape(-1, 2)
