@@ -1,5 +1,7 @@
 """Train a tiny transformer, then watch each encoding and RoPE scaling method read 8× further."""
 
+import functools
+
 import streamlit as st
 
 from ui import params, show_figure
@@ -154,8 +156,13 @@ def miniature_part() -> None:
     ).format(yarn=cite("yarn", "§3.2"), **toy))
 
 
+@functools.cache  # once per run: the whole page asks in two parts, each a look-up of every seed's run
+def any_run_missing() -> bool:
+    return bool(lesson.missing_runs(settings))
+
+
 def missing_seeds_button(key: str) -> None:
-    if lesson.missing_runs(settings):
+    if any_run_missing():
         st.button(_("Train the missing seeds and encodings"), icon=":material/playlist_add:", disabled=busy,
                   on_click=request_missing, key=key)
 
