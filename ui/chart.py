@@ -67,9 +67,23 @@ _CHART_JS = r"""
 // A chart off screen is not drawn until it comes near the viewport: a slider move redraws what the reader
 // sees, and the rest when it is scrolled to. Until its first drawing it keeps the figure's height.
 const NEAR = "50% 0px";  // half a screen above and below it
+// A chart does one thing at a time: plotly.js does not survive a Plotly.react or a resize into a plot whose last
+// one has not finished. Figures handed over while the library loaded (a busy machine, a slider moved at once)
+// each started a drawing, and the page then used a core and gigabytes and stopped answering. So a figure or a
+// new width that arrives meanwhile waits, and of several waiting figures only the newest is drawn.
+function whenIdle(chart, work) {
+  chart.__peBusy = true;
+  plotlyLoaded().then(work)
+    .catch((error) => { chart.textContent = String(error); })
+    .finally(() => {
+      chart.__peBusy = false;
+      if (chart.__peResizeDue) resize(chart);
+      if (chart.__peNear) draw(chart);  // after that resize, if it started one
+    });
+}
 function draw(chart) {
   const payload = chart.__pePending;
-  if (payload === undefined) return;
+  if (payload === undefined || chart.__peBusy) return;
   chart.__pePending = undefined;
   const { figure, config, stretch } = payload;
   const layout = figure.layout || {};
@@ -83,15 +97,20 @@ function draw(chart) {
   const settingsText = JSON.stringify([settings, download && download.format]);
   const update = {data: figure.data || [], layout, frames: figure.frames || []};
   if (chart.__peConfig !== settingsText || !chart._context) update.config = config;
-  plotlyLoaded().then((Plotly) => {
+  whenIdle(chart, (Plotly) => {
     if (chart.__pePending !== undefined) return;  // a newer figure arrived while the library loaded
     return Plotly.react(chart, update).then(() => {
       chart.__peConfig = settingsText;
       if (download) chart._context.toImageButtonOptions = download;
       if (payload.pick) listenForPicks(chart);
+      chart.style.minHeight = "";
     });
-  }).then(() => { chart.style.minHeight = ""; })
-    .catch((error) => { chart.textContent = String(error); });
+  });
+}
+function resize(chart) {
+  chart.__peResizeDue = chart.__peBusy;
+  if (chart.__peBusy || !chart._fullLayout || !chart._fullLayout.autosize) return;
+  whenIdle(chart, (Plotly) => Plotly.Plots.resize(chart));
 }
 // A click on a point is sent to the script as the chart's "__PICK_EVENT__" event, shaped as st.plotly_chart's
 // point selection ({points: [{x, y, curve_number, point_index, ...}]}), so the page reads either the same way.
@@ -126,7 +145,7 @@ export default function (component) {
     chart.__peResize = new ResizeObserver(() => {
       if (parentElement.clientWidth === chart.__peWidth) return;
       chart.__peWidth = parentElement.clientWidth;
-      if (window.Plotly && chart._fullLayout && chart._fullLayout.autosize) window.Plotly.Plots.resize(chart);
+      resize(chart);
     });
     chart.__peResize.observe(parentElement);
   }
