@@ -157,9 +157,13 @@ export default function (component) {
     if (!chart._fullLayout) chart.style.minHeight = ((chart.__pePending.figure.layout || {}).height || 450) + "px";
     if (chart.__peNear) draw(chart);
   }
+  // Streamlit calls this when the chart leaves the page, and also when a figure was handed over while the one
+  // before it was still on its way to this function (its element stays, and is drawn into next).
   return () => {
+    if (parentElement.isConnected) return;
     chart.__peWatch.disconnect();
     chart.__peResize.disconnect();
+    chart.__peNear = false;
     if (window.Plotly) window.Plotly.purge(chart);
   };
 }
