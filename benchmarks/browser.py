@@ -1,6 +1,6 @@
 """Browser benchmark: how a slider move feels on every page, as a ratio to Streamlit's own floor.
 
-    python -m benchmarks.browser [--moves 6] [--pages frequencies,decay] [--app DIR] [--json PATH]
+    python -m benchmarks.browser [--moves 6] [--rounds 3] [--pages frequencies,decay] [--app DIR] [--json PATH]
     python -m benchmarks.browser --elements [--moves 6]
 
 In one run, in headless Chromium against local servers (nothing else is contacted):
@@ -26,9 +26,11 @@ For each it reports, as milliseconds and as a ratio to the floor:
 ``--elements`` measures instead what one element of each kind costs a move: the floor with ``ELEMENTS_ADDED`` of
 them under its chart (``floor_app.py``'s query parameters), alternated with the bare floor in one browser.
 
-Moves alternate right and left so each page stays near its defaults; the median of ``--moves`` is
-reported. Times are taken inside the page (``performance.now()`` at the key event and at each
-redraw), so the browser driver's own latency does not count.
+The floor and the pages are measured in ``--rounds`` rounds, in turn, and each row reports the median over its
+rounds (one round's floor moved by a fifth from one run to the next, and every ratio with it). The floor with
+prose and the floor without garbage collection are measured once. Moves alternate right and left so each page
+stays near its defaults; each round reports the median of its ``--moves``. Times are taken inside the page
+(``performance.now()`` at the key event and at each redraw), so the browser driver's own latency does not count.
 """
 
 from __future__ import annotations
@@ -62,6 +64,8 @@ QUIET_MS = 1000
 FLOOR_AS_CONFIGURED = {"STREAMLIT_RUNNER_POST_SCRIPT_GC": "false"}
 # The lesson pages show 50-106 elements (markdown, captions, formulas, widgets, charts and their menus).
 PROSE_PARAGRAPHS = 60
+METRICS = (("first_change_ms", "first change"), ("settled_ms", "settled"), ("first_load_ms", "first load"))
+TIMES = tuple(key for key, _ in METRICS)
 
 # Records a timestamp for each key press and each figure redraw (a new data array on a plot element).
 WATCH_JS = """() => {
@@ -195,16 +199,21 @@ def _pages(app_dir: Path) -> list[tuple[str, str]]:
     return chosen
 
 
-def run(app_dir: Path, moves: int, only: set[str] | None) -> dict:
-    results: dict = {"floor": {}, "pages": {}, "app": str(app_dir)}
+def combine_rounds(measured: list[dict]) -> dict:
+    """One row from a page's (or the floor's) measurements in several rounds: the median of each time, and the
+    rounds' own values (``rounds``: [[first change, settled], ...]) to show their spread."""
+    row = {key: statistics.median(m[key] for m in measured) for key in TIMES}
+    row["rounds"] = [[m["first_change_ms"], m["settled_ms"]] for m in measured]
+    return {**measured[0], **row}
+
+
+def run(app_dir: Path, moves: int, only: set[str] | None, rounds: int = 3) -> dict:
+    """Every row of the table. The floor and the pages are measured ``rounds`` times, in turn (the order reversed
+    every other round), so a slow or fast spell of the machine reaches the floor as it reaches the pages."""
+    results: dict = {"floor": {}, "pages": {}, "app": str(app_dir), "rounds": rounds}
     pages = [(t, p) for t, p in _pages(app_dir) if not only or p in only]
     with chromium() as browser:
         results["floor"]["cold_first_page_ms"] = cold_first_page(HERE, FLOOR_APP.name, "", browser)
-        with streamlit_server(cwd=HERE, script=FLOOR_APP.name) as (floor_url, _):
-            results["floor"].update(measure_page(browser, floor_url, moves))
-            prose_url = f"{floor_url}/?paragraphs={PROSE_PARAGRAPHS}"
-            measure_page(browser, prose_url, 1)  # warm, as the pages are
-            results["floor_prose"] = measure_page(browser, prose_url, moves)
         # Streamlit's defaults collect garbage after every run; the app turns that off (.streamlit/config.toml)
         with streamlit_server(cwd=HERE, script=FLOOR_APP.name, env=FLOOR_AS_CONFIGURED) as (floor_url, _):
             measure_page(browser, floor_url, 1)
@@ -212,12 +221,23 @@ def run(app_dir: Path, moves: int, only: set[str] | None) -> dict:
         if pages:
             results["cold_first_page_ms"] = cold_first_page(app_dir, "app.py", pages[0][1], browser)
             results["cold_first_page"] = pages[0][1]
-        with streamlit_server(cwd=app_dir) as (base_url, _):
-            for title, path in pages:
-                warm = measure_page(browser, f"{base_url}/{path}", 1)  # warm the server's caches for this page
-                results["pages"][path] = {"title": title,
-                                          **measure_page(browser, f"{base_url}/{path}", moves, warm["slider"])}
-                print(f"  measured {path}", file=sys.stderr, flush=True)
+        with streamlit_server(cwd=HERE, script=FLOOR_APP.name) as (floor_url, _), \
+                streamlit_server(cwd=app_dir) as (base_url, _):
+            prose_url = f"{floor_url}/?paragraphs={PROSE_PARAGRAPHS}"
+            measure_page(browser, prose_url, 1)  # warm, as the pages are
+            results["floor_prose"] = measure_page(browser, prose_url, moves)
+            # (name, url, slider): the floor's row is "", each page's its path
+            targets = [("", floor_url, measure_page(browser, floor_url, 1)["slider"])]
+            for _title, path in pages:  # a first visit warms the server's caches for the page
+                targets.append((path, f"{base_url}/{path}", measure_page(browser, f"{base_url}/{path}", 1)["slider"]))
+            measured: dict[str, list[dict]] = {name: [] for name, _, _ in targets}
+            for turn in range(rounds):
+                for name, url, slider in targets if turn % 2 == 0 else targets[::-1]:
+                    measured[name].append(measure_page(browser, url, moves, slider))
+                    print(f"  round {turn + 1}/{rounds}: measured {name or 'floor'}", file=sys.stderr, flush=True)
+        results["floor"].update(combine_rounds(measured.pop("")))
+        titles = {path: title for title, path in pages}
+        results["pages"] = {path: {"title": titles[path], **combine_rounds(runs)} for path, runs in measured.items()}
     return results
 
 
@@ -261,13 +281,15 @@ def element_table(results: dict) -> str:
     return "\n".join(lines)
 
 
-METRICS = (("first_change_ms", "first change"), ("settled_ms", "settled"), ("first_load_ms", "first load"))
 
 
 def table(results: dict) -> str:
     floor = results["floor"]
-    lines = [f"{'page':<22}" + "".join(f"{label:>22}" for _, label in METRICS)]
-    lines.append(f"{'floor (1 slider)':<22}" + "".join(f"{floor[key]:>14.0f} ms 1.00x" for key, _ in METRICS))
+    spread = results.get("rounds", 1) > 1
+    lines = [f"{'page':<22}" + "".join(f"{label:>22}" for _, label in METRICS)
+             + ("   first change by round" if spread else "")]
+    lines.append(f"{'floor (1 slider)':<22}" + "".join(f"{floor[key]:>14.0f} ms 1.00x" for key, _ in METRICS)
+                 + (_by_round(floor) if spread else ""))
     rows = list(results["pages"].items())
     if "floor_prose" in results:
         rows.insert(0, (f"floor + {PROSE_PARAGRAPHS} paragraphs", results["floor_prose"]))
@@ -275,7 +297,7 @@ def table(results: dict) -> str:
         rows.insert(0, ("floor, no post-run GC", results["floor_configured"]))
     for path, row in rows:
         cells = "".join(f"{row[key]:>14.0f} ms {row[key] / floor[key]:>4.2f}x" for key, _ in METRICS)
-        lines.append(f"{path[:22]:<22}{cells}")
+        lines.append(f"{path[:22]:<22}{cells}" + (_by_round(row) if spread else ""))
     if "cold_first_page_ms" in results:
         cold, floor_cold = results["cold_first_page_ms"], floor["cold_first_page_ms"]
         lines.append(f"cold server, first page ({results['cold_first_page']}): {cold:.0f} ms, "
@@ -283,9 +305,15 @@ def table(results: dict) -> str:
     return "\n".join(lines)
 
 
+def _by_round(row: dict) -> str:
+    return "   " + " ".join(f"{first:.0f}" for first, _ in row["rounds"]) if "rounds" in row else ""
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.browser", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--moves", type=int, default=6, help="slider moves per page (median reported)")
+    parser.add_argument("--moves", type=int, default=6, help="slider moves per page and round (median reported)")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="rounds over the floor and the pages, in turn (medians over the rounds reported)")
     parser.add_argument("--pages", help="URL paths to measure, comma-separated (default: every page with a slider)")
     parser.add_argument("--app", type=Path, default=ROOT, help="the checkout to measure (default: this one)")
     parser.add_argument("--elements", action="store_true",
@@ -297,7 +325,9 @@ def main(argv: list[str] | None = None) -> int:
         print(element_table(results))
         return _write(results, args.json or HERE / "results" / "browser_elements.json")
     only = set(args.pages.split(",")) if args.pages else None
-    results = run(args.app.resolve(), args.moves, only)
+    if args.rounds < 1 or args.moves < 1:
+        parser.error("--rounds and --moves must be at least 1")
+    results = run(args.app.resolve(), args.moves, only, args.rounds)
     print(table(results))
     return _write(results, args.json or HERE / "results" / "browser.json")
 

@@ -46,3 +46,23 @@ def test_the_configured_floor_row_runs_the_floor_as_the_apps_config_runs_the_app
 
     config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
     assert FLOOR_AS_CONFIGURED == {"STREAMLIT_RUNNER_POST_SCRIPT_GC": str(config["runner"]["postScriptGC"]).lower()}
+
+
+def test_rounds_combine_into_medians_and_the_table_shows_each_rounds_first_change():
+    from benchmarks.browser import combine_rounds, table
+
+    def measured(first, settled, load):
+        return {"first_change_ms": first, "settled_ms": settled, "first_load_ms": load, "figures": 2, "slider": 1}
+
+    floor = combine_rounds([measured(150.0, 180.0, 2800.0), measured(180.0, 200.0, 3000.0),
+                            measured(140.0, 190.0, 2900.0)])
+    assert (floor["first_change_ms"], floor["settled_ms"], floor["first_load_ms"]) == (150.0, 190.0, 2900.0)
+    assert floor["rounds"] == [[150.0, 180.0], [180.0, 200.0], [140.0, 190.0]]
+    assert (floor["figures"], floor["slider"]) == (2, 1)
+    page = combine_rounds([measured(300.0, 380.0, 4000.0), measured(165.0, 190.0, 3000.0),
+                           measured(180.0, 200.0, 3100.0)])
+    lines = table({"rounds": 3, "floor": floor, "pages": {"decay": {"title": "Decay", **page}}}).splitlines()
+    assert lines[0].endswith("first change by round")
+    assert lines[1].endswith("150 180 140")
+    # the median, not the mean: one slow round (300 ms) moves the row only as far as the next-slowest round
+    assert "180 ms 1.20x" in lines[2] and lines[2].endswith("300 165 180")
