@@ -281,8 +281,6 @@ def element_table(results: dict) -> str:
     return "\n".join(lines)
 
 
-
-
 def table(results: dict) -> str:
     floor = results["floor"]
     spread = results.get("rounds", 1) > 1
