@@ -87,23 +87,53 @@ def compute(settings: Settings) -> Result:
     return Result(settings)
 
 
+def _pair_text(a: float, b: float) -> str:
+    return f"({a:.17g}, {b:.17g})"
+
+
+def _complex_text(z: complex) -> str:
+    return f"{z.real:.17g} {'+' if z.imag >= 0 else '−'} {abs(z.imag):.17g}i"
+
+
+def complex_form_table(result: Result) -> dict[str, list]:
+    """LLaMA's form, one row per pair i: ``freqs_cis[m]``, the pair as a complex number, and their product."""
+    walk = result.walk
+    return {
+        _("pair i"): list(range(walk.dim // 2)),
+        "freqs_cis": [_complex_text(z) for z in walk.freqs_cis.tolist()],
+        "x₂ᵢ + i·x₂ᵢ₊₁": [_complex_text(z) for z in walk.pairs.tolist()],
+        _("output"): [_pair_text(a, b) for a, b in walk.complex_out.reshape(-1, 2).tolist()],
+    }
+
+
+def half_form_table(result: Result) -> dict[str, list]:
+    """transformers' form, one row per coordinate: the reordered vector, rotate_half of it, cos, sin, the output."""
+    walk = result.walk
+    return {
+        _("coordinate"): list(range(walk.dim)),
+        "y": walk.half_in.tolist(),
+        "rotate_half(y)": walk.rotated_half.tolist(),
+        "cos": walk.cos.tolist(),
+        "sin": walk.sin.tolist(),
+        _("output"): [f"{v:.17g}" for v in walk.half_out.tolist()],
+    }
+
+
 def walkthrough_table(result: Result) -> dict[str, list]:
     """One row per pair i: every number both forms compute, full precision, as the columns of the page's table."""
     walk = result.walk
     half = walk.dim // 2
-    pairs = walk.x.reshape(-1, 2)
     out = walk.complex_out.reshape(-1, 2)
+    half_pairs = torch.stack((walk.half_out[:half], walk.half_out[half:]), dim=1)  # (yᵢ, yᵢ₊d/2)
     return {
         _("pair i"): list(range(half)),
         "θᵢ": walk.theta.tolist(),
         "m·θᵢ": walk.angle.tolist(),
-        _("freqs_cis (cos, sin)"): [f"({z.real:.17g}, {z.imag:.17g})" for z in walk.freqs_cis.tolist()],
-        _("input (x₂ᵢ, x₂ᵢ₊₁)"): [f"({a:.17g}, {b:.17g})" for a, b in pairs.tolist()],
-        _("complex form out"): [f"({a:.17g}, {b:.17g})" for a, b in out.tolist()],
-        _("rotate_half out (yᵢ, yᵢ₊d/2)"): [f"({walk.half_out[i].item():.17g}, {walk.half_out[i + half].item():.17g})"
-                                            for i in range(half)],
-        _("largest |difference|"): [max(abs(out[i, 0].item() - walk.half_out[i].item()),
-                                        abs(out[i, 1].item() - walk.half_out[i + half].item())) for i in range(half)],
+        _("freqs_cis (cos, sin)"): [_pair_text(z.real, z.imag) for z in walk.freqs_cis.tolist()],
+        _("input (x₂ᵢ, x₂ᵢ₊₁)"): [_pair_text(a, b) for a, b in walk.x.reshape(-1, 2).tolist()],
+        _("complex form out"): [_pair_text(a, b) for a, b in out.tolist()],
+        _("rotate_half out (yᵢ, yᵢ₊d/2)"): [_pair_text(a, b) for a, b in half_pairs.tolist()],
+        _("largest |difference|"): (out - half_pairs).abs().amax(dim=1).tolist(),
     }
 
 

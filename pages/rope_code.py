@@ -34,25 +34,13 @@ def two_forms_part() -> None:
         st.subheader(_("LLaMA: complex numbers"))
         st.code(lesson.SOURCES["complex"], language="python")
         st.markdown(_("`freqs_cis[m]` and the pairs as complex numbers, then their product:"))
-        columns_table({
-            _("pair i"): list(range(walk.dim // 2)),
-            "freqs_cis": [f"{z.real:.17g} {'+' if z.imag >= 0 else '−'} {abs(z.imag):.17g}i" for z in walk.freqs_cis.tolist()],
-            "x₂ᵢ + i·x₂ᵢ₊₁": [f"{z.real:.17g} {'+' if z.imag >= 0 else '−'} {abs(z.imag):.17g}i" for z in walk.pairs.tolist()],
-            _("output"): [f"({a:.17g}, {b:.17g})" for a, b in walk.complex_out.reshape(-1, 2).tolist()],
-        })
+        columns_table(lesson.complex_form_table(result))
     with half_column:
         st.subheader(_("transformers: rotate_half"))
         st.code(lesson.SOURCES["half"], language="python")
         st.markdown(_("The same vector reordered so pair $i$ sits at $i$ and $i + d/2$, then $y\\cos + "
                       "\\mathrm{rotate\\_half}(y)\\sin$:"))
-        columns_table({
-            _("coordinate"): list(range(walk.dim)),
-            "y": walk.half_in.tolist(),
-            "rotate_half(y)": walk.rotated_half.tolist(),
-            "cos": walk.cos.tolist(),
-            "sin": walk.sin.tolist(),
-            _("output"): [f"{v:.17g}" for v in walk.half_out.tolist()],
-        })
+        columns_table(lesson.half_form_table(result))
 
     st.subheader(_("Side by side, pair by pair"))
     columns_table(lesson.walkthrough_table(result))
