@@ -27,8 +27,9 @@ For each it reports, as milliseconds and as a ratio to the floor:
 them under its chart (``floor_app.py``'s query parameters), alternated with the bare floor in one browser.
 
 The floor and the pages are measured in ``--rounds`` rounds, in turn, and each row reports the median over its
-rounds (one round's floor moved by a fifth from one run to the next, and every ratio with it). The floor with
-prose and the floor without garbage collection are measured once. Moves alternate right and left so each page
+rounds. Each round starts a fresh browser and fresh servers, and measures both cold first pages again: a
+process's luck moved one round's floor by a fifth from one run to the next, and every ratio with it. The floor
+with prose and the floor without garbage collection are measured once. Moves alternate right and left so each page
 stays near its defaults; each round reports the median of its ``--moves``. Times are taken inside the page
 (``performance.now()`` at the key event and at each redraw), so the browser driver's own latency does not count.
 """
@@ -208,37 +209,52 @@ def combine_rounds(measured: list[dict]) -> dict:
 
 
 def run(app_dir: Path, moves: int, only: set[str] | None, rounds: int = 3) -> dict:
-    """Every row of the table. The floor and the pages are measured ``rounds`` times, in turn (the order reversed
-    every other round), so a slow or fast spell of the machine reaches the floor as it reaches the pages."""
+    """Every row of the table. Each round starts its own browser and servers (two runs of one round each once
+    put the floor 20% apart while each run's rounds agreed within 6%: a process's luck, not the page, moved it),
+    and measures the floor and the pages in turn (the order reversed every other round), so a slow or fast spell
+    of the machine reaches the floor as it reaches the pages. The cold first pages are measured every round too."""
     results: dict = {"floor": {}, "pages": {}, "app": str(app_dir), "rounds": rounds}
     pages = [(t, p) for t, p in _pages(app_dir) if not only or p in only]
-    with chromium() as browser:
-        results["floor"]["cold_first_page_ms"] = cold_first_page(HERE, FLOOR_APP.name, "", browser)
-        # Streamlit's defaults collect garbage after every run; the app turns that off (.streamlit/config.toml)
-        with streamlit_server(cwd=HERE, script=FLOOR_APP.name, env=FLOOR_AS_CONFIGURED) as (floor_url, _):
-            measure_page(browser, floor_url, 1)
-            results["floor_configured"] = measure_page(browser, floor_url, moves)
-        if pages:
-            results["cold_first_page_ms"] = cold_first_page(app_dir, "app.py", pages[0][1], browser)
-            results["cold_first_page"] = pages[0][1]
-        with streamlit_server(cwd=HERE, script=FLOOR_APP.name) as (floor_url, _), \
-                streamlit_server(cwd=app_dir) as (base_url, _):
-            prose_url = f"{floor_url}/?paragraphs={PROSE_PARAGRAPHS}"
-            measure_page(browser, prose_url, 1)  # warm, as the pages are
-            results["floor_prose"] = measure_page(browser, prose_url, moves)
-            # (name, url, slider): the floor's row is "", each page's its path
-            targets = [("", floor_url, measure_page(browser, floor_url, 1)["slider"])]
-            for _title, path in pages:  # a first visit warms the server's caches for the page
-                targets.append((path, f"{base_url}/{path}", measure_page(browser, f"{base_url}/{path}", 1)["slider"]))
-            measured: dict[str, list[dict]] = {name: [] for name, _, _ in targets}
-            for turn in range(rounds):
-                for name, url, slider in targets if turn % 2 == 0 else targets[::-1]:
-                    measured[name].append(measure_page(browser, url, moves, slider))
+    measured: dict[str, list[dict]] = {"": [], **{path: [] for _, path in pages}}
+    sliders: dict[str, int] = {}  # each page's slider, as its first warm visit chose it
+    cold: dict[str, list[float]] = {"floor": [], "app": []}
+    for turn in range(rounds):
+        with chromium() as browser:
+            colds = [("floor", HERE, FLOOR_APP.name, "")] + ([("app", app_dir, "app.py", pages[0][1])] if pages else [])
+            for name, directory, script, path in colds if turn % 2 == 0 else colds[::-1]:
+                cold[name].append(cold_first_page(directory, script, path, browser))
+            if turn == 0:
+                _reference_rows(browser, moves, results)
+            with streamlit_server(cwd=HERE, script=FLOOR_APP.name) as (floor_url, _), \
+                    streamlit_server(cwd=app_dir) as (base_url, _):
+                # (name, url): the floor's row is "", each page's its path; a first visit warms the server's caches
+                targets = [("", floor_url)] + [(path, f"{base_url}/{path}") for _, path in pages]
+                for name, url in targets:
+                    sliders[name] = measure_page(browser, url, 1, sliders.get(name, 0))["slider"]
+                for name, url in targets if turn % 2 == 0 else targets[::-1]:
+                    measured[name].append(measure_page(browser, url, moves, sliders[name]))
                     print(f"  round {turn + 1}/{rounds}: measured {name or 'floor'}", file=sys.stderr, flush=True)
-        results["floor"].update(combine_rounds(measured.pop("")))
-        titles = {path: title for title, path in pages}
-        results["pages"] = {path: {"title": titles[path], **combine_rounds(runs)} for path, runs in measured.items()}
+    results["floor"].update(combine_rounds(measured.pop("")))
+    results["floor"]["cold_first_page_ms"] = statistics.median(cold["floor"])
+    results["floor"]["cold_rounds"] = cold["floor"]
+    if pages:
+        results["cold_first_page_ms"], results["cold_rounds"] = statistics.median(cold["app"]), cold["app"]
+        results["cold_first_page"] = pages[0][1]
+    titles = {path: title for title, path in pages}
+    results["pages"] = {path: {"title": titles[path], **combine_rounds(runs)} for path, runs in measured.items()}
     return results
+
+
+def _reference_rows(browser, moves: int, results: dict) -> None:
+    """The floor with prose and the floor as the app's config runs it, measured once (warm, as the pages are)."""
+    # Streamlit's defaults collect garbage after every run; the app turns that off (.streamlit/config.toml)
+    with streamlit_server(cwd=HERE, script=FLOOR_APP.name, env=FLOOR_AS_CONFIGURED) as (floor_url, _):
+        measure_page(browser, floor_url, 1)
+        results["floor_configured"] = measure_page(browser, floor_url, moves)
+    with streamlit_server(cwd=HERE, script=FLOOR_APP.name) as (floor_url, _):
+        prose_url = f"{floor_url}/?paragraphs={PROSE_PARAGRAPHS}"
+        measure_page(browser, prose_url, 1)
+        results["floor_prose"] = measure_page(browser, prose_url, moves)
 
 
 # The floor's element kinds (its query parameters) and how many of each are added under its chart.
@@ -300,7 +316,14 @@ def table(results: dict) -> str:
         cold, floor_cold = results["cold_first_page_ms"], floor["cold_first_page_ms"]
         lines.append(f"cold server, first page ({results['cold_first_page']}): {cold:.0f} ms, "
                      f"{cold / floor_cold:.2f}x the floor's {floor_cold:.0f} ms")
+        if "cold_rounds" in results:
+            lines.append(f"  by round: the page {_ms_list(results['cold_rounds'])}, "
+                         f"the floor {_ms_list(floor['cold_rounds'])}")
     return "\n".join(lines)
+
+
+def _ms_list(values: list[float]) -> str:
+    return " ".join(f"{value:.0f}" for value in values) + " ms"
 
 
 def _by_round(row: dict) -> str:

@@ -66,3 +66,15 @@ def test_rounds_combine_into_medians_and_the_table_shows_each_rounds_first_chang
     assert lines[1].endswith("150 180 140")
     # the median, not the mean: one slow round (300 ms) moves the row only as far as the next-slowest round
     assert "180 ms 1.20x" in lines[2] and lines[2].endswith("300 165 180")
+
+
+def test_the_cold_first_page_is_the_median_of_its_rounds_and_the_table_shows_them():
+    from benchmarks.browser import table
+
+    floor = {"first_change_ms": 150.0, "settled_ms": 180.0, "first_load_ms": 2800.0, "cold_first_page_ms": 3800.0,
+             "cold_rounds": [3700.0, 3800.0, 4100.0]}
+    results = {"rounds": 3, "floor": floor, "pages": {}, "cold_first_page": "frequencies",
+               "cold_first_page_ms": 5320.0, "cold_rounds": [5320.0, 6900.0, 5100.0]}
+    *_, cold, by_round = table(results).splitlines()
+    assert cold == "cold server, first page (frequencies): 5320 ms, 1.40x the floor's 3800 ms"
+    assert by_round == "  by round: the page 5320 6900 5100 ms, the floor 3700 3800 4100 ms"
