@@ -45,16 +45,24 @@ def pytest_unconfigure(config):
         shutil.rmtree(directory, ignore_errors=True)
 
 
+# The training lesson's figures in the drawing tests come from a run small enough to train in about 20 s on one
+# thread: the default run's traces, legends and axes, but 50 steps and 10 of fine-tuning instead of 1,000 and 200
+# (the default run took one worker 3-4 minutes beside the other and held the whole suite back by about 90 s).
+SMALL_TRAINING = {"steps": 50, "fine_tune_steps": 10}
+
+
 @pytest.fixture(scope="session")
-def default_training_run():
-    """The training lesson's default experiment, trained once a test session (about 90 s on two cores) into the
+def small_training_run():
+    """The training lesson's settings with ``SMALL_TRAINING``, their run trained once a test session into the
     session's store: the first worker that needs it trains it while the others wait, then read it."""
     from filelock import FileLock
 
     from lessons import training
 
+    settings = training.Settings(**SMALL_TRAINING)
     with FileLock(os.environ[RUN_STORE_ENV] + ".lock"):
-        return training.LESSON.result(training.Settings()).record
+        training.LESSON.result(settings)
+    return settings
 
 
 _DTYPES = {"f8": np.float64, "f4": np.float32, "i1": np.int8, "u1": np.uint8, "i2": np.int16, "u2": np.uint16,

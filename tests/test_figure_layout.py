@@ -30,14 +30,16 @@ DESKTOP_CHART_WIDTH = 900  # the main column of a 1280 px window beside the side
 SLIDE_SIZE = (1280, 720)
 
 
-def _variants():
-    """(name, lesson, figure, settings): every figure at its defaults, and scrubbed where it has its own slider."""
+def _variants(training_settings):
+    """(name, lesson, figure, settings): every figure at its defaults (the training lesson's at
+    ``training_settings``, a run the session has trained), and scrubbed where it has its own slider."""
     for lesson in all_lessons().values():
+        settings = training_settings if lesson.name == "training" else None
         for name, spec in lesson.figures.items():
-            yield f"{lesson.name}:{name}", lesson, name, None
+            yield f"{lesson.name}:{name}", lesson, name, settings
             if spec.scrub:
                 yield f"{lesson.name}:{name} (own slider)", lesson, name, dataclasses.replace(
-                    lesson.settings(), **{SCRUB_SETTING: True})
+                    settings or lesson.settings(), **{SCRUB_SETTING: True})
 
 
 @pytest.fixture(scope="module")
@@ -50,12 +52,10 @@ def plotly_page(tmp_path_factory):
 
 
 @pytest.mark.parametrize("language", sorted(LANGUAGES))
-@pytest.mark.usefixtures("default_training_run")
-@pytest.mark.timeout(900)  # the worker that comes first trains the default run (about 90 s, longer beside another)
-def test_no_figure_text_collides_on_a_phone_a_desktop_or_a_slide(plotly_page, language):
+def test_no_figure_text_collides_on_a_phone_a_desktop_or_a_slide(plotly_page, language, small_training_run):
     found = []
     with use_language(language):
-        for label, lesson, name, settings in _variants():
+        for label, lesson, name, settings in _variants(small_training_run):
             figure = lesson.figure(name, settings)
             drawn = {
                 "phone": collisions(plotly_page, lesson.page_figure(name, settings, narrow=True).figure,

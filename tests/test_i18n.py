@@ -12,7 +12,7 @@ import pytest
 
 from i18n import N_, Deferred, Latex, _, current_language, translated_latex, use_language
 from i18n.check import catalog_problems, load_terms, missing_terms, placeholders, read_catalog, terms_used
-from tests.conftest import open_export_menus
+from tests.conftest import SMALL_TRAINING, open_export_menus
 from tests.visible_text import (
     cjk_share,
     figure_texts,
@@ -329,13 +329,12 @@ def test_a_link_in_one_language_opens_whole_in_the_other(query, locale, url, one
 
 # ---- figures and exports -------------------------------------------------------------------------
 
-@pytest.mark.usefixtures("default_training_run")
-@pytest.mark.timeout(900)  # the worker that comes first trains the default run (about 90 s, longer beside another)
-def test_export_cli_writes_every_figure_in_chinese(tmp_path, one_torch_thread):
+def test_export_cli_writes_every_figure_in_chinese(tmp_path, one_torch_thread, small_training_run):
     from lessons import all_lessons
     from lessons.export import main
 
-    assert main(["--lang", "zh", "--format", "json", "--out", str(tmp_path)]) == 0
+    small = [arg for name, value in SMALL_TRAINING.items() for arg in ("--set", f"training.{name}={value}")]
+    assert main(["--lang", "zh", "--format", "json", "--out", str(tmp_path), *small]) == 0
     files = sorted(tmp_path.glob("*.json"))
     assert len(files) == sum(len(lesson.figures) for lesson in all_lessons().values())
     for path in files:
