@@ -206,6 +206,40 @@ def test_a_move_redraws_a_chart_once_and_only_a_new_width_resizes_it(app):
     page.close()
 
 
+# counts the <style> elements added to the page from now on
+COUNT_STYLES_JS = """() => {
+  window.__styles = 0;
+  new MutationObserver((records) => {
+    for (const record of records) for (const node of record.addedNodes) {
+      if (node.nodeType === 1) window.__styles += node.tagName === "STYLE" ? 1 : node.querySelectorAll("style").length;
+    }
+  }).observe(document, {subtree: true, childList: true});
+}"""
+
+
+def test_a_move_that_redraws_number_tables_adds_no_stylesheet_and_the_tables_keep_their_style(app):
+    """Each <style> the browser sees added makes it restyle the whole page; the tables' rules are in the app's one
+    stylesheet, drawn once a page, so a move that redraws the code page's three tables adds none."""
+    from ui.table import TABLE_CLASS
+
+    base_url, _, chromium = app
+    page = open_page(chromium, f"{base_url}/rope_code")
+    page.wait_for_selector(f".{TABLE_CLASS}", timeout=90_000)
+    page.evaluate(COUNT_STYLES_JS)
+    thumb = page.locator(SLIDER_THUMBS).first
+    before = page.locator(f".{TABLE_CLASS} tbody tr").count()
+    press_slider(page, thumb, first_move_key(thumb))
+    page.wait_for_function("([selector, n]) => document.querySelectorAll(selector).length !== n",
+                           arg=[f".{TABLE_CLASS} tbody tr", before], timeout=30_000)
+    wait_for_app_idle(page)
+    assert page.evaluate("() => window.__styles") == 0
+    header = page.locator(f".{TABLE_CLASS} thead th").first
+    assert header.evaluate("(el) => getComputedStyle(el).position") == "sticky"
+    assert page.locator(".st-key-pe-stylesheet").evaluate("(el) => getComputedStyle(el).display") == "none"
+    assert page_errors(page) == []
+    page.close()
+
+
 # Holds plotly.js back until the test calls window.__loadPlotly(), and counts the library's Plotly.react calls under
 # way at once; each chart keeps the data of the last figure it was handed to plotly.
 HOLD_PLOTLY_JS = """(() => {

@@ -13,15 +13,18 @@ from ui.chart import preload_library
 from ui.export import sidebar_controls
 from ui.figure import reset_page_figures
 from ui.language import BOUND_VALUES, language_switch, use_session_language
+from ui.stylesheet import draw_stylesheet
 from ui.warmup import warm_up_in_background
 
 _DEVICE_SLOT = "_device_slot"
 
 
 def start_page(*, charts: bool) -> None:
-    """Call first in app.py on every run: the reader's language, per-run state, the shared sidebar; on a page that
-    draws ``charts``, the browser starts loading the chart library while the page computes."""
+    """Call first in app.py on every run: the reader's language, the app's stylesheet, per-run state, the shared
+    sidebar; on a page that draws ``charts``, the browser starts loading the chart library while the page
+    computes."""
     use_session_language()
+    draw_stylesheet()
     reset_page_figures()
     st.session_state[BOUND_VALUES] = {}
     with st.sidebar:

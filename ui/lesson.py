@@ -40,12 +40,13 @@ from ui import export, params
 from ui.chart import PICK_EVENT
 from ui.figure import show_figure
 from ui.language import remember_bound_value
+from ui.stylesheet import HIDDEN_KEY_PREFIX
 
 use_server_threads()  # before a lesson page's first torch work
 
 PART_KEY = "part"  # URL parameter naming the open tab of a long page
 WHOLE_PAGE = "all"  # the tab showing every part of a long page
-BORROWED_KEY = "pe-borrowed-controls"  # the hidden container of a part's controls drawn in another part
+BORROWED_KEY = f"{HIDDEN_KEY_PREFIX}borrowed-controls"  # the container of a part's controls drawn in another part
 
 
 def draw_control(name: str, control: Control, default: Any) -> Any:
@@ -262,7 +263,6 @@ class LessonPage:
         if not borrowed:  # none, or the sidebar's, drawn already
             return
         with st.container(key=f"{BORROWED_KEY}-{self.lesson.name}"):
-            st.html(f"<style>.st-key-{BORROWED_KEY}-{self.lesson.name} {{display: none}}</style>")
             for group in borrowed:
                 self.controls(group)
 

@@ -15,17 +15,16 @@ from collections.abc import Sequence
 import streamlit as st
 
 TABLE_CLASS = "pe-number-table"
-_CSS = f"""<style>
-.{TABLE_CLASS} {{max-height: var(--pe-table-height); overflow: auto; border: 1px solid rgba(49, 51, 63, 0.2);
-  border-radius: 0.5rem; margin-bottom: 0.5rem}}
+# drawn once a page by ui.stylesheet, not with each table (see there why)
+TABLE_CSS = f""".{TABLE_CLASS} {{max-height: var(--pe-table-height); overflow: auto;
+  border: 1px solid rgba(49, 51, 63, 0.2); border-radius: 0.5rem; margin-bottom: 0.5rem}}
 .{TABLE_CLASS} table {{border-collapse: separate; border-spacing: 0; font-size: 0.85rem; width: max-content;
   min-width: 100%; font-variant-numeric: tabular-nums; white-space: nowrap; margin: 0}}
 .{TABLE_CLASS} th, .{TABLE_CLASS} td {{padding: 0.3rem 0.6rem; border: none;
   border-bottom: 1px solid rgba(49, 51, 63, 0.1); text-align: right}}
 .{TABLE_CLASS} thead th {{position: sticky; top: 0; z-index: 1; background: #f0f2f6; font-weight: 600}}
 .{TABLE_CLASS} tbody th {{position: sticky; left: 0; background: #fafafc; font-weight: 400; text-align: left}}
-.{TABLE_CLASS} td.shaded {{background: var(--pe-shade)}}
-</style>"""
+.{TABLE_CLASS} td.shaded {{background: var(--pe-shade)}}"""
 
 
 def cell_text(value: object) -> str:
@@ -55,7 +54,7 @@ def table_html(columns: Sequence[str], rows: Sequence[Sequence[object]], *, inde
                   else f"<td>{escape(cell_text(v))}</td>" for c, v in enumerate(row)]
         body.append("<tr>" + "".join(cells) + "</tr>")
     style = f"--pe-table-height: {height_rem}rem" + (f"; --pe-shade: {shade}" if shade else "")
-    return (f'{_CSS}<div class="{TABLE_CLASS}" style="{style}"><table><thead><tr>{"".join(head)}</tr></thead>'
+    return (f'<div class="{TABLE_CLASS}" style="{style}"><table><thead><tr>{"".join(head)}</tr></thead>'
             f'<tbody>{"".join(body)}</tbody></table></div>')
 
 
