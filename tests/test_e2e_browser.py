@@ -235,7 +235,6 @@ def test_a_move_that_redraws_number_tables_adds_no_stylesheet_and_the_tables_kee
     assert page.evaluate("() => window.__styles") == 0
     header = page.locator(f".{TABLE_CLASS} thead th").first
     assert header.evaluate("(el) => getComputedStyle(el).position") == "sticky"
-    assert page.locator(".st-key-pe-stylesheet").evaluate("(el) => getComputedStyle(el).display") == "none"
     assert page_errors(page) == []
     page.close()
 
