@@ -22,7 +22,10 @@ import plotly.graph_objects as go
 from figures.text import text_width, wrap
 from figures.theme import BASE_FONT_SIZE, LEGEND_BELOW
 
+PHONE_CHART_WIDTH = 358  # px of chart on a 390 px phone: the screen less the page's padding
+DESKTOP_CHART_WIDTH = 900  # px of chart in the main column of a 1280 px window beside the sidebar
 PHONE_PLOT_WIDTH = 270  # px of plot on a 390 px phone: the screen less the page's padding and the axis margins
+DESKTOP_PLOT_WIDTH = 780  # px of plot in a desktop's chart
 NARROW_PLOT_WIDTH = 200  # the same where category names or a colour bar take part of the width
 TITLE_META_KEY = "title"  # the chart keeps its title here (not drawn), for tests and tools that read the chart
 TITLE_ROOM = 40  # px of top margin the chart's own title took
@@ -32,8 +35,11 @@ STACKED_PANEL_HEIGHT = 240  # px of each panel when side-by-side panels are stac
 STACK_GAP = 64  # px between stacked panels for the upper one's tick labels and axis title; its label's lines add
 LABEL_LINE = 18  # px per line of a panel's label
 PHONE_TICK_LABEL_WIDTH = 100  # px a category's name may take beside a phone's plot before it wraps
+MIN_CATEGORY_WIDTH = 60  # px a category's name needs under a phone's plot to stand level, wrapped
 COLOUR_BAR_LABEL_WIDTH = 70  # px per label of a colour bar laid under a phone's plot
 COLOUR_BAR_ROOM = 90  # px the figure grows by for it
+LEGEND_LINE = 19  # px per line of a legend entry or group title
+LEGEND_SAMPLE = 50  # px of an entry's line sample and the gaps around it
 _AXIS = re.compile(r"([xy])axis(\d*)")
 _TOLERANCE = 1e-6
 
@@ -56,6 +62,7 @@ def page_form(figure: go.Figure, *, narrow: bool = False) -> PageFigure:
     margin["t"] = max(top, PANEL_LABEL_ROOM if labels_above else MIN_TOP_MARGIN)
     frames = [frame.to_plotly_json() for frame in figure.frames]
     frame_layouts = [frame.setdefault("layout", {}) for frame in frames]
+    legend_was_below = _legend_below(layout)
     if narrow:
         panels = _stack_panels(layout)
         for frame_layout in frame_layouts:
@@ -78,6 +85,7 @@ def page_form(figure: go.Figure, *, narrow: bool = False) -> PageFigure:
     if narrow:
         _wrap_categories(shown)
         _colour_bar_below_on_phone(shown)
+        _room_for_the_legend_below(shown, was_below=legend_was_below)
     shown.layout.meta = {**(shown.layout.meta or {}), TITLE_META_KEY: title}
     return PageFigure(title, shown)
 
@@ -87,6 +95,50 @@ def _legend_below_on_phone(layout: dict) -> None:
     legend = layout.get("legend") or {}
     if legend.get("orientation", "v") == "v" and (legend.get("x") is None or legend["x"] >= 1):
         layout["legend"] = {**legend, **LEGEND_BELOW}
+
+
+def _legend_below(layout: dict) -> bool:
+    legend = layout.get("legend") or {}
+    return legend.get("orientation") == "h" and legend.get("yref") == "container" and (legend.get("y") or 0) < 0.5
+
+
+def legend_height(figure: go.Figure, width: float) -> float:
+    """Estimated px a horizontal legend takes within ``width`` (the plot's width: the legend is placed in paper
+    coordinates): plotly flows its entries (or, where traces are grouped, each group's title and entries in one
+    column) left to right, starting a row where the next would not fit."""
+    shown = [trace for trace in figure.data
+             if getattr(trace, "name", None) and getattr(trace, "showlegend", None) is not False]
+    size = figure.layout.legend.font.size or BASE_FONT_SIZE
+
+    def lines(text: str) -> int:
+        return text.count("<br>") + 1
+
+    groups: dict[str, list] = {}
+    for trace in shown:
+        groups.setdefault(trace.legendgroup or f"\0{id(trace)}", []).append(trace)
+    blocks = []  # (width, height) of each entry, or of each group's column
+    for members in groups.values():
+        title = str(members[0].legendgrouptitle.text or "")
+        texts = ([title] if title else []) + [str(trace.name) for trace in members]
+        blocks.append((LEGEND_SAMPLE + max(text_width(text, size) for text in texts),
+                       LEGEND_LINE * sum(lines(text) for text in texts)))
+    height, row_width, row_height = 0.0, 0.0, 0.0
+    for block_width, block_height in blocks:
+        if row_width and row_width + block_width > width:
+            height, row_width, row_height = height + row_height, 0.0, 0.0
+        row_width, row_height = row_width + block_width, max(row_height, block_height)
+    return height + row_height + (10 if blocks else 0)
+
+
+def _room_for_the_legend_below(figure: go.Figure, *, was_below: bool) -> None:
+    """A legend under a phone's plot takes its rows out of the figure's height, which squeezed a figure of many
+    entries or stacked panels to slivers: the figure grows by the rows the phone adds (all of them where the
+    legend stood beside the plot on a wide screen)."""
+    if not _legend_below(figure.layout.to_plotly_json()):
+        return
+    added = legend_height(figure, PHONE_PLOT_WIDTH) - (legend_height(figure, DESKTOP_PLOT_WIDTH) if was_below else 0)
+    if added > 0:
+        figure.layout.height = (figure.layout.height or 450) + round(added)
 
 
 def _legend_above(layout: dict, narrow: bool) -> None:
@@ -163,23 +215,32 @@ def _colour_bar_below_on_phone(figure: go.Figure) -> None:
 
 
 def _wrap_categories(figure: go.Figure) -> None:
-    """Category names beside a phone's plot (method names on a y axis) wrapped onto lines, so the plot keeps
-    its width."""
-    for name in [key for key in figure.layout.to_plotly_json() if key.startswith("yaxis")] or ["yaxis"]:
-        axis = figure.layout[name]
-        if axis.ticktext:  # labels placed by the figure itself, one per row of its own spacing: left as they are
-            continue
-        anchor = "y" + name[len("yaxis"):]
-        categories = []
-        for trace in figure.data:
-            values = getattr(trace, "y", None)
-            if (getattr(trace, "yaxis", None) or "y") != anchor or values is None or getattr(trace, "orientation",
-                                                                                            None) == "v":
+    """Category names wrapped onto lines on a phone: beside the plot (method names on a y axis), so the plot keeps
+    its width; under it (a few categories on an x axis), so plotly does not turn them aslant, where their far ends
+    pushed the plot to half its width and the legend, as wide as the plot, to one entry a row."""
+    layout = figure.layout.to_plotly_json()
+    for letter, other_way in (("y", "v"), ("x", "h")):  # bars that run the other way have no categories here
+        for name in [key for key in layout if key.startswith(f"{letter}axis")] or [f"{letter}axis"]:
+            axis = figure.layout[name]
+            if axis.ticktext:  # labels placed by the figure itself, one per row of its own spacing: left as they are
                 continue
-            categories += [value for value in values if isinstance(value, str) and value not in categories]
-        wrapped = [wrap(value, PHONE_TICK_LABEL_WIDTH) for value in categories]
-        if wrapped != categories:
-            axis.update(tickmode="array", tickvals=categories, ticktext=wrapped)
+            anchor = letter + name[len(f"{letter}axis"):]
+            categories = []
+            for trace in figure.data:
+                values = getattr(trace, letter, None)
+                if ((getattr(trace, f"{letter}axis", None) or letter) != anchor or values is None
+                        or getattr(trace, "orientation", None) == other_way):
+                    continue
+                categories += [value for value in values if isinstance(value, str) and value not in categories]
+            if not categories:
+                continue
+            room = PHONE_TICK_LABEL_WIDTH if letter == "y" else PHONE_PLOT_WIDTH / len(categories) - 10
+            if room < MIN_CATEGORY_WIDTH:  # too many to stand side by side: plotly's slant is the better choice
+                continue
+            wrapped = [wrap(value, room) for value in categories]
+            if wrapped != categories:
+                axis.update(tickmode="array", tickvals=categories, ticktext=wrapped,
+                            **({"tickangle": 0} if letter == "x" else {}))
 
 
 def _paper(item: dict, axis: str) -> bool:

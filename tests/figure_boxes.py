@@ -3,7 +3,8 @@
 A figure is drawn by plotly.js in headless Chromium at a given width; the boxes of its title, axis titles,
 legend, colour bars, notes (annotations), tick labels, in-figure slider and plot areas are read from the SVG.
 Two pieces that should never meet (a legend and an axis title, two notes, a colour bar and a plot) are
-reported when their boxes overlap by more than a couple of pixels, and any text that runs off the canvas.
+reported when their boxes overlap by more than a couple of pixels, and any text that runs off the canvas. The
+plot areas' heights are read too, to compare a phone's with a desktop's.
 Notes inside a plot area and tick labels among themselves are plotly's or the figure's own business.
 """
 
@@ -44,7 +45,10 @@ async ([figure, width, height]) => {
   holder.querySelectorAll('.xtick text, .ytick text').forEach(e => add(e, 'tick'));
   holder.querySelectorAll('.slider-container .slider-rail-rect, .slider-container .slider-current-value')
     .forEach(e => add(e, 'slider', 'slider'));
-  holder.querySelectorAll('.nsewdrag').forEach(e => add(e, 'plot', 'plot'));
+  // each plot area from plotly's own axes (a static plot draws no drag layer to measure it by)
+  Object.values(holder._fullLayout._plots || {}).forEach(({xaxis, yaxis}) => boxes.push({kind: 'plot',
+    label: xaxis._id + yaxis._id, x0: xaxis._offset, y0: yaxis._offset, x1: xaxis._offset + xaxis._length,
+    y1: yaxis._offset + yaxis._length}));
   const size = {width: canvas.width, height: canvas.height};
   Plotly.purge(holder);
   holder.remove();
@@ -73,11 +77,15 @@ def blank_page(directory: Path) -> Path:
     return page
 
 
-def collisions(page, figure: go.Figure, width: int, height: int | None = None) -> list[str]:
-    """What collides in ``figure`` drawn ``width`` px wide (and ``height`` px, else the figure's own height)."""
+def draw(page, figure: go.Figure, width: int, height: int | None = None) -> dict:
+    """``figure`` drawn ``width`` px wide (and ``height`` px, else the figure's own height): {"size", "boxes"}."""
     spec = json.loads(pio.to_json(figure, validate=False))
-    drawn = page.evaluate(BOXES_JS, [spec, width, height or spec["layout"].get("height") or 450])
-    return problems(drawn["boxes"], drawn["size"]["width"], drawn["size"]["height"])
+    return page.evaluate(BOXES_JS, [spec, width, height or spec["layout"].get("height") or 450])
+
+
+def plot_heights(drawn: dict) -> dict[str, float]:
+    """Each plot area's height in px, by its axes (``xy``, ``x2y2``, ...)."""
+    return {box["label"]: box["y1"] - box["y0"] for box in drawn["boxes"] if box["kind"] == "plot"}
 
 
 def problems(boxes: list[dict], width: float, height: float) -> list[str]:

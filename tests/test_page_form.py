@@ -6,7 +6,15 @@ import plotly.graph_objects as go
 import pytest
 from plotly.subplots import make_subplots
 
-from figures.page_form import PHONE_PLOT_WIDTH, STACKED_PANEL_HEIGHT, page_form
+from figures.page_form import (
+    DESKTOP_PLOT_WIDTH,
+    LEGEND_LINE,
+    LEGEND_SAMPLE,
+    PHONE_PLOT_WIDTH,
+    STACKED_PANEL_HEIGHT,
+    legend_height,
+    page_form,
+)
 from figures.text import text_width, wrap
 from figures.theme import LEGEND_BELOW, new_figure
 from ui.figure import title_html
@@ -78,6 +86,56 @@ def test_on_a_phone_a_side_legend_goes_below_and_category_names_wrap():
     assert narrow.layout.legend.yref == "container" and narrow.layout.legend.orientation == "h"
     assert list(narrow.layout.yaxis.tickvals) == list(figure.data[0].y)
     assert "<br>" in narrow.layout.yaxis.ticktext[0] and narrow.layout.yaxis.ticktext[1] == "NTK-aware"
+
+
+def _grouped_legend(groups: dict[str, list[str]], **legend) -> go.Figure:
+    figure = new_figure("t", height=600, legend=legend)
+    for group, names in groups.items():
+        for name in names:
+            figure.add_scatter(x=[0, 1], y=[0, 1], name=name, legendgroup=group, legendgrouptitle_text=group)
+    return figure
+
+
+def test_a_grouped_legend_flows_its_groups_as_columns_across_the_width():
+    figure = _grouped_legend({"Direct extrapolation": ["place 3, new", "place 2", "place 1"],
+                              "Linear interpolation": ["place 2", "place 1"]}, **LEGEND_BELOW)
+    size = figure.layout.legend.font.size or 14
+    widths = [LEGEND_SAMPLE + text_width(title, size) for title in ("Direct extrapolation", "Linear interpolation")]
+    assert sum(widths) < DESKTOP_PLOT_WIDTH
+    # side by side on a desktop: the taller column (title and three entries); one under the other on a phone
+    assert legend_height(figure, DESKTOP_PLOT_WIDTH) == 4 * LEGEND_LINE + 10
+    assert legend_height(figure, sum(widths) - 1) == (4 + 3) * LEGEND_LINE + 10
+    entries = new_figure("t")
+    entries.add_scatter(x=[0], y=[0], name="one<br>two")
+    entries.add_scatter(x=[0], y=[0], name="hidden", showlegend=False)
+    assert legend_height(entries, PHONE_PLOT_WIDTH) == 2 * LEGEND_LINE + 10
+
+
+def test_on_a_phone_the_figure_grows_by_the_rows_its_legend_takes_under_the_plot():
+    groups = {f"group {g}": [f"a long legend entry {g}.{n}" for n in range(3)] for g in range(4)}
+    beside = _grouped_legend(groups)  # a legend beside the plot on a wide screen takes none of its height
+    narrow = page_form(beside, narrow=True).figure
+    assert narrow.layout.height == 600 + round(legend_height(narrow, PHONE_PLOT_WIDTH)) > 600 + 4 * 4 * LEGEND_LINE
+    assert page_form(beside).figure.layout.height == 600
+    below = _grouped_legend(groups, **LEGEND_BELOW)  # below already: only the rows a phone adds
+    grown = page_form(below, narrow=True).figure.layout.height - 600
+    assert grown == round(legend_height(below, PHONE_PLOT_WIDTH) - legend_height(below, DESKTOP_PLOT_WIDTH)) > 0
+    short = new_figure("t", height=400, legend=LEGEND_BELOW)
+    short.add_scatter(x=[0], y=[0], name="RoPE")
+    assert page_form(short, narrow=True).figure.layout.height == 400  # one row either way
+
+
+def test_on_a_phone_a_few_categories_under_the_plot_wrap_level_and_many_keep_plotlys_slant():
+    few = new_figure("t")
+    for method in ("Direct extrapolation", "NTK-aware"):
+        few.add_bar(x=["pairs with unseen angles", "(position, pair) angles unseen"], y=[45, 30], name=method)
+    axis = page_form(few, narrow=True).figure.layout.xaxis
+    assert list(axis.tickvals) == list(few.data[0].x) and axis.tickangle == 0
+    assert all("<br>" in text and text_width(text, 14) <= PHONE_PLOT_WIDTH / 2 for text in axis.ticktext)
+    assert page_form(few).figure.layout.xaxis.ticktext is None  # a desktop has the room
+    many = new_figure("t")
+    many.add_bar(x=[f"a long category name {n}" for n in range(8)], y=list(range(8)))
+    assert page_form(many, narrow=True).figure.layout.xaxis.ticktext is None
 
 
 def test_the_page_title_is_escaped_but_keeps_plotlys_text_tags():
