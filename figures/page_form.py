@@ -106,8 +106,8 @@ def legend_height(figure: go.Figure, width: float) -> float:
     """Estimated px a horizontal legend takes within ``width`` (the plot's width: the legend is placed in paper
     coordinates): plotly flows its entries (or, where traces are grouped, each group's title and entries in one
     column) left to right, starting a row where the next would not fit."""
-    shown = [trace for trace in figure.data
-             if getattr(trace, "name", None) and getattr(trace, "showlegend", None) is not False]
+    shown = [trace for trace in figure.data  # a trace type without showlegend (a table) has no legend entry
+             if getattr(trace, "name", None) and hasattr(trace, "showlegend") and trace.showlegend is not False]
     size = figure.layout.legend.font.size or BASE_FONT_SIZE
 
     def lines(text: str) -> int:
@@ -115,10 +115,11 @@ def legend_height(figure: go.Figure, width: float) -> float:
 
     groups: dict[str, list] = {}
     for trace in shown:
-        groups.setdefault(trace.legendgroup or f"\0{id(trace)}", []).append(trace)
+        groups.setdefault(getattr(trace, "legendgroup", None) or f"\0{id(trace)}", []).append(trace)
     blocks = []  # (width, height) of each entry, or of each group's column
     for members in groups.values():
-        title = str(members[0].legendgrouptitle.text or "")
+        group_title = getattr(members[0], "legendgrouptitle", None)
+        title = str(getattr(group_title, "text", None) or "")
         texts = ([title] if title else []) + [str(trace.name) for trace in members]
         blocks.append((LEGEND_SAMPLE + max(text_width(text, size) for text in texts),
                        LEGEND_LINE * sum(lines(text) for text in texts)))

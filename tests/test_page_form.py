@@ -108,6 +108,7 @@ def test_a_grouped_legend_flows_its_groups_as_columns_across_the_width():
     entries = new_figure("t")
     entries.add_scatter(x=[0], y=[0], name="one<br>two")
     entries.add_scatter(x=[0], y=[0], name="hidden", showlegend=False)
+    entries.add_trace(go.Table(header=dict(values=["a"]), cells=dict(values=[[1]]), name="a table"))
     assert legend_height(entries, PHONE_PLOT_WIDTH) == 2 * LEGEND_LINE + 10
 
 
