@@ -27,6 +27,7 @@ from benchmarks.harness import (
 )
 from lessons import all_lessons
 from ui.chart import plotly_file_name
+from ui.lesson import BORROWED_KEY
 from ui.pages import available_pages
 
 pytest.importorskip("playwright.sync_api")
@@ -206,12 +207,16 @@ def test_a_move_redraws_a_chart_once_and_only_a_new_width_resizes_it(app):
     page.close()
 
 
-# counts the <style> elements added to the page from now on
-COUNT_STYLES_JS = """() => {
-  window.__styles = 0;
+# lists the <style> elements added to the page from now on that carry any of the given markers (the app's own CSS;
+# plotly.js and Streamlit add sheets of their own as they load, which on a busy machine may be during a move)
+APP_STYLES_ADDED_JS = """(markers) => {
+  window.__styles = [];
   new MutationObserver((records) => {
     for (const record of records) for (const node of record.addedNodes) {
-      if (node.nodeType === 1) window.__styles += node.tagName === "STYLE" ? 1 : node.querySelectorAll("style").length;
+      if (node.nodeType !== 1) continue;
+      for (const style of node.tagName === "STYLE" ? [node] : node.querySelectorAll("style")) {
+        if (markers.some((marker) => style.textContent.includes(marker))) window.__styles.push(style.textContent);
+      }
     }
   }).observe(document, {subtree: true, childList: true});
 }"""
@@ -220,19 +225,20 @@ COUNT_STYLES_JS = """() => {
 def test_a_move_that_redraws_number_tables_adds_no_stylesheet_and_the_tables_keep_their_style(app):
     """Each <style> the browser sees added makes it restyle the whole page; the tables' rules are in the app's one
     stylesheet, drawn once a page, so a move that redraws the code page's three tables adds none."""
+    from ui.stylesheet import HIDDEN_KEY_PREFIX
     from ui.table import TABLE_CLASS
 
     base_url, _, chromium = app
     page = open_page(chromium, f"{base_url}/rope_code")
     page.wait_for_selector(f".{TABLE_CLASS}", timeout=90_000)
-    page.evaluate(COUNT_STYLES_JS)
+    page.evaluate(APP_STYLES_ADDED_JS, [TABLE_CLASS, HIDDEN_KEY_PREFIX])
     thumb = page.locator(SLIDER_THUMBS).first
     before = page.locator(f".{TABLE_CLASS} tbody tr").count()
     press_slider(page, thumb, first_move_key(thumb))
     page.wait_for_function("([selector, n]) => document.querySelectorAll(selector).length !== n",
                            arg=[f".{TABLE_CLASS} tbody tr", before], timeout=30_000)
     wait_for_app_idle(page)
-    assert page.evaluate("() => window.__styles") == 0
+    assert page.evaluate("() => window.__styles") == []
     header = page.locator(f".{TABLE_CLASS} thead th").first
     assert header.evaluate("(el) => getComputedStyle(el).position") == "sticky"
     assert page_errors(page) == []
@@ -389,6 +395,8 @@ def test_a_part_opened_by_its_tab_is_in_the_link_and_the_link_reopens_it(app):
                            timeout=30_000)
     wait_for_app_idle(page)
     assert page.locator(".st-key-decay_sinusoidal-dot").count() == 0
+    borrowed = page.locator(f".st-key-{BORROWED_KEY}-decay")  # the sinusoidal part's controls, drawn hidden
+    assert borrowed.count() == 1 and not borrowed.is_visible()
     link = page.url
     assert f"kmax={kmax}" in link.replace("%2C", ",")
     reopened = open_page(chromium, link)
