@@ -85,7 +85,8 @@ def page_form(figure: go.Figure, *, narrow: bool = False) -> PageFigure:
     if narrow:
         _wrap_categories(shown)
         _colour_bar_below_on_phone(shown)
-        _room_for_the_legend_below(shown, was_below=legend_was_below)
+        if _legend_below(layout):
+            _room_for_the_legend_below(shown, was_below=legend_was_below)
     shown.layout.meta = {**(shown.layout.meta or {}), TITLE_META_KEY: title}
     return PageFigure(title, shown)
 
@@ -98,8 +99,9 @@ def _legend_below_on_phone(layout: dict) -> None:
 
 
 def _legend_below(layout: dict) -> bool:
+    """Whether the legend stands under the plot (``LEGEND_BELOW``, anchored to the canvas's bottom edge)."""
     legend = layout.get("legend") or {}
-    return legend.get("orientation") == "h" and legend.get("yref") == "container" and (legend.get("y") or 0) < 0.5
+    return legend.get("yref") == "container" and (legend.get("y") or 0) < 0.5
 
 
 def legend_height(figure: go.Figure, width: float) -> float:
@@ -135,8 +137,6 @@ def _room_for_the_legend_below(figure: go.Figure, *, was_below: bool) -> None:
     """A legend under a phone's plot takes its rows out of the figure's height, which squeezed a figure of many
     entries or stacked panels to slivers: the figure grows by the rows the phone adds (all of them where the
     legend stood beside the plot on a wide screen)."""
-    if not _legend_below(figure.layout.to_plotly_json()):
-        return
     added = legend_height(figure, PHONE_PLOT_WIDTH) - (legend_height(figure, DESKTOP_PLOT_WIDTH) if was_below else 0)
     if added > 0:
         figure.layout.height = (figure.layout.height or 450) + round(added)
@@ -146,9 +146,9 @@ def _legend_above(layout: dict, narrow: bool) -> None:
     """A figure with its own slider keeps the strip under the plot for it; its legend goes above the plot
     (the slider is placed in plot coordinates, so a legend under it could not reserve its own room there),
     above the panels' labels where there are any."""
-    legend = layout.get("legend") or {}
-    if legend.get("yref") != "container" or (legend.get("y") or 0) >= 0.5:
+    if not _legend_below(layout):
         return
+    legend = layout["legend"]
     lines = _label_lines(layout, above_only=True, narrow=narrow)
     if not lines:
         layout["legend"] = {**legend, "y": 1, "yanchor": "top"}
