@@ -1,7 +1,7 @@
 """Browser benchmark: how a slider move feels on every page, as a ratio to Streamlit's own floor.
 
-    python -m benchmarks.browser [--moves 6] [--rounds 3] [--pages frequencies,decay] [--app DIR] [--json PATH]
-    python -m benchmarks.browser --elements [--moves 6]
+    python -m benchmarks.browser [--moves 8] [--rounds 3] [--pages frequencies,decay] [--app DIR] [--json PATH]
+    python -m benchmarks.browser --elements [--moves 8]
 
 In one run, in headless Chromium against local servers (nothing else is contacted):
 
@@ -11,8 +11,9 @@ In one run, in headless Chromium against local servers (nothing else is contacte
   (the browser re-renders every element of a rerun before the chart is handed its figure, so text under the
   chart delays it too: about 1.6 ms a paragraph with inline maths on a server that does not collect garbage after
   the run, as the app's does not; on the floor the collection mostly hides it);
-- the floor with the app's ``runner.postScriptGC = false`` (Streamlit's default collects garbage after every
-  run, 30-60 ms of the floor's move on a 2-core machine): a second reference row, not the ratios' base;
+- the floor under the app's own ``.streamlit/config.toml`` (Streamlit's defaults collect garbage after every run,
+  30-60 ms of the floor's move on a 2-core machine, and check every message the page posts itself against 16
+  hosting origins): a second reference row, not the ratios' base;
 - every page of the app (``--app DIR`` measures another checkout, e.g. an older commit).
 
 For each it reports, as milliseconds and as a ratio to the floor:
@@ -26,20 +27,24 @@ For each it reports, as milliseconds and as a ratio to the floor:
 ``--elements`` measures instead what one element of each kind costs a move: the floor with ``ELEMENTS_ADDED`` of
 them under its chart (``floor_app.py``'s query parameters), alternated with the bare floor in one browser.
 
-The floor and the pages are measured in ``--rounds`` rounds, in turn, and each row reports the median over its
-rounds. Each round starts a fresh browser and fresh servers, and measures both cold first pages again: a
-process's luck moved one round's floor by a fifth from one run to the next, and every ratio with it. The floor
-with prose and the floor without garbage collection are measured once. Moves alternate right and left so each page
-stays near its defaults; each round reports the median of its ``--moves``. Times are taken inside the page
+The floor and the pages are measured in ``--rounds`` rounds, in turn. Each round starts a fresh browser and fresh
+servers, and measures both cold first pages again: a process's luck moved one round's floor by a fifth from one
+run to the next, and every ratio with it. A row's first change and settled time are the medians of all its moves
+in all rounds: one move of the floor takes anything from 90 to 200 ms on a 2-core machine, so the median of one
+round's moves still wanders by a tenth or more. The floor with prose and the floor under the app's config are
+measured once. Moves alternate right and left so each page stays near its defaults. Times are taken inside the page
 (``performance.now()`` at the key event and at each redraw), so the browser driver's own latency does not count.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import shutil
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -61,12 +66,9 @@ from benchmarks.harness import browser as chromium
 HERE = Path(__file__).resolve().parent
 FLOOR_APP = HERE / "floor_app.py"
 QUIET_MS = 1000
-# The floor as the app's own config runs it: no garbage collection after each run (Streamlit's default does one).
-FLOOR_AS_CONFIGURED = {"STREAMLIT_RUNNER_POST_SCRIPT_GC": "false"}
 # The lesson pages show 50-106 elements (markdown, captions, formulas, widgets, charts and their menus).
 PROSE_PARAGRAPHS = 60
 METRICS = (("first_change_ms", "first change"), ("settled_ms", "settled"), ("first_load_ms", "first load"))
-TIMES = tuple(key for key, _ in METRICS)
 
 # Records a timestamp for each key press and each figure redraw (a new data array on a plot element).
 WATCH_JS = """() => {
@@ -149,7 +151,7 @@ def measure_page(browser, url: str, moves: int, slider: int = 0) -> dict:
     context.close()
     return {"figures": figures, "first_load_ms": first_load, "slider": slider,
             "first_change_ms": statistics.median(first_changes), "settled_ms": statistics.median(settled),
-            "moves": moves}
+            "moves": moves, "first_changes": first_changes, "settled_moves": settled}
 
 
 def _watch_the_chart_it_moves(page, thumb, there: str, back: str) -> None:
@@ -201,11 +203,15 @@ def _pages(app_dir: Path) -> list[tuple[str, str]]:
 
 
 def combine_rounds(measured: list[dict]) -> dict:
-    """One row from a page's (or the floor's) measurements in several rounds: the median of each time, and the
-    rounds' own values (``rounds``: [[first change, settled], ...]) to show their spread."""
-    row = {key: statistics.median(m[key] for m in measured) for key in TIMES}
-    row["rounds"] = [[m["first_change_ms"], m["settled_ms"]] for m in measured]
-    return {**measured[0], **row}
+    """One row from a page's (or the floor's) measurements in several rounds: first change and settled as the
+    medians of every move of every round, first load as the median of the rounds, and each round's own medians
+    (``rounds``: [[first change, settled], ...]) to show their spread."""
+    first_changes = [t for m in measured for t in m["first_changes"]]
+    settled = [t for m in measured for t in m["settled_moves"]]
+    return {**measured[0], "first_changes": first_changes, "settled_moves": settled, "moves": len(first_changes),
+            "first_change_ms": statistics.median(first_changes), "settled_ms": statistics.median(settled),
+            "first_load_ms": statistics.median(m["first_load_ms"] for m in measured),
+            "rounds": [[m["first_change_ms"], m["settled_ms"]] for m in measured]}
 
 
 def run(app_dir: Path, moves: int, only: set[str] | None, rounds: int = 3) -> dict:
@@ -224,7 +230,7 @@ def run(app_dir: Path, moves: int, only: set[str] | None, rounds: int = 3) -> di
             for name, directory, script, path in colds if turn % 2 == 0 else colds[::-1]:
                 cold[name].append(cold_first_page(directory, script, path, browser))
             if turn == 0:
-                _reference_rows(browser, moves, results)
+                _reference_rows(browser, app_dir, moves, results)
             with streamlit_server(cwd=HERE, script=FLOOR_APP.name) as (floor_url, _), \
                     streamlit_server(cwd=app_dir) as (base_url, _):
                 # (name, url): the floor's row is "", each page's its path; a first visit warms the server's caches
@@ -245,10 +251,21 @@ def run(app_dir: Path, moves: int, only: set[str] | None, rounds: int = 3) -> di
     return results
 
 
-def _reference_rows(browser, moves: int, results: dict) -> None:
-    """The floor with prose and the floor as the app's config runs it, measured once (warm, as the pages are)."""
-    # Streamlit's defaults collect garbage after every run; the app turns that off (.streamlit/config.toml)
-    with streamlit_server(cwd=HERE, script=FLOOR_APP.name, env=FLOOR_AS_CONFIGURED) as (floor_url, _):
+@contextlib.contextmanager
+def floor_under_app_config(app_dir: Path):
+    """A folder to run the floor app from under ``app_dir``'s ``.streamlit/config.toml`` (Streamlit reads the
+    config of the folder it is started in)."""
+    with tempfile.TemporaryDirectory(prefix="floor-") as folder:
+        (Path(folder) / ".streamlit").mkdir()
+        shutil.copy(app_dir / ".streamlit" / "config.toml", Path(folder) / ".streamlit" / "config.toml")
+        shutil.copy(FLOOR_APP, Path(folder) / FLOOR_APP.name)
+        yield Path(folder)
+
+
+def _reference_rows(browser, app_dir: Path, moves: int, results: dict) -> None:
+    """The floor with prose and the floor under the app's config, measured once (warm, as the pages are)."""
+    with floor_under_app_config(app_dir) as folder, \
+            streamlit_server(cwd=folder, script=FLOOR_APP.name) as (floor_url, _):
         measure_page(browser, floor_url, 1)
         results["floor_configured"] = measure_page(browser, floor_url, moves)
     with streamlit_server(cwd=HERE, script=FLOOR_APP.name) as (floor_url, _):
@@ -308,7 +325,7 @@ def table(results: dict) -> str:
     if "floor_prose" in results:
         rows.insert(0, (f"floor + {PROSE_PARAGRAPHS} paragraphs", results["floor_prose"]))
     if "floor_configured" in results:
-        rows.insert(0, ("floor, no post-run GC", results["floor_configured"]))
+        rows.insert(0, ("floor, app's config", results["floor_configured"]))
     for path, row in rows:
         cells = "".join(f"{row[key]:>14.0f} ms {row[key] / floor[key]:>4.2f}x" for key, _ in METRICS)
         lines.append(f"{path[:22]:<22}{cells}" + (_by_round(row) if spread else ""))
@@ -332,9 +349,9 @@ def _by_round(row: dict) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.browser", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--moves", type=int, default=6, help="slider moves per page and round (median reported)")
+    parser.add_argument("--moves", type=int, default=8, help="slider moves per page and round")
     parser.add_argument("--rounds", type=int, default=3,
-                        help="rounds over the floor and the pages, in turn (medians over the rounds reported)")
+                        help="rounds over the floor and the pages, in turn (medians over all moves reported)")
     parser.add_argument("--pages", help="URL paths to measure, comma-separated (default: every page with a slider)")
     parser.add_argument("--app", type=Path, default=ROOT, help="the checkout to measure (default: this one)")
     parser.add_argument("--elements", action="store_true",

@@ -39,33 +39,41 @@ def test_the_table_gives_each_kinds_cost_per_element():
     assert lines[3].endswith("0.10 ms")
 
 
-def test_the_configured_floor_row_runs_the_floor_as_the_apps_config_runs_the_app():
-    import tomllib
+def test_the_configured_floor_runs_under_the_measured_apps_own_config(tmp_path):
+    from benchmarks.browser import floor_under_app_config
 
-    from benchmarks.browser import FLOOR_AS_CONFIGURED
+    app = tmp_path / "app"
+    (app / ".streamlit").mkdir(parents=True)
+    (app / ".streamlit" / "config.toml").write_text('[runner]\npostScriptGC = false\n')
+    with floor_under_app_config(app) as folder:
+        assert (folder / ".streamlit" / "config.toml").read_text() == '[runner]\npostScriptGC = false\n'
+        assert (folder / FLOOR_APP.name).read_text() == FLOOR_APP.read_text()
+    assert not folder.exists()
 
-    config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
-    assert FLOOR_AS_CONFIGURED == {"STREAMLIT_RUNNER_POST_SCRIPT_GC": str(config["runner"]["postScriptGC"]).lower()}
 
-
-def test_rounds_combine_into_medians_and_the_table_shows_each_rounds_first_change():
+def test_rows_are_medians_of_every_move_and_the_table_shows_each_rounds_first_change():
     from benchmarks.browser import combine_rounds, table
 
-    def measured(first, settled, load):
-        return {"first_change_ms": first, "settled_ms": settled, "first_load_ms": load, "figures": 2, "slider": 1}
+    def measured(firsts, settled, load):
+        return {"first_change_ms": sorted(firsts)[len(firsts) // 2], "settled_ms": sorted(settled)[len(settled) // 2],
+                "first_changes": firsts, "settled_moves": settled, "first_load_ms": load, "figures": 2, "slider": 1}
 
-    floor = combine_rounds([measured(150.0, 180.0, 2800.0), measured(180.0, 200.0, 3000.0),
-                            measured(140.0, 190.0, 2900.0)])
-    assert (floor["first_change_ms"], floor["settled_ms"], floor["first_load_ms"]) == (150.0, 190.0, 2900.0)
-    assert floor["rounds"] == [[150.0, 180.0], [180.0, 200.0], [140.0, 190.0]]
+    floor = combine_rounds([measured([150.0, 140.0, 160.0], [180.0, 170.0, 190.0], 2800.0),
+                            measured([180.0, 100.0, 190.0], [200.0, 120.0, 210.0], 3000.0),
+                            measured([140.0, 130.0, 120.0], [190.0, 160.0, 150.0], 2900.0)])
+    # nine moves: 100 120 130 140 140 150 160 180 190
+    assert (floor["first_change_ms"], floor["settled_ms"], floor["first_load_ms"]) == (140.0, 180.0, 2900.0)
+    assert floor["moves"] == 9 and len(floor["first_changes"]) == 9
+    assert floor["rounds"] == [[150.0, 180.0], [180.0, 200.0], [130.0, 160.0]]
     assert (floor["figures"], floor["slider"]) == (2, 1)
-    page = combine_rounds([measured(300.0, 380.0, 4000.0), measured(165.0, 190.0, 3000.0),
-                           measured(180.0, 200.0, 3100.0)])
+    page = combine_rounds([measured([300.0, 320.0, 310.0], [380.0, 390.0, 400.0], 4000.0),
+                           measured([165.0, 160.0, 170.0], [190.0, 180.0, 200.0], 3000.0),
+                           measured([180.0, 175.0, 185.0], [200.0, 210.0, 220.0], 3100.0)])
     lines = table({"rounds": 3, "floor": floor, "pages": {"decay": {"title": "Decay", **page}}}).splitlines()
     assert lines[0].endswith("first change by round")
-    assert lines[1].endswith("150 180 140")
-    # the median, not the mean: one slow round (300 ms) moves the row only as far as the next-slowest round
-    assert "180 ms 1.20x" in lines[2] and lines[2].endswith("300 165 180")
+    assert lines[1].endswith("150 180 130")
+    # the median, not the mean: a slow round (300-320 ms) moves the row only to the next-slowest move
+    assert "180 ms 1.29x" in lines[2] and lines[2].endswith("310 165 180")
 
 
 def test_the_cold_first_page_is_the_median_of_its_rounds_and_the_table_shows_them():
