@@ -29,6 +29,8 @@ st.caption(_("θᵢ = {base}^(−2i/{d}) for i = 0 … {last}: {values}").format
 
 
 def two_forms_part() -> None:
+    page.figure("two-forms")
+    page.figure("pairs")
     complex_column, half_column = st.columns(2)
     with complex_column:
         st.subheader(_("LLaMA: complex numbers"))
@@ -49,8 +51,6 @@ def two_forms_part() -> None:
     else:
         st.info(_("Largest difference between the two forms: {gap:.3g} (rounding in the last bit).").format(
             gap=walk.largest_difference))
-    page.figure("two-forms")
-    page.figure("pairs")
     show_checked("code_d8_example")
     show_checked("code_complex_equals_rotate_half")
 
