@@ -22,7 +22,11 @@ For each it reports, as milliseconds and as a ratio to the floor:
 - cold first page: a fresh server process until its first page has drawn its figures;
 - first change: from the arrow-key press on the page's first slider that redraws a figure (on a long page
   split into parts, a sidebar slider may only drive the closed parts) to the first redrawn figure;
-- settled: from the key press until no figure has changed for ``QUIET_MS`` and the app is idle.
+- settled: from the key press until no figure has changed for ``QUIET_MS`` and the app is idle;
+
+and, as a count, the messages a move brings from the server: one for each element the run sends, and a few for
+the run itself. Streamlit's browser renders every element a run sends again, changed or not, before the chart is
+handed its figure, so this count is what a page's length costs its moves.
 
 ``--elements`` measures instead what one element of each kind costs a move: the floor with ``ELEMENTS_ADDED`` of
 them under its chart (``floor_app.py``'s query parameters), alternated with the bare floor in one browser.
@@ -94,6 +98,17 @@ WATCH_JS = """() => {
   const tick = () => { scan(true); requestAnimationFrame(tick); };
   requestAnimationFrame(tick);
 }"""
+# Counts the server's messages (one per element a run sends, and a few per run): run before the page's own scripts.
+COUNT_MESSAGES_JS = """(() => {
+  const Native = window.WebSocket;
+  window.__benchMessages = 0;
+  window.WebSocket = class extends Native {
+    constructor(...args) {
+      super(...args);
+      this.addEventListener('message', () => { window.__benchMessages += 1; });
+    }
+  };
+})();"""
 # every chart drawn, but for the app's charts far off screen (drawn when scrolled to)
 FIGURES_DRAWN_JS = """(count) => {
   const charts = document.querySelectorAll('CHARTS');
@@ -123,8 +138,10 @@ def _settle(page, timeout_ms: float = 60_000) -> None:
 
 def measure_page(browser, url: str, moves: int, slider: int = 0) -> dict:
     """First load, then ``moves`` arrow-key moves of the first slider that redraws a figure (from the
-    ``slider``-th: a warm-up run's choice): first change and settled times (ms)."""
+    ``slider``-th: a warm-up run's choice): first change and settled times (ms), and the messages each move
+    brought from the server."""
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    context.add_init_script(COUNT_MESSAGES_JS)
     page = context.new_page()
     started = time.perf_counter()
     page.goto(url, timeout=120_000)
@@ -136,22 +153,25 @@ def measure_page(browser, url: str, moves: int, slider: int = 0) -> dict:
     _settle(page)
     slider, thumb, there = live_slider(page, slider)
     _settle(page)
-    first_changes, settled = [], []
+    first_changes, settled, messages = [], [], []
     back = other_key(there)
     _watch_the_chart_it_moves(page, thumb, there, back)
     for move in range(moves):
-        before = page.evaluate("() => window.__bench.changes.length")
+        before, received = page.evaluate("() => [window.__bench.changes.length, window.__benchMessages]")
         press_slider(page, thumb, there if move % 2 == 0 else back)
         page.wait_for_function("(n) => window.__bench.changes.length > n", arg=before, timeout=60_000)
         _settle(page)
-        key, changes = page.evaluate("() => [window.__bench.keys.at(-1), window.__bench.changes]")
+        key, changes, now_received = page.evaluate(
+            "() => [window.__bench.keys.at(-1), window.__bench.changes, window.__benchMessages]")
         after = [c for c in changes[before:] if c >= key]
         first_changes.append(after[0] - key)
         settled.append(after[-1] - key)
+        messages.append(now_received - received)
     context.close()
     return {"figures": figures, "first_load_ms": first_load, "slider": slider,
             "first_change_ms": statistics.median(first_changes), "settled_ms": statistics.median(settled),
-            "moves": moves, "first_changes": first_changes, "settled_moves": settled}
+            "messages": statistics.median(messages), "moves": moves, "first_changes": first_changes,
+            "settled_moves": settled}
 
 
 def _watch_the_chart_it_moves(page, thumb, there: str, back: str) -> None:
@@ -211,6 +231,7 @@ def combine_rounds(measured: list[dict]) -> dict:
     return {**measured[0], "first_changes": first_changes, "settled_moves": settled, "moves": len(first_changes),
             "first_change_ms": statistics.median(first_changes), "settled_ms": statistics.median(settled),
             "first_load_ms": statistics.median(m["first_load_ms"] for m in measured),
+            "messages": statistics.median(m["messages"] for m in measured),
             "rounds": [[m["first_change_ms"], m["settled_ms"]] for m in measured]}
 
 
@@ -317,10 +338,10 @@ def element_table(results: dict) -> str:
 def table(results: dict) -> str:
     floor = results["floor"]
     spread = results.get("rounds", 1) > 1
-    lines = [f"{'page':<22}" + "".join(f"{label:>22}" for _, label in METRICS)
+    lines = [f"{'page':<22}" + "".join(f"{label:>22}" for _, label in METRICS) + f"{'messages':>10}"
              + ("   first change by round" if spread else "")]
     lines.append(f"{'floor (1 slider)':<22}" + "".join(f"{floor[key]:>14.0f} ms 1.00x" for key, _ in METRICS)
-                 + (_by_round(floor) if spread else ""))
+                 + _messages(floor) + (_by_round(floor) if spread else ""))
     rows = list(results["pages"].items())
     if "floor_prose" in results:
         rows.insert(0, (f"floor + {PROSE_PARAGRAPHS} paragraphs", results["floor_prose"]))
@@ -328,7 +349,7 @@ def table(results: dict) -> str:
         rows.insert(0, ("floor, app's config", results["floor_configured"]))
     for path, row in rows:
         cells = "".join(f"{row[key]:>14.0f} ms {row[key] / floor[key]:>4.2f}x" for key, _ in METRICS)
-        lines.append(f"{path[:22]:<22}{cells}" + (_by_round(row) if spread else ""))
+        lines.append(f"{path[:22]:<22}{cells}" + _messages(row) + (_by_round(row) if spread else ""))
     if "cold_first_page_ms" in results:
         cold, floor_cold = results["cold_first_page_ms"], floor["cold_first_page_ms"]
         lines.append(f"cold server, first page ({results['cold_first_page']}): {cold:.0f} ms, "
@@ -337,6 +358,11 @@ def table(results: dict) -> str:
             lines.append(f"  by round: the page {_ms_list(results['cold_rounds'])}, "
                          f"the floor {_ms_list(floor['cold_rounds'])}")
     return "\n".join(lines)
+
+
+def _messages(row: dict) -> str:
+    """The median count of server messages a move brought (blank for results from before it was counted)."""
+    return f"{row['messages']:>10.0f}" if "messages" in row else " " * 10
 
 
 def _ms_list(values: list[float]) -> str:

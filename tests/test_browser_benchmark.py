@@ -54,9 +54,10 @@ def test_the_configured_floor_runs_under_the_measured_apps_own_config(tmp_path):
 def test_rows_are_medians_of_every_move_and_the_table_shows_each_rounds_first_change():
     from benchmarks.browser import combine_rounds, table
 
-    def measured(firsts, settled, load):
+    def measured(firsts, settled, load, messages=12):
         return {"first_change_ms": sorted(firsts)[len(firsts) // 2], "settled_ms": sorted(settled)[len(settled) // 2],
-                "first_changes": firsts, "settled_moves": settled, "first_load_ms": load, "figures": 2, "slider": 1}
+                "first_changes": firsts, "settled_moves": settled, "first_load_ms": load, "messages": messages,
+                "figures": 2, "slider": 1}
 
     floor = combine_rounds([measured([150.0, 140.0, 160.0], [180.0, 170.0, 190.0], 2800.0),
                             measured([180.0, 100.0, 190.0], [200.0, 120.0, 210.0], 3000.0),
@@ -66,14 +67,14 @@ def test_rows_are_medians_of_every_move_and_the_table_shows_each_rounds_first_ch
     assert floor["moves"] == 9 and len(floor["first_changes"]) == 9
     assert floor["rounds"] == [[150.0, 180.0], [180.0, 200.0], [130.0, 160.0]]
     assert (floor["figures"], floor["slider"]) == (2, 1)
-    page = combine_rounds([measured([300.0, 320.0, 310.0], [380.0, 390.0, 400.0], 4000.0),
-                           measured([165.0, 160.0, 170.0], [190.0, 180.0, 200.0], 3000.0),
-                           measured([180.0, 175.0, 185.0], [200.0, 210.0, 220.0], 3100.0)])
+    page = combine_rounds([measured([300.0, 320.0, 310.0], [380.0, 390.0, 400.0], 4000.0, 70),
+                           measured([165.0, 160.0, 170.0], [190.0, 180.0, 200.0], 3000.0, 61),
+                           measured([180.0, 175.0, 185.0], [200.0, 210.0, 220.0], 3100.0, 62)])
     lines = table({"rounds": 3, "floor": floor, "pages": {"decay": {"title": "Decay", **page}}}).splitlines()
-    assert lines[0].endswith("first change by round")
-    assert lines[1].endswith("150 180 130")
+    assert lines[0].endswith("messages   first change by round")
+    assert lines[1].endswith("12   150 180 130")
     # the median, not the mean: a slow round (300-320 ms) moves the row only to the next-slowest move
-    assert "180 ms 1.29x" in lines[2] and lines[2].endswith("310 165 180")
+    assert "180 ms 1.29x" in lines[2] and lines[2].endswith("62   310 165 180")
 
 
 def test_the_cold_first_page_is_the_median_of_its_rounds_and_the_table_shows_them():
