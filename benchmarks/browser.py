@@ -34,7 +34,7 @@ them under its chart (``floor_app.py``'s query parameters), alternated with the 
 The floor and the pages are measured in ``--rounds`` rounds, in turn. Each round starts a fresh browser and fresh
 servers, and measures both cold first pages again: a process's luck moved one round's floor by a fifth from one
 run to the next, and every ratio with it. A row's first change and settled time are the medians of all its moves
-in all rounds: one move of the floor takes anything from 90 to 200 ms on a 2-core machine, so the median of one
+in all rounds: one move of the floor takes anything from 90 to 230 ms on a 2-core machine, so the median of one
 round's moves still wanders by a tenth or more. The floor with prose and the floor under the app's config are
 measured once. Moves alternate right and left so each page stays near its defaults. Times are taken inside the page
 (``performance.now()`` at the key event and at each redraw), so the browser driver's own latency does not count.
