@@ -83,7 +83,7 @@ def page_form(figure: go.Figure, *, narrow: bool = False) -> PageFigure:
         if name and getattr(trace, "showlegend", None) is not False:
             trace.name = wrap(name, PHONE_PLOT_WIDTH)
     if narrow:
-        _wrap_categories(shown)
+        _wrap_categories(shown, list(_axes(layout)))
         _colour_bar_below_on_phone(shown)
         if _legend_below(layout):
             _room_for_the_legend_below(shown, was_below=legend_was_below)
@@ -108,6 +108,11 @@ def legend_height(figure: go.Figure, width: float) -> float:
     """Estimated px a horizontal legend takes within ``width`` (the plot's width: the legend is placed in paper
     coordinates): plotly flows its entries (or, where traces are grouped, each group's title and entries in one
     column) left to right, starting a row where the next would not fit."""
+    return _flowed_height(_legend_blocks(figure), width)
+
+
+def _legend_blocks(figure: go.Figure) -> list[tuple[float, float]]:
+    """(width, height) px of each legend entry, or of each legend group's column."""
     shown = [trace for trace in figure.data  # a trace type without showlegend (a table) has no legend entry
              if getattr(trace, "name", None) and hasattr(trace, "showlegend") and trace.showlegend is not False]
     size = figure.layout.legend.font.size or BASE_FONT_SIZE
@@ -118,13 +123,17 @@ def legend_height(figure: go.Figure, width: float) -> float:
     groups: dict[str, list] = {}
     for trace in shown:
         groups.setdefault(getattr(trace, "legendgroup", None) or f"\0{id(trace)}", []).append(trace)
-    blocks = []  # (width, height) of each entry, or of each group's column
+    blocks = []
     for members in groups.values():
         group_title = getattr(members[0], "legendgrouptitle", None)
         title = str(getattr(group_title, "text", None) or "")
         texts = ([title] if title else []) + [str(trace.name) for trace in members]
         blocks.append((LEGEND_SAMPLE + max(text_width(text, size) for text in texts),
                        LEGEND_LINE * sum(lines(text) for text in texts)))
+    return blocks
+
+
+def _flowed_height(blocks: list[tuple[float, float]], width: float) -> float:
     height, row_width, row_height = 0.0, 0.0, 0.0
     for block_width, block_height in blocks:
         if row_width and row_width + block_width > width:
@@ -137,7 +146,8 @@ def _room_for_the_legend_below(figure: go.Figure, *, was_below: bool) -> None:
     """A legend under a phone's plot takes its rows out of the figure's height, which squeezed a figure of many
     entries or stacked panels to slivers: the figure grows by the rows the phone adds (all of them where the
     legend stood beside the plot on a wide screen)."""
-    added = legend_height(figure, PHONE_PLOT_WIDTH) - (legend_height(figure, DESKTOP_PLOT_WIDTH) if was_below else 0)
+    blocks = _legend_blocks(figure)  # measured once, flowed at both widths
+    added = _flowed_height(blocks, PHONE_PLOT_WIDTH) - (_flowed_height(blocks, DESKTOP_PLOT_WIDTH) if was_below else 0)
     if added > 0:
         figure.layout.height = (figure.layout.height or 450) + round(added)
 
@@ -215,13 +225,13 @@ def _colour_bar_below_on_phone(figure: go.Figure) -> None:
             figure.update_layout(height=(figure.layout.height or 450) + COLOUR_BAR_ROOM)
 
 
-def _wrap_categories(figure: go.Figure) -> None:
+def _wrap_categories(figure: go.Figure, axis_names: list[str]) -> None:
     """Category names wrapped onto lines on a phone: beside the plot (method names on a y axis), so the plot keeps
     its width; under it (a few categories on an x axis), so plotly does not turn them aslant, where their far ends
-    pushed the plot to half its width and the legend, as wide as the plot, to one entry a row."""
-    layout = figure.layout.to_plotly_json()
+    pushed the plot to half its width and the legend, as wide as the plot, to one entry a row. ``axis_names``: the
+    figure's axes, as its layout names them."""
     for letter, other_way in (("y", "v"), ("x", "h")):  # bars that run the other way have no categories here
-        for name in [key for key in layout if key.startswith(f"{letter}axis")] or [f"{letter}axis"]:
+        for name in [key for key in axis_names if key.startswith(f"{letter}axis")] or [f"{letter}axis"]:
             axis = figure.layout[name]
             if axis.ticktext:  # labels placed by the figure itself, one per row of its own spacing: left as they are
                 continue
