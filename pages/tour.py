@@ -16,17 +16,21 @@ if guide.presenting():  # one screen for the question, the next for the figure t
     index = guide.step_picker(len(steps))  # hidden: the header counts the steps
     step, text = steps[index], tour.step_text(steps[index])
     head.header(_("{number} / {count} · {title}").format(number=index + 1, count=len(steps), title=text.title))
-    if guide.revealed(step):
-        answer, keys = st.columns([6, 4], vertical_alignment="center")
-        with answer:
+    # the arrows' buttons stay in one place, right under the header, whether the answer shows or not: a key pressed
+    # while the next step is being drawn finds them there
+    status, keys = st.columns([6, 4], vertical_alignment="center")
+    guide.navigation(step, index, len(steps), presenting=True, where=keys)
+    with status:
+        if guide.revealed(step):
             guide.verdict(step, text)
-        guide.navigation(step, index, len(steps), presenting=True, where=keys)
+        else:
+            guide.keyboard_note(step)
+    if guide.revealed(step):
         guide.figure(step, presenting=True)
         st.markdown(text.why)
     else:
         st.markdown(text.text)
         guide.ask(step, text)
-        guide.navigation(step, index, len(steps), presenting=True)
 else:
     st.title(_(tour.TITLE))
     st.markdown(_(

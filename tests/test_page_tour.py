@@ -170,3 +170,26 @@ def test_the_full_page_link_opens_the_part_that_draws_the_steps_figure(step):
     opened = run_page(page.path, query)
     assert not opened.exception and not opened.warning
     assert f"{step.lesson}_{step.figure}" in [chart.key for chart in drawn_charts(opened)]
+
+
+@pytest.mark.parametrize("present", ["0", "1"])
+def test_an_arrow_pressed_before_the_buttons_are_redrawn_acts_on_the_step_shown(present):
+    """A presenter's → then a quick ←: the header already reads the new step, but the run that draws its buttons
+    has not reached them, so the press lands on the buttons drawn for the step before. It acts on the step shown."""
+    at = run_page(PAGE, {"step": "3", "present": present})
+    choice_buttons(at, STEPS[2])[0].click().run()
+    at.button(key="tour_reveal").click().run()
+    # the step moves to 4 and, in the same message, the stale Previous of step 3 is pressed
+    at.select_slider(key="step").set_value(4)
+    at.button(key="tour_previous").click().run()
+    assert at.header[0].value.startswith(f"3 / {len(STEPS)}") and at.query_params["step"] == "3"
+    # the stale Next of step 3, pressed once step 4 shows: → reveals step 4 when presenting (it needs an answer
+    # otherwise); it never skips the step's answer
+    at.select_slider(key="step").set_value(4)
+    at.button(key="tour_next").click().run()
+    assert at.header[0].value.startswith(f"4 / {len(STEPS)}")
+    keys = {button.key for button in at.button}
+    if present == "1":
+        assert "tour_next" in keys and "tour_reveal" not in keys
+    else:
+        assert at.button(key="tour_reveal").disabled

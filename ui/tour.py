@@ -113,8 +113,25 @@ def revealed(step: tour.Step) -> bool:
     return bool(st.session_state.get(_shown_key(step)))
 
 
-def _go(number: int) -> None:
-    st.session_state[STEP_KEY] = number
+def _back() -> None:
+    """← from the step shown now. The button's own step could be stale: a presenter who presses → then ← quickly
+    presses ← on the buttons drawn for the step before, while the run that draws the new step's is still going."""
+    number = st.session_state.get(STEP_KEY, 1)
+    if number > 1:
+        st.session_state[STEP_KEY] = number - 1
+
+
+def _forward() -> None:
+    """→ from the step shown now (see ``_back``): reveal its answer (which needs a choice unless presenting),
+    then move on; never past a step whose answer the class has not seen."""
+    steps = tour.available_steps()
+    number = st.session_state.get(STEP_KEY, 1)
+    step = steps[number - 1]
+    if not revealed(step):
+        if st.session_state.get(PRESENT_KEY) or chosen(step) is not None:
+            _reveal(step)
+    elif number < len(steps):
+        st.session_state[STEP_KEY] = number + 1
 
 
 def _choose(step: tour.Step, index: int) -> None:
@@ -143,16 +160,14 @@ def ask(step: tour.Step, text: tour.StepText) -> None:
 def navigation(step: tour.Step, index: int, count: int, presenting: bool, where: DeltaGenerator | None = None) -> None:
     """← Previous, and → Reveal (needs an answer, except when presenting) or → Next; in ``where`` if given."""
     with (where or st.container()), st.container(horizontal=True, horizontal_alignment="right" if where else "left"):
-        st.button(_("Previous"), key="tour_previous", shortcut="Left",
-                  disabled=index == 0, on_click=_go, args=(index,))
+        st.button(_("Previous"), key="tour_previous", shortcut="Left", disabled=index == 0, on_click=_back)
         if not revealed(step):
             waiting = chosen(step) is None and not presenting
-            st.button(_("Reveal the answer"), key="tour_reveal", type="primary",
-                      shortcut="Right", disabled=waiting, on_click=_reveal, args=(step,),
-                      help=_("Pick an answer first.") if waiting else None)
+            st.button(_("Reveal the answer"), key="tour_reveal", type="primary", shortcut="Right", disabled=waiting,
+                      on_click=_forward, help=_("Pick an answer first.") if waiting else None)
         else:
-            st.button(_("Next step"), key="tour_next", type="primary",
-                      shortcut="Right", disabled=index == count - 1, on_click=_go, args=(index + 2,))
+            st.button(_("Next step"), key="tour_next", type="primary", shortcut="Right",
+                      disabled=index == count - 1, on_click=_forward)
 
 
 def verdict(step: tour.Step, text: tour.StepText) -> None:
