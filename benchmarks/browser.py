@@ -14,6 +14,9 @@ In one run, in headless Chromium against local servers (nothing else is contacte
 - the floor under the app's own ``.streamlit/config.toml`` (Streamlit's defaults collect garbage after every run,
   30-60 ms of the floor's move on a 2-core machine, and check every message the page posts itself against 16
   hosting origins): a second reference row, not the ratios' base;
+- each page's same-length floor: the floor under the app's config with a paragraph for each element the page
+  sends a move beyond the floor's (to ``SAME_LENGTH_STEP``), in the same rounds as the pages. A page at 1.0x of
+  it moves as fast as Streamlit redraws that many elements: what is left above the floor is the page's length;
 - every page of the app (``--app DIR`` measures another checkout, e.g. an older commit).
 
 For each it reports, as milliseconds and as a ratio to the floor:
@@ -72,6 +75,9 @@ FLOOR_APP = HERE / "floor_app.py"
 QUIET_MS = 1000
 # The lesson pages show 50-106 elements (markdown, captions, formulas, widgets, charts and their menus).
 PROSE_PARAGRAPHS = 60
+# A page's same-length floor has its element count in paragraphs, rounded to this: pages of nearly one length
+# share one floor, which keeps the run short.
+SAME_LENGTH_STEP = 5
 METRICS = (("first_change_ms", "first change"), ("settled_ms", "settled"), ("first_load_ms", "first load"))
 
 # Records a timestamp for each key press and each figure redraw (a new data array on a plot element).
@@ -235,15 +241,25 @@ def combine_rounds(measured: list[dict]) -> dict:
             "rounds": [[m["first_change_ms"], m["settled_ms"]] for m in measured]}
 
 
+def same_length_paragraphs(messages: float, floor_messages: float) -> int:
+    """The paragraphs that make the floor send as many messages a move as a page (to ``SAME_LENGTH_STEP``)."""
+    return max(0, SAME_LENGTH_STEP * round((messages - floor_messages) / SAME_LENGTH_STEP))
+
+
 def run(app_dir: Path, moves: int, only: set[str] | None, rounds: int = 3) -> dict:
     """Every row of the table. Each round starts its own browser and servers (two runs of one round each once
     put the floor 20% apart while each run's rounds agreed within 6%: a process's luck, not the page, moved it),
     and measures the floor and the pages in turn (the order reversed every other round), so a slow or fast spell
-    of the machine reaches the floor as it reaches the pages. The cold first pages are measured every round too."""
+    of the machine reaches the floor as it reaches the pages. The cold first pages are measured every round too.
+
+    Each page is also measured against its same-length floor: the floor under the app's config with as many
+    paragraphs as the page sends elements a move (``same_length_paragraphs``, from the first round's warm visits),
+    in the same rounds. A page at 1.0x of it is as quick as Streamlit draws that many elements."""
     results: dict = {"floor": {}, "pages": {}, "app": str(app_dir), "rounds": rounds}
     pages = [(t, p) for t, p in _pages(app_dir) if not only or p in only]
     measured: dict[str, list[dict]] = {"": [], **{path: [] for _, path in pages}}
     sliders: dict[str, int] = {}  # each page's slider, as its first warm visit chose it
+    lengths: dict[str, int] = {}  # each page's same-length floor, in paragraphs
     cold: dict[str, list[float]] = {"floor": [], "app": []}
     for turn in range(rounds):
         with chromium() as browser:
@@ -252,24 +268,38 @@ def run(app_dir: Path, moves: int, only: set[str] | None, rounds: int = 3) -> di
                 cold[name].append(cold_first_page(directory, script, path, browser))
             if turn == 0:
                 _reference_rows(browser, app_dir, moves, results)
-            with streamlit_server(cwd=HERE, script=FLOOR_APP.name) as (floor_url, _), \
-                    streamlit_server(cwd=app_dir) as (base_url, _):
+            with contextlib.ExitStack() as servers:
+                floor_url, _ = servers.enter_context(streamlit_server(cwd=HERE, script=FLOOR_APP.name))
+                base_url, _ = servers.enter_context(streamlit_server(cwd=app_dir))
+                same_url, _ = servers.enter_context(streamlit_server(
+                    cwd=servers.enter_context(floor_under_app_config(app_dir)), script=FLOOR_APP.name))
                 # (name, url): the floor's row is "", each page's its path; a first visit warms the server's caches
                 targets = [("", floor_url)] + [(path, f"{base_url}/{path}") for _, path in pages]
-                for name, url in targets:
-                    sliders[name] = measure_page(browser, url, 1, sliders.get(name, 0))["slider"]
+                warm = {name: measure_page(browser, url, 1, sliders.get(name, 0)) for name, url in targets}
+                sliders.update((name, visit["slider"]) for name, visit in warm.items())
+                if turn == 0:
+                    lengths = {path: same_length_paragraphs(warm[path]["messages"], warm[""]["messages"])
+                               for _, path in pages}
+                    measured.update((_same_length_row(n), []) for n in set(lengths.values()))
+                targets += [(_same_length_row(n), f"{same_url}/?paragraphs={n}") for n in sorted(set(lengths.values()))]
                 for name, url in targets if turn % 2 == 0 else targets[::-1]:
-                    measured[name].append(measure_page(browser, url, moves, sliders[name]))
+                    measured[name].append(measure_page(browser, url, moves, sliders.get(name, 0)))
                     print(f"  round {turn + 1}/{rounds}: measured {name or 'floor'}", file=sys.stderr, flush=True)
     results["floor"].update(combine_rounds(measured.pop("")))
+    results["same_length"] = {str(n): combine_rounds(measured.pop(_same_length_row(n))) for n in set(lengths.values())}
     results["floor"]["cold_first_page_ms"] = statistics.median(cold["floor"])
     results["floor"]["cold_rounds"] = cold["floor"]
     if pages:
         results["cold_first_page_ms"], results["cold_rounds"] = statistics.median(cold["app"]), cold["app"]
         results["cold_first_page"] = pages[0][1]
     titles = {path: title for title, path in pages}
-    results["pages"] = {path: {"title": titles[path], **combine_rounds(runs)} for path, runs in measured.items()}
+    results["pages"] = {path: {"title": titles[path], "same_length_paragraphs": lengths[path], **combine_rounds(runs)}
+                        for path, runs in measured.items()}
     return results
+
+
+def _same_length_row(paragraphs: int) -> str:
+    return f"floor + {paragraphs} paragraphs, app's config"
 
 
 @contextlib.contextmanager
@@ -357,6 +387,23 @@ def table(results: dict) -> str:
         if "cold_rounds" in results:
             lines.append(f"  by round: the page {_ms_list(results['cold_rounds'])}, "
                          f"the floor {_ms_list(floor['cold_rounds'])}")
+    if results.get("same_length"):
+        lines += ["", same_length_table(results)]
+    return "\n".join(lines)
+
+
+def same_length_table(results: dict) -> str:
+    """Each page against the floor that sends as many elements a move, under the app's config, in the same run."""
+    floors = results["same_length"]
+    lines = ["against the same-length floor: the floor under the app's config with a paragraph for each element the "
+             "page sends", f"{'page':<22}{'paragraphs':>12}" + "".join(f"{label:>26}" for _, label in METRICS[:2])]
+    for path, row in results["pages"].items():
+        paragraphs = row.get("same_length_paragraphs")
+        if paragraphs is None or str(paragraphs) not in floors:
+            continue
+        same = floors[str(paragraphs)]
+        cells = "".join(f"{row[key]:>9.0f} / {same[key]:>4.0f} ms {row[key] / same[key]:>4.2f}x" for key, _ in METRICS[:2])
+        lines.append(f"{path[:22]:<22}{paragraphs:>12}{cells}")
     return "\n".join(lines)
 
 

@@ -87,3 +87,30 @@ def test_the_cold_first_page_is_the_median_of_its_rounds_and_the_table_shows_the
     *_, cold, by_round = table(results).splitlines()
     assert cold == "cold server, first page (frequencies): 5320 ms, 1.40x the floor's 3800 ms"
     assert by_round == "  by round: the page 5320 6900 5100 ms, the floor 3700 3800 4100 ms"
+
+
+def test_a_pages_same_length_floor_has_a_paragraph_for_each_element_it_sends_beyond_the_floors():
+    from benchmarks.browser import SAME_LENGTH_STEP, same_length_paragraphs
+
+    assert SAME_LENGTH_STEP == 5
+    assert [same_length_paragraphs(m, 6) for m in (6, 23, 50, 56, 62, 3)] == [0, 15, 45, 50, 55, 0]
+    # the floor's paragraphs are one message each: the floor with them sends what the page sends
+    at = _floor({"paragraphs": str(same_length_paragraphs(56, 6))})
+    assert len(at.markdown) == 50
+
+
+def test_the_table_sets_each_page_beside_its_same_length_floor():
+    from benchmarks.browser import table
+
+    floor = {"first_change_ms": 150.0, "settled_ms": 180.0, "first_load_ms": 2800.0}
+    page = {"title": "Decay", "first_change_ms": 190.0, "settled_ms": 200.0, "first_load_ms": 3000.0,
+            "same_length_paragraphs": 55}
+    results = {"floor": floor, "pages": {"decay": page, "family": {**page, "same_length_paragraphs": 15}},
+               "same_length": {"55": {"first_change_ms": 200.0, "settled_ms": 160.0}}}
+    lines = table(results).splitlines()
+    heading = lines.index("against the same-length floor: the floor under the app's config with a paragraph for "
+                          "each element the page sends")
+    assert lines[heading + 1].split() == ["page", "paragraphs", "first", "change", "settled"]
+    decay = lines[heading + 2]
+    assert decay.split()[:2] == ["decay", "55"] and "190 /  200 ms 0.95x" in decay and decay.endswith("200 /  160 ms 1.25x")
+    assert len(lines) == heading + 3  # family's floor was not measured: no row rather than a wrong one
