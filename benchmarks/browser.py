@@ -15,8 +15,10 @@ In one run, in headless Chromium against local servers (nothing else is contacte
   30-60 ms of the floor's move on a 2-core machine, and check every message the page posts itself against 16
   hosting origins): a second reference row, not the ratios' base;
 - each page's same-length floor: the floor under the app's config with a paragraph for each element the page
-  sends a move beyond the floor's (to ``SAME_LENGTH_STEP``), in the same rounds as the pages. A page at 1.0x of
-  it moves as fast as Streamlit redraws that many elements: what is left above the floor is the page's length;
+  sends a move beyond the floor's (to ``SAME_LENGTH_STEP``), above its chart as many as had come in before the
+  page's first redrawn figure, in the same rounds as the pages. A page at 1.0x of it moves as fast as Streamlit
+  redraws that many elements: what is left above the floor is the page's length. (On a 2-core machine every
+  message of a move's run is in before the browser redraws the first figure, so all of them go above.);
 - every page of the app (``--app DIR`` measures another checkout, e.g. an older commit).
 
 For each it reports, as milliseconds and as a ratio to the floor:
@@ -83,7 +85,7 @@ METRICS = (("first_change_ms", "first change"), ("settled_ms", "settled"), ("fir
 # Records a timestamp for each key press and each figure redraw (a new data array on a plot element).
 WATCH_JS = """() => {
   if (window.__bench) return;
-  const state = {keys: [], changes: [], seen: new WeakMap()};
+  const state = {keys: [], changes: [], received: [], seen: new WeakMap()};
   window.__bench = state;
   document.addEventListener('keydown', () => state.keys.push(performance.now()), true);
   // a redraw either gives a plot element a new data array or replaces the element itself; the plot elements
@@ -98,7 +100,10 @@ WATCH_JS = """() => {
         state.seen.set(el, data);
       }
     }
-    if (changed && record) state.changes.push(performance.now());
+    if (changed && record) {
+      state.changes.push(performance.now());
+      state.received.push(window.__benchMessages || 0);  // the server's messages in by this redraw
+    }
   };
   scan(false);
   const tick = () => { scan(true); requestAnimationFrame(tick); };
@@ -159,7 +164,7 @@ def measure_page(browser, url: str, moves: int, slider: int = 0) -> dict:
     _settle(page)
     slider, thumb, there = live_slider(page, slider)
     _settle(page)
-    first_changes, settled, messages = [], [], []
+    first_changes, settled, messages, before_change = [], [], [], []
     back = other_key(there)
     _watch_the_chart_it_moves(page, thumb, there, back)
     for move in range(moves):
@@ -167,16 +172,18 @@ def measure_page(browser, url: str, moves: int, slider: int = 0) -> dict:
         press_slider(page, thumb, there if move % 2 == 0 else back)
         page.wait_for_function("(n) => window.__bench.changes.length > n", arg=before, timeout=60_000)
         _settle(page)
-        key, changes, now_received = page.evaluate(
-            "() => [window.__bench.keys.at(-1), window.__bench.changes, window.__benchMessages]")
-        after = [c for c in changes[before:] if c >= key]
-        first_changes.append(after[0] - key)
-        settled.append(after[-1] - key)
+        key, changes, by_change, now_received = page.evaluate(
+            "() => [window.__bench.keys.at(-1), window.__bench.changes, window.__bench.received, window.__benchMessages]")
+        first = next(n for n in range(before, len(changes)) if changes[n] >= key)
+        first_changes.append(changes[first] - key)
+        settled.append(changes[-1] - key)
         messages.append(now_received - received)
+        before_change.append(by_change[first] - received)
     context.close()
     return {"figures": figures, "first_load_ms": first_load, "slider": slider,
             "first_change_ms": statistics.median(first_changes), "settled_ms": statistics.median(settled),
-            "messages": statistics.median(messages), "moves": moves, "first_changes": first_changes,
+            "messages": statistics.median(messages), "messages_before_change": statistics.median(before_change),
+            "moves": moves, "first_changes": first_changes,
             "settled_moves": settled}
 
 
@@ -238,12 +245,18 @@ def combine_rounds(measured: list[dict]) -> dict:
             "first_change_ms": statistics.median(first_changes), "settled_ms": statistics.median(settled),
             "first_load_ms": statistics.median(m["first_load_ms"] for m in measured),
             "messages": statistics.median(m["messages"] for m in measured),
+            "messages_before_change": statistics.median(m["messages_before_change"] for m in measured),
             "rounds": [[m["first_change_ms"], m["settled_ms"]] for m in measured]}
 
 
-def same_length_paragraphs(messages: float, floor_messages: float) -> int:
-    """The paragraphs that make the floor send as many messages a move as a page (to ``SAME_LENGTH_STEP``)."""
-    return max(0, SAME_LENGTH_STEP * round((messages - floor_messages) / SAME_LENGTH_STEP))
+def same_length_paragraphs(page: dict, floor: dict) -> tuple[int, int]:
+    """The paragraphs (above the chart, below it) that make the floor's move send as many messages as ``page``'s,
+    as many of them before its chart's redraw as before the page's first redrawn figure (to ``SAME_LENGTH_STEP``)."""
+    def steps(extra: float) -> int:
+        return max(0, SAME_LENGTH_STEP * round(extra / SAME_LENGTH_STEP))
+
+    above = steps(page["messages_before_change"] - floor["messages_before_change"])
+    return above, steps(page["messages"] - floor["messages"] - above)
 
 
 def run(app_dir: Path, moves: int, only: set[str] | None, rounds: int = 3) -> dict:
@@ -278,28 +291,29 @@ def run(app_dir: Path, moves: int, only: set[str] | None, rounds: int = 3) -> di
                 warm = {name: measure_page(browser, url, 1, sliders.get(name, 0)) for name, url in targets}
                 sliders.update((name, visit["slider"]) for name, visit in warm.items())
                 if turn == 0:
-                    lengths = {path: same_length_paragraphs(warm[path]["messages"], warm[""]["messages"])
-                               for _, path in pages}
+                    lengths = {path: same_length_paragraphs(warm[path], warm[""]) for _, path in pages}
                     measured.update((_same_length_row(n), []) for n in set(lengths.values()))
-                targets += [(_same_length_row(n), f"{same_url}/?paragraphs={n}") for n in sorted(set(lengths.values()))]
+                targets += [(_same_length_row(n), f"{same_url}/?above={n[0]}&paragraphs={n[1]}")
+                            for n in sorted(set(lengths.values()))]
                 for name, url in targets if turn % 2 == 0 else targets[::-1]:
                     measured[name].append(measure_page(browser, url, moves, sliders.get(name, 0)))
                     print(f"  round {turn + 1}/{rounds}: measured {name or 'floor'}", file=sys.stderr, flush=True)
     results["floor"].update(combine_rounds(measured.pop("")))
-    results["same_length"] = {str(n): combine_rounds(measured.pop(_same_length_row(n))) for n in set(lengths.values())}
+    results["same_length"] = {_same_length_row(n): combine_rounds(measured.pop(_same_length_row(n)))
+                              for n in set(lengths.values())}
     results["floor"]["cold_first_page_ms"] = statistics.median(cold["floor"])
     results["floor"]["cold_rounds"] = cold["floor"]
     if pages:
         results["cold_first_page_ms"], results["cold_rounds"] = statistics.median(cold["app"]), cold["app"]
         results["cold_first_page"] = pages[0][1]
     titles = {path: title for title, path in pages}
-    results["pages"] = {path: {"title": titles[path], "same_length_paragraphs": lengths[path], **combine_rounds(runs)}
-                        for path, runs in measured.items()}
+    results["pages"] = {path: {"title": titles[path], "same_length_paragraphs": list(lengths[path]),
+                               **combine_rounds(runs)} for path, runs in measured.items()}
     return results
 
 
-def _same_length_row(paragraphs: int) -> str:
-    return f"floor + {paragraphs} paragraphs, app's config"
+def _same_length_row(paragraphs: tuple[int, int]) -> str:
+    return f"floor + {paragraphs[0]} + {paragraphs[1]} paragraphs, app's config"
 
 
 @contextlib.contextmanager
@@ -393,17 +407,19 @@ def table(results: dict) -> str:
 
 
 def same_length_table(results: dict) -> str:
-    """Each page against the floor that sends as many elements a move, under the app's config, in the same run."""
+    """Each page against the floor that sends as many elements a move, as many of them before the redraw, under the
+    app's config, in the same run."""
     floors = results["same_length"]
     lines = ["against the same-length floor: the floor under the app's config with a paragraph for each element the "
-             "page sends", f"{'page':<22}{'paragraphs':>12}" + "".join(f"{label:>26}" for _, label in METRICS[:2])]
+             "page sends, above its chart as many as come before the page's first redrawn figure",
+             f"{'page':<22}{'above + below':>14}" + "".join(f"{label:>26}" for _, label in METRICS[:2])]
     for path, row in results["pages"].items():
-        paragraphs = row.get("same_length_paragraphs")
-        if paragraphs is None or str(paragraphs) not in floors:
+        above, below = row.get("same_length_paragraphs", (None, None))
+        same = floors.get(_same_length_row((above, below)))
+        if same is None:
             continue
-        same = floors[str(paragraphs)]
         cells = "".join(f"{row[key]:>9.0f} / {same[key]:>4.0f} ms {row[key] / same[key]:>4.2f}x" for key, _ in METRICS[:2])
-        lines.append(f"{path[:22]:<22}{paragraphs:>12}{cells}")
+        lines.append(f"{path[:22]:<22}{f'{above} + {below}':>14}{cells}")
     return "\n".join(lines)
 
 

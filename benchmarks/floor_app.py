@@ -4,6 +4,8 @@ Query parameters add elements of one kind under the heatmap, to show what a page
 themselves (``python -m benchmarks.browser --elements``):
 
 - ``paragraphs=N``: paragraphs of static prose with inline maths (a lesson page's element count);
+- ``above=N``: the same paragraphs between the slider and the heatmap (with ``paragraphs``, a page's elements
+  before and after the figure its slider moves);
 - ``plain=N``: the same paragraphs without maths; ``formulas=N``: display formulas (``st.latex``);
 - ``merged=N``: N paragraphs with maths in one ``st.markdown`` (the same text as ``paragraphs``, one element);
 - ``sliders=N``: sliders that the move leaves alone.
@@ -30,6 +32,8 @@ def count(name: str) -> int:
 
 
 shift = st.slider("shift", 0, 100, 50)
+for paragraph in range(count("above")):
+    st.markdown(f"Paragraph {paragraph} above the chart: {MATHS}")
 values = np.sin(np.add.outer(np.arange(512), np.arange(64) * (1 + shift / 100)) / 10).astype(np.float32)
 st.plotly_chart(go.Figure(go.Heatmap(z=values)), key="heatmap")
 for paragraph in range(count("paragraphs")):

@@ -54,10 +54,10 @@ def test_the_configured_floor_runs_under_the_measured_apps_own_config(tmp_path):
 def test_rows_are_medians_of_every_move_and_the_table_shows_each_rounds_first_change():
     from benchmarks.browser import combine_rounds, table
 
-    def measured(firsts, settled, load, messages=12):
+    def measured(firsts, settled, load, messages=12, before=4):
         return {"first_change_ms": sorted(firsts)[len(firsts) // 2], "settled_ms": sorted(settled)[len(settled) // 2],
                 "first_changes": firsts, "settled_moves": settled, "first_load_ms": load, "messages": messages,
-                "figures": 2, "slider": 1}
+                "messages_before_change": before, "figures": 2, "slider": 1}
 
     floor = combine_rounds([measured([150.0, 140.0, 160.0], [180.0, 170.0, 190.0], 2800.0),
                             measured([180.0, 100.0, 190.0], [200.0, 120.0, 210.0], 3000.0),
@@ -67,9 +67,10 @@ def test_rows_are_medians_of_every_move_and_the_table_shows_each_rounds_first_ch
     assert floor["moves"] == 9 and len(floor["first_changes"]) == 9
     assert floor["rounds"] == [[150.0, 180.0], [180.0, 200.0], [130.0, 160.0]]
     assert (floor["figures"], floor["slider"]) == (2, 1)
-    page = combine_rounds([measured([300.0, 320.0, 310.0], [380.0, 390.0, 400.0], 4000.0, 70),
-                           measured([165.0, 160.0, 170.0], [190.0, 180.0, 200.0], 3000.0, 61),
-                           measured([180.0, 175.0, 185.0], [200.0, 210.0, 220.0], 3100.0, 62)])
+    page = combine_rounds([measured([300.0, 320.0, 310.0], [380.0, 390.0, 400.0], 4000.0, 70, 40),
+                           measured([165.0, 160.0, 170.0], [190.0, 180.0, 200.0], 3000.0, 61, 30),
+                           measured([180.0, 175.0, 185.0], [200.0, 210.0, 220.0], 3100.0, 62, 31)])
+    assert (page["messages"], page["messages_before_change"]) == (62, 31)
     lines = table({"rounds": 3, "floor": floor, "pages": {"decay": {"title": "Decay", **page}}}).splitlines()
     assert lines[0].endswith("messages   first change by round")
     assert lines[1].endswith("12   150 180 130")
@@ -89,14 +90,21 @@ def test_the_cold_first_page_is_the_median_of_its_rounds_and_the_table_shows_the
     assert by_round == "  by round: the page 5320 6900 5100 ms, the floor 3700 3800 4100 ms"
 
 
-def test_a_pages_same_length_floor_has_a_paragraph_for_each_element_it_sends_beyond_the_floors():
+def test_a_pages_same_length_floor_sends_as_many_elements_and_as_many_before_the_redraw():
     from benchmarks.browser import SAME_LENGTH_STEP, same_length_paragraphs
 
+    floor = {"messages": 6, "messages_before_change": 4}
     assert SAME_LENGTH_STEP == 5
-    assert [same_length_paragraphs(m, 6) for m in (6, 23, 50, 56, 62, 3)] == [0, 15, 45, 50, 55, 0]
-    # the floor's paragraphs are one message each: the floor with them sends what the page sends
-    at = _floor({"paragraphs": str(same_length_paragraphs(56, 6))})
-    assert len(at.markdown) == 50
+    assert same_length_paragraphs({"messages": 62, "messages_before_change": 36}, floor) == (30, 25)
+    assert same_length_paragraphs({"messages": 23, "messages_before_change": 6}, floor) == (0, 15)
+    assert same_length_paragraphs({"messages": 5, "messages_before_change": 3}, floor) == (0, 0)
+    # each paragraph is one element: above the chart, between the slider and it, and below it
+    at = _floor({"above": "30", "paragraphs": "25"})
+    assert len(at.markdown) == 55
+    assert [m.value.startswith("Paragraph 0 above the chart") for m in at.markdown[:1]] == [True]
+    main = list(at.main.children.values())
+    chart = next(n for n, element in enumerate(main) if type(element).__name__ != "Markdown" and n > 0)
+    assert chart == 31 and sum(type(e).__name__ == "Markdown" for e in main[chart:]) == 25
 
 
 def test_the_table_sets_each_page_beside_its_same_length_floor():
@@ -104,13 +112,14 @@ def test_the_table_sets_each_page_beside_its_same_length_floor():
 
     floor = {"first_change_ms": 150.0, "settled_ms": 180.0, "first_load_ms": 2800.0}
     page = {"title": "Decay", "first_change_ms": 190.0, "settled_ms": 200.0, "first_load_ms": 3000.0,
-            "same_length_paragraphs": 55}
-    results = {"floor": floor, "pages": {"decay": page, "family": {**page, "same_length_paragraphs": 15}},
-               "same_length": {"55": {"first_change_ms": 200.0, "settled_ms": 160.0}}}
+            "same_length_paragraphs": [30, 25]}
+    results = {"floor": floor, "pages": {"decay": page, "family": {**page, "same_length_paragraphs": [0, 15]}},
+               "same_length": {"floor + 30 + 25 paragraphs, app's config": {"first_change_ms": 200.0,
+                                                                           "settled_ms": 160.0}}}
     lines = table(results).splitlines()
-    heading = lines.index("against the same-length floor: the floor under the app's config with a paragraph for "
-                          "each element the page sends")
-    assert lines[heading + 1].split() == ["page", "paragraphs", "first", "change", "settled"]
+    heading = next(n for n, line in enumerate(lines) if line.startswith("against the same-length floor"))
+    assert lines[heading + 1].split() == ["page", "above", "+", "below", "first", "change", "settled"]
     decay = lines[heading + 2]
-    assert decay.split()[:2] == ["decay", "55"] and "190 /  200 ms 0.95x" in decay and decay.endswith("200 /  160 ms 1.25x")
+    assert decay.split()[:4] == ["decay", "30", "+", "25"]
+    assert "190 /  200 ms 0.95x" in decay and decay.endswith("200 /  160 ms 1.25x")
     assert len(lines) == heading + 3  # family's floor was not measured: no row rather than a wrong one
