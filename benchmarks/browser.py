@@ -266,13 +266,14 @@ def run(app_dir: Path, moves: int, only: set[str] | None, rounds: int = 3) -> di
     of the machine reaches the floor as it reaches the pages. The cold first pages are measured every round too.
 
     Each page is also measured against its same-length floor: the floor under the app's config with as many
-    paragraphs as the page sends elements a move (``same_length_paragraphs``, from the first round's warm visits),
-    in the same rounds. A page at 1.0x of it is as quick as Streamlit draws that many elements."""
+    paragraphs as the page sends elements a move, placed as the page's messages reach the browser before and after
+    its first redrawn figure (``same_length_paragraphs``, from the first round's warm visits), in the same rounds.
+    A page at 1.0x of it is as quick as Streamlit draws that many elements."""
     results: dict = {"floor": {}, "pages": {}, "app": str(app_dir), "rounds": rounds}
     pages = [(t, p) for t, p in _pages(app_dir) if not only or p in only]
     measured: dict[str, list[dict]] = {"": [], **{path: [] for _, path in pages}}
     sliders: dict[str, int] = {}  # each page's slider, as its first warm visit chose it
-    lengths: dict[str, int] = {}  # each page's same-length floor, in paragraphs
+    lengths: dict[str, tuple[int, int]] = {}  # each page's same-length floor: paragraphs above and below its chart
     cold: dict[str, list[float]] = {"floor": [], "app": []}
     for turn in range(rounds):
         with chromium() as browser:

@@ -1,7 +1,7 @@
 """The floor the browser benchmark measures against: one slider and one 64×512 heatmap, nothing else.
 
-Query parameters add elements of one kind under the heatmap, to show what a page's elements cost a move by
-themselves (``python -m benchmarks.browser --elements``):
+Query parameters add elements of one kind under the heatmap (``above``: over it), to show what a page's elements
+cost a move by themselves (``python -m benchmarks.browser --elements``, and each page's same-length floor):
 
 - ``paragraphs=N``: paragraphs of static prose with inline maths (a lesson page's element count);
 - ``above=N``: the same paragraphs between the slider and the heatmap (with ``paragraphs``, a page's elements
