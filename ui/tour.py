@@ -128,10 +128,15 @@ def _forward() -> None:
     number = st.session_state.get(STEP_KEY, 1)
     step = steps[number - 1]
     if not revealed(step):
-        if st.session_state.get(PRESENT_KEY) or chosen(step) is not None:
+        if _may_reveal(step, presenting=bool(st.session_state.get(PRESENT_KEY))):
             _reveal(step)
     elif number < len(steps):
         st.session_state[STEP_KEY] = number + 1
+
+
+def _may_reveal(step: tour.Step, *, presenting: bool) -> bool:
+    """The class sees the answer once the reader has picked one; a presenter reveals it without."""
+    return presenting or chosen(step) is not None
 
 
 def _choose(step: tour.Step, index: int) -> None:
@@ -162,7 +167,7 @@ def navigation(step: tour.Step, index: int, count: int, presenting: bool, where:
     with (where or st.container()), st.container(horizontal=True, horizontal_alignment="right" if where else "left"):
         st.button(_("Previous"), key="tour_previous", shortcut="Left", disabled=index == 0, on_click=_back)
         if not revealed(step):
-            waiting = chosen(step) is None and not presenting
+            waiting = not _may_reveal(step, presenting=presenting)
             st.button(_("Reveal the answer"), key="tour_reveal", type="primary", shortcut="Right", disabled=waiting,
                       on_click=_forward, help=_("Pick an answer first.") if waiting else None)
         else:
