@@ -13,7 +13,7 @@ In one run, in headless Chromium against local servers (nothing else is contacte
   the run, as the app's does not; on the floor the collection mostly hides it);
 - the floor under the app's own ``.streamlit/config.toml`` (Streamlit's defaults collect garbage after every run,
   30-60 ms of the floor's move on a 2-core machine, and check every message the page posts itself against 16
-  hosting origins): a second reference row, not the ratios' base;
+  hosting origins): a second reference row, not the ratios' base, measured with the pages in every round;
 - each page's same-length floor: the floor under the app's config with a paragraph for each element the page
   sends a move beyond the floor's (to ``SAME_LENGTH_STEP``), above its chart as many as had come in before the
   page's first redrawn figure, in the same rounds as the pages. A page at 1.0x of it moves as fast as Streamlit
@@ -40,9 +40,9 @@ The floor and the pages are measured in ``--rounds`` rounds, in turn. Each round
 servers, and measures both cold first pages again: a process's luck moved one round's floor by a fifth from one
 run to the next, and every ratio with it. A row's first change and settled time are the medians of all its moves
 in all rounds: one move of the floor takes anything from 90 to 230 ms on a 2-core machine, so the median of one
-round's moves still wanders by a tenth or more. The floor with prose and the floor under the app's config are
-measured once. Moves alternate right and left so each page stays near its defaults. Times are taken inside the page
-(``performance.now()`` at the key event and at each redraw), so the browser driver's own latency does not count.
+round's moves still wanders by a tenth or more. The floor with prose is measured once. Moves alternate right and
+left so each page stays near its defaults. Times are taken inside the page (``performance.now()`` at the key event
+and at each redraw), so the browser driver's own latency does not count.
 """
 
 from __future__ import annotations
@@ -274,6 +274,7 @@ def run(app_dir: Path, moves: int, only: set[str] | None, rounds: int = 3) -> di
     measured: dict[str, list[dict]] = {"": [], **{path: [] for _, path in pages}}
     sliders: dict[str, int] = {}  # each page's slider, as its first warm visit chose it
     lengths: dict[str, tuple[int, int]] = {}  # each page's same-length floor: paragraphs above and below its chart
+    same_floors: list[tuple[int, int]] = []  # every same-length floor measured
     cold: dict[str, list[float]] = {"floor": [], "app": []}
     for turn in range(rounds):
         with chromium() as browser:
@@ -281,7 +282,7 @@ def run(app_dir: Path, moves: int, only: set[str] | None, rounds: int = 3) -> di
             for name, directory, script, path in colds if turn % 2 == 0 else colds[::-1]:
                 cold[name].append(cold_first_page(directory, script, path, browser))
             if turn == 0:
-                _reference_rows(browser, app_dir, moves, results)
+                _reference_rows(browser, moves, results)
             with contextlib.ExitStack() as servers:
                 floor_url, _ = servers.enter_context(streamlit_server(cwd=HERE, script=FLOOR_APP.name))
                 base_url, _ = servers.enter_context(streamlit_server(cwd=app_dir))
@@ -293,15 +294,17 @@ def run(app_dir: Path, moves: int, only: set[str] | None, rounds: int = 3) -> di
                 sliders.update((name, visit["slider"]) for name, visit in warm.items())
                 if turn == 0:
                     lengths = {path: same_length_paragraphs(warm[path], warm[""]) for _, path in pages}
-                    measured.update((_same_length_row(n), []) for n in set(lengths.values()))
-                targets += [(_same_length_row(n), f"{same_url}/?above={n[0]}&paragraphs={n[1]}")
-                            for n in sorted(set(lengths.values()))]
+                    # (0, 0): the floor under the app's config itself, the reference row
+                    same_floors = sorted({(0, 0), *lengths.values()})
+                    measured.update((_same_length_row(n), []) for n in same_floors)
+                targets += [(_same_length_row(n), f"{same_url}/?above={n[0]}&paragraphs={n[1]}") for n in same_floors]
                 for name, url in targets if turn % 2 == 0 else targets[::-1]:
                     measured[name].append(measure_page(browser, url, moves, sliders.get(name, 0)))
                     print(f"  round {turn + 1}/{rounds}: measured {name or 'floor'}", file=sys.stderr, flush=True)
     results["floor"].update(combine_rounds(measured.pop("")))
     results["same_length"] = {_same_length_row(n): combine_rounds(measured.pop(_same_length_row(n)))
-                              for n in set(lengths.values())}
+                              for n in same_floors}
+    results["floor_configured"] = results["same_length"][_same_length_row((0, 0))]
     results["floor"]["cold_first_page_ms"] = statistics.median(cold["floor"])
     results["floor"]["cold_rounds"] = cold["floor"]
     if pages:
@@ -328,12 +331,8 @@ def floor_under_app_config(app_dir: Path):
         yield Path(folder)
 
 
-def _reference_rows(browser, app_dir: Path, moves: int, results: dict) -> None:
-    """The floor with prose and the floor under the app's config, measured once (warm, as the pages are)."""
-    with floor_under_app_config(app_dir) as folder, \
-            streamlit_server(cwd=folder, script=FLOOR_APP.name) as (floor_url, _):
-        measure_page(browser, floor_url, 1)
-        results["floor_configured"] = measure_page(browser, floor_url, moves)
+def _reference_rows(browser, moves: int, results: dict) -> None:
+    """The floor with prose, measured once (warm, as the pages are)."""
     with streamlit_server(cwd=HERE, script=FLOOR_APP.name) as (floor_url, _):
         prose_url = f"{floor_url}/?paragraphs={PROSE_PARAGRAPHS}"
         measure_page(browser, prose_url, 1)
