@@ -33,9 +33,11 @@ def pairs_figure(pairs: Sequence[int], before: np.ndarray, after: np.ndarray, an
     count = len(pairs)
     columns = min(4, count)
     rows = math.ceil(count / columns)
-    titles = [_("pair {i}: m·θ = {angle:.4g}").format(i=i, angle=a) for i, a in zip(pairs, angles, strict=True)]
+    # two short lines (the angle m·θ is named in the caption): four titles side by side fit a phone's width
+    titles = [_("pair {i}<br>{angle:.3g}").format(i=i, angle=a) for i, a in zip(pairs, angles, strict=True)]
     figure = make_subplots(rows=rows, cols=columns, subplot_titles=titles, horizontal_spacing=0.06,
                            vertical_spacing=0.16 if rows > 1 else 0.1)
+    figure.update_annotations(font_size=12)
     before, after = _array(before), _array(after)
     for k, (start, end, angle) in enumerate(zip(before, after, angles, strict=True)):
         r, c = divmod(k, columns)

@@ -79,7 +79,23 @@ def test_rope_code_forms_agree_everywhere_the_controls_reach(dim, position):
     assert r.walk.largest_difference <= 1e-12
     assert r.pairing_gap <= 1e-12
     assert (r.porting_error < 1e-12) == (dim == 2)
-    assert len(r.pairs_drawn) == min(dim // 2, 8)
+    pairs = dim // 2
+    assert r.pairs_drawn == (list(range(pairs)) if pairs <= 4 else [0, 1, pairs - 2, pairs - 1])
+
+
+def test_rope_code_pairs_figure_keeps_its_height_as_d_grows():
+    """One row of planes from d = 8 up: scrubbing d does not move what is under the figure."""
+    def pairs_figure(dim):
+        return rope_code.LESSON.figure("pairs", rope_code.LESSON.settings.from_mapping({"head_dim": dim}))
+
+    heights = {dim: pairs_figure(dim).layout.height for dim in (8, 16, 128)}
+    assert len(set(heights.values())) == 1, heights
+    titles = [annotation.text for annotation in pairs_figure(128).layout.annotations]
+    assert [title.split("<br>")[0] for title in titles] == ["pair 0", "pair 1", "pair 62", "pair 63"]
+    assert titles[0] == "pair 0<br>3"  # m = 3, θ₀ = 1
+    assert rope_code.LESSON.caption("pairs", rope_code.LESSON.settings.from_mapping({"head_dim": 128})) == (
+        "The first 2 and the last 2 of the 64 pairs: the fastest turns and the slowest. Over each pair, its turn "
+        "m·θᵢ in radians; the dotted arc is the turn modulo 2π.")
 
 
 def test_rope_code_shows_the_functions_it_runs():
