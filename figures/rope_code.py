@@ -33,7 +33,7 @@ def pairs_figure(pairs: Sequence[int], before: np.ndarray, after: np.ndarray, an
     count = len(pairs)
     columns = min(4, count)
     rows = math.ceil(count / columns)
-    # two short lines (the angle m·θ is named in the caption): four titles side by side fit a phone's width
+    # two short lines (the figure's title names the angle, m·θᵢ): four titles side by side fit a phone's width
     titles = [_("pair {i}<br>{angle:.3g}").format(i=i, angle=a) for i, a in zip(pairs, angles, strict=True)]
     figure = make_subplots(rows=rows, cols=columns, subplot_titles=titles, horizontal_spacing=0.06,
                            vertical_spacing=0.16 if rows > 1 else 0.1)
