@@ -20,12 +20,13 @@ if guide.presenting():  # one screen for the question, the next for the figure t
     # while the next step is being drawn finds them there
     status, keys = st.columns([6, 4], vertical_alignment="center")
     guide.navigation(step, index, len(steps), presenting=True, where=keys)
+    shown = guide.revealed(step)  # the buttons' callbacks ran before this run: it holds for the whole screen
     with status:
-        if guide.revealed(step):
+        if shown:
             guide.verdict(step, text)
         else:
             guide.keyboard_note(step)
-    if guide.revealed(step):
+    if shown:
         guide.figure(step, presenting=True)
         st.markdown(text.why)
     else:

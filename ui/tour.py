@@ -27,6 +27,7 @@ from ui.pages import PageInfo, available_pages
 log = logging.getLogger(__name__)
 
 STEP_KEY, PRESENT_KEY = "step", "present"
+FIRST_STEP = 1  # steps are numbered from 1 in the URL (``?step=N``)
 SLIDE_BOX = "tour_slide"  # the container the presenter's figure fills at 16:9
 _YES, _NO = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 
@@ -93,8 +94,8 @@ def presenter_switch(*, compact: bool = False) -> bool:
 
 def step_picker(count: int) -> int:
     """The step slider, bound to ``?step=N`` (1-based); returns the step's index."""
-    number = params.select_slider(_("Step"), STEP_KEY, tuple(range(1, count + 1)), 1)
-    return number - 1
+    number = params.select_slider(_("Step"), STEP_KEY, tuple(range(FIRST_STEP, count + 1)), FIRST_STEP)
+    return number - FIRST_STEP
 
 
 def _choice_key(step: tour.Step) -> str:
@@ -113,11 +114,16 @@ def revealed(step: tour.Step) -> bool:
     return bool(st.session_state.get(_shown_key(step)))
 
 
+def _shown_number() -> int:
+    """The number of the step on screen at the moment of a press (``step_picker``'s value)."""
+    return st.session_state.get(STEP_KEY, FIRST_STEP)
+
+
 def _back() -> None:
     """← from the step shown now. The button's own step could be stale: a presenter who presses → then ← quickly
     presses ← on the buttons drawn for the step before, while the run that draws the new step's is still going."""
-    number = st.session_state.get(STEP_KEY, 1)
-    if number > 1:
+    number = _shown_number()
+    if number > FIRST_STEP:
         st.session_state[STEP_KEY] = number - 1
 
 
@@ -125,8 +131,8 @@ def _forward() -> None:
     """→ from the step shown now (see ``_back``): reveal its answer (which needs a choice unless presenting),
     then move on; never past a step whose answer the class has not seen."""
     steps = tour.available_steps()
-    number = st.session_state.get(STEP_KEY, 1)
-    step = steps[number - 1]
+    number = _shown_number()
+    step = steps[number - FIRST_STEP]
     if not revealed(step):
         if _may_reveal(step, presenting=bool(st.session_state.get(PRESENT_KEY))):
             _reveal(step)
