@@ -7,7 +7,6 @@ The numbers are text in the settings (pasted, or an uploaded file the page turne
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 
 import torch
@@ -106,9 +105,10 @@ class Result:
         except ValueError as err:
             raise SettingsError(str(err)) from err
 
-    @functools.cached_property
+    @property
     def explanations(self) -> tuple[tuple[str, str], ...]:
-        """(bug name, its sentence) for every class that reproduces the numbers."""
+        """(bug name, its sentence) for every class that reproduces the numbers, in the reader's language (made on
+        every call: a result is shared by every session, whatever its language)."""
         return tuple((d.name, explain(self.report, d)) for d in self.report.diagnosis)
 
     @property
@@ -171,27 +171,46 @@ def _significant_digits(text: str) -> int | None:
     return max(counts) if counts else None
 
 
-def example_choices(settings: Settings) -> tuple[str | None, ...]:
+CORRECT = "correct"  # the example menu's entry for an implementation without a bug
+
+
+def example_choices(settings: Settings) -> tuple[str, ...]:
     """The page's example menu: a correct implementation, then every bug class that applies to the model."""
     try:
         spec = spec_of(config_of(settings.source, settings.preset, settings.config))
-        return (None, *applicable_classes(spec, settings.seq_len or None))
+        return (CORRECT, *applicable_classes(spec, settings.seq_len or None))
     except ValueError:
-        return (None,)
+        return (CORRECT,)
 
 
-def example_title(choice: str | None) -> str:
-    return _("a correct implementation") if choice is None else _("with the bug: {title}").format(
+def example_shown(settings: Settings, choices: tuple[str, ...]) -> str | None:
+    """The example of ``choices`` whose numbers the settings hold (a correct implementation on a match, else the
+    first bug class that reproduces them), or None for numbers no example gives: the menu then shows no example
+    rather than "a correct implementation" beside a mismatch."""
+    try:
+        report = LESSON.result(settings).report
+    except ValueError:
+        return None
+    if report.verdict == "match":
+        return CORRECT
+    return next((d.name for d in report.diagnosis if d.name in choices), None)
+
+
+def example_title(choice: str) -> str:
+    return _("a correct implementation") if choice == CORRECT else _("with the bug: {title}").format(
         title=_(BUG_CLASSES[choice].title))
 
 
 def fill_example(state, settings: Settings, choice: str | None) -> None:
-    """Put an example implementation's numbers into the page's number widgets (``state``: the widgets' values)."""
+    """Put an example implementation's numbers into the page's number widgets (``state``: the widgets' values);
+    no choice changes nothing."""
+    if choice is None:
+        return
     try:
         spec = spec_of(config_of(settings.source, settings.preset, settings.config))
     except ValueError:
         return
-    numbers, attention = example_numbers(spec, choice, settings.seq_len or None)
+    numbers, attention = example_numbers(spec, None if choice == CORRECT else choice, settings.seq_len or None)
     controls = Settings.controls()
     state[controls["numbers"].key] = numbers
     state[controls["attention"].key] = attention

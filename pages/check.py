@@ -54,24 +54,31 @@ with numbers_column:
     upload_into(_("Upload your θᵢ"), "check_numbers_file", NUMBER_FILE_TYPES, "theta", numbers_file_text,
                 help=_("A .json list (or {\"inv_freq\": [...]}), .csv or .txt numbers, a .npy array, or a .pt "
                        "tensor / state dict with an inv_freq entry."))
-    examples = lesson.example_choices(page.settings())
-    pick_column, button_column = st.columns([3, 1], vertical_alignment="bottom")
-    with pick_column:
-        example = st.selectbox(_("Or fill in an example implementation of this model"), examples,
-                               format_func=lesson.example_title)
-    with button_column:
-        st.button(_("Fill in"), on_click=lesson.fill_example, args=(st.session_state, page.settings(), example),
-                  help=_("Replaces your θᵢ and attention factor with a float32 implementation's."))
+    # the example menu sits above the number controls but is drawn after them, from the numbers they hold
+    menu = st.container()
     page.controls(lesson.NUMBERS)
+    with menu:
+        examples = lesson.example_choices(page.settings())
+        shown = lesson.example_shown(page.settings(), examples)
+        pick_column, button_column = st.columns([3, 1], vertical_alignment="bottom")
+        with pick_column:
+            # the menu opens on the example whose numbers are shown, so it agrees with the verdict below
+            example = st.selectbox(_("Or fill in an example implementation of this model"), examples,
+                                   index=None if shown is None else examples.index(shown),
+                                   format_func=lesson.example_title, placeholder=_("Your own numbers"))
+        with button_column:
+            st.button(_("Fill in"), on_click=lesson.fill_example, args=(st.session_state, page.settings(), example),
+                      disabled=example is None,
+                      help=_("Replaces your θᵢ and attention factor with a float32 implementation's."))
 
 # --- verdict --------------------------------------------------------------------------------------
 result = page.result()
 report = result.report
 st.header(_("Verdict"))
 if report.verdict == "match":
-    st.success(_("**Match.** {summary}").format(summary=result.summary()), icon="✅")
+    st.success(_("**Match.** {summary}").format(summary=result.summary()), icon=":material/check_circle:")
 else:
-    st.error(_("**Mismatch.** {summary}").format(summary=result.summary()), icon="❌")
+    st.error(_("**Mismatch.** {summary}").format(summary=result.summary()), icon=":material/cancel:")
     if result.explanations:
         for name, sentence in result.explanations:
             st.markdown(f"**{_(lesson.BUG_CLASSES[name].title)}** (`{name}`) — {sentence} "
@@ -80,7 +87,7 @@ else:
             st.caption(_("More than one known bug produces exactly these numbers; each is listed."))
     else:
         st.warning(_("No single known bug reproduces these numbers; the curves part at {where}. Two bugs at once, or "
-                     "a different formula, can do this.").format(where=result.where), icon="🔎")
+                     "a different formula, can do this.").format(where=result.where), icon=":material/search:")
     for note in result.notes():
         st.caption(note)
 

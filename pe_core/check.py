@@ -40,7 +40,7 @@ from typing import NamedTuple
 
 import torch
 
-from i18n import N_, _
+from i18n import N_, Deferred, _
 from pe_core.rope import (
     RopeSpec,
     default_inv_freq,
@@ -441,7 +441,7 @@ def _longrope_swapped(spec: RopeSpec, seq_len: int | None) -> tuple[torch.Tensor
 
 def _longrope_candidates(spec, seq_len, layout, given) -> list[Candidate]:
     values, attention = _longrope_swapped(spec, seq_len)
-    detail = (("length", f"{seq_len:,}" if seq_len is not None else _("none given")),
+    detail = (("length", f"{seq_len:,}" if seq_len is not None else Deferred(N_("none given"))),
               ("original", f"{spec.original_max_position_embeddings:,}"))
     if _uses_long(spec, seq_len):
         sentence = N_("The θᵢ use LongRoPE's short factors, but at length {length} > original_max_position_embeddings "
@@ -666,7 +666,8 @@ def _detail(bug: BugClass, candidate: Candidate, spec: RopeSpec, expected_attent
             detail[key] = base_text(detail[key])
     if "used_layout" in detail:
         used, expected = LAYOUT_TITLES[detail["used_layout"]], LAYOUT_TITLES[detail["expected_layout"]]
-        detail["used_title"], detail["expected_title"] = _(used), _(expected)
+        # words kept untranslated: a report is shared by readers of every language (explain() translates them)
+        detail["used_title"], detail["expected_title"] = Deferred(used), Deferred(expected)
     if "dtype" in detail:
         detail["bits"] = round(-math.log2(torch.finfo(LOW_PRECISION_DTYPES[detail["dtype"]]).eps)) + 1
         detail["error"] = float(torch.finfo(LOW_PRECISION_DTYPES[detail["dtype"]]).eps)
@@ -741,7 +742,8 @@ def where_text(report: CheckReport) -> str:
 
 def explain(report: CheckReport, diagnosis: Diagnosis) -> str:
     """The diagnosis's one sentence, in the current language."""
-    return _(diagnosis.sentence).format(where=where_text(report), **diagnosis.detail)
+    detail = {name: _(value) if isinstance(value, Deferred) else value for name, value in diagnosis.detail.items()}
+    return _(diagnosis.sentence).format(where=where_text(report), **detail)
 
 
 def report_json(report: CheckReport) -> dict:

@@ -14,6 +14,7 @@ from pe_core import from_hf_config, preset_by_name, rope_frequencies
 from pe_core.check import BUG_CLASSES
 from pe_core.inputs import numbers_text
 from tests.conftest import figure_titled, run_page
+from tests.visible_text import run_page_with_sidebar
 
 PAGE = "pages/check.py"
 TITLES = ("Expected θᵢ and yours", "Relative error of your θᵢ")
@@ -119,9 +120,29 @@ def test_the_example_menu_fills_in_a_bug():
     next(b for b in at.button if b.label == "Fill in").click().run()
     assert_page_ok(at)
     assert any("llama3_bands_inverted" in m for m in texts(at.markdown))
-    example_menu(at).set_value(None).run()
+    assert example_menu(at).value == "llama3_bands_inverted"  # the menu names the numbers shown
+    example_menu(at).set_value("correct").run()
     next(b for b in at.button if b.label == "Fill in").click().run()
     assert "Match" in verdict(at)
+    assert example_menu(at).value == "correct"
+
+
+def test_the_example_menu_opens_on_the_example_the_verdict_describes():
+    at = run_page(PAGE)
+    assert "Mismatch" in verdict(at)
+    assert example_menu(at).value == "interleaved_vs_half"
+    at.text_area(key="theta").set_value("0.5, 0.25, 0.125").run()  # numbers no example gives
+    assert example_menu(at).value is None
+    assert next(b for b in at.button if b.label == "Fill in").disabled
+
+
+def test_a_diagnosis_is_in_the_readers_language_after_another_reader_opened_the_page():
+    """A result is shared by every session of a server: its explanation is worded for each reader."""
+    english = run_page_with_sidebar(PAGE, {"lang": "en"})
+    assert any("The values are laid out interleaved" in m for m in texts(english.markdown))
+    chinese = run_page_with_sidebar(PAGE, {"lang": "zh"})
+    diagnosis = next(m for m in texts(chinese.markdown) if "interleaved_vs_half" in m)
+    assert "The values" not in diagnosis and "相邻配对" in diagnosis.split("—", 1)[1]
 
 
 def test_a_pasted_yarn_config_with_a_missing_attention_factor():
