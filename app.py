@@ -7,7 +7,7 @@ from ui.layout import finish_page, start_page
 from ui.navigation import requested_page
 from ui.pages import available_pages
 
-st.set_page_config(page_title=_("Positional-encoding explorer"), page_icon="🌀", layout="wide")
+st.set_page_config(page_title=_("Positional-encoding explorer"), page_icon=":material/cyclone:", layout="wide")
 
 sections: dict[str, list] = {}
 listed = {page.url_path: page for page in available_pages()}

@@ -47,12 +47,12 @@ def plain_number_part() -> None:
         base=number_text(digits.views.new_base)))
     if digits.beyond_range:
         st.warning(_("n = {n} is beyond s·βᴾ, so even the converted base overflows its top place.").format(
-            n=f"{digits.settings.number:,}"), icon="📏")
+            n=f"{digits.settings.number:,}"), icon=":material/straighten:")
     if digits.direct_places_cut:
         st.info(_("Direct extrapolation needs {needed} places in base {beta}; the table shows {shown} and its top column "
                   "holds everything above.").format(needed=f"{digits.views.direct_places_needed:,}",
                                                     beta=number_text(digits.settings.beta),
-                                                    shown=digits.views.direct.shape[1]), icon="✂️")
+                                                    shown=digits.views.direct.shape[1]), icon=":material/content_cut:")
     columns = [_("place {place}").format(place=j) for j in digits.table_places] + [_("base"), _("value Σ dⱼ·baseʲ")]
     number_table(columns, [row.cells + (row.base, row.value) for row in digits.digit_rows],
                  index=[_(row.title) for row in digits.digit_rows],
@@ -151,10 +151,10 @@ def base_growth_part() -> None:
     checks = lesson.formula_checks()
     if all(checks.values()):
         st.success(_("All {count} formulas on this page verified by sympy: {formulas}").format(
-            count=len(checks), formulas="; ".join(checks)), icon="✅")
+            count=len(checks), formulas="; ".join(checks)), icon=":material/check_circle:")
     else:
         st.error(_("sympy could not verify: {formulas}").format(
-            formulas="; ".join(k for k, ok in checks.items() if not ok)), icon="❌")
+            formulas="; ".join(k for k, ok in checks.items() if not ok)), icon=":material/cancel:")
 
     def shortcut_and_examples() -> None:
         shortcut, examples = lesson.shortcut_example(), lesson.worked_examples()

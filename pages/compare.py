@@ -31,7 +31,7 @@ with second:
 page.controls(lesson.LENGTH)
 
 result = page.result()
-st.info(result.summary(), icon="🔍")
+st.info(result.summary(), icon=":material/search:")
 st.dataframe(result.table(), hide_index=True)
 page.figure("ratio")
 page.figure("wavelengths")

@@ -24,7 +24,7 @@ def show_derivation(slug: str) -> None:
     if verification(slug).holds:
         st.caption(_("✓ Verified by sympy when this page loaded: {check}").format(check=_(derivation.check)))
     else:
-        st.error(_("The sympy check of “{title}” failed.").format(title=_(derivation.title)), icon="⚠️")
+        st.error(_("The sympy check of “{title}” failed.").format(title=_(derivation.title)), icon=":material/warning:")
 
 
 st.title(_("Long-range decay"))

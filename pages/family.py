@@ -134,7 +134,7 @@ def t5() -> None:
     page.controls(lesson.T5, columns=2)
     problem = lesson.problem(page.settings(), lesson.T5)
     if problem:
-        st.error(_("These T5 settings cannot be drawn: {message}").format(message=problem), icon="⚠️")
+        st.error(_("These T5 settings cannot be drawn: {message}").format(message=problem), icon=":material/warning:")
         return
     page.figure("t5-buckets")
     st.latex(r"f(n) = \begin{cases} n & n < n_e \\ \min\!\Big(n_e + \Big\lfloor "

@@ -36,7 +36,7 @@ train = plan.train_spec
 st.info(_("**{model}**: {rotary} of {head} dimensions rotated, base {base:,.0f}, pretrained at L = {length:,} "
           "(its own RoPE: {rope_type}). Target L′ = {target:,}, so s = L′/L = {scale:g}.").format(
     model=result.model, rotary=train.rotary_dim, head=train.head_dim, base=train.base, length=plan.train_length,
-    rope_type=plan.spec.rope_type, target=plan.target, scale=plan.scale), icon="📐")
+    rope_type=plan.spec.rope_type, target=plan.target, scale=plan.scale), icon=":material/straighten:")
 
 # --- the base ---------------------------------------------------------------------------------------
 st.header(_("The base this length needs"))

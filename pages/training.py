@@ -37,7 +37,7 @@ config = lesson.LESSON.config(settings)
 service = lesson.service()
 if store_problem():
     st.warning(_("The run store could not be opened, so runs are kept only until the server restarts: {problem}")
-               .format(problem=_(store_problem())), icon="⚠️")
+               .format(problem=_(store_problem())), icon=":material/warning:")
 
 # --- train, or look up ------------------------------------------------------------------------------
 def request() -> None:
@@ -73,7 +73,7 @@ st.header(_("Train, or show the stored run"))
 if record is not None:
     st.success(_("This experiment is in the run store: trained on {device}, {created}. Its results are in the "
                  "parts below; nobody needs to train it again.").format(device=shown_device_label(record.device),
-                                                    created=lesson.created_text(record.created_at)), icon="✅")
+                                                    created=lesson.created_text(record.created_at)), icon=":material/check_circle:")
     if busy:  # e.g. the missing seeds training for the seed tables
         st.button(_("Stop"), icon=":material/stop:", on_click=stop)
 else:
@@ -92,10 +92,10 @@ else:
                                                              limit=service.limiter.max_running))
     if paused is not None and not busy:
         st.info(_("Stopped after {step} of {total} training steps; nothing was stored. Train again to resume "
-                  "from there.").format(step=paused.run.step, total=config.steps), icon="⏸️")
+                  "from there.").format(step=paused.run.step, total=config.steps), icon=":material/pause_circle:")
         show_figure(lesson.live_loss_figure(list(paused.run.history), config), "training_live_loss")
 if st.session_state.get("tt_busy"):
-    st.warning(st.session_state.pop("tt_busy"), icon="⏳")
+    st.warning(st.session_state.pop("tt_busy"), icon=":material/hourglass_top:")
 
 
 @st.fragment(run_every=POLL_SECONDS if busy else None)
@@ -110,7 +110,7 @@ def live_progress() -> None:
         if wait is not None:
             text = sentences([text, _("It should start in about {time} (from the runs ahead).").format(
                 time=lesson.duration_text(wait))])
-        st.warning(text, icon="⏳")
+        st.warning(text, icon=":material/hourglass_top:")
     elif not job.finished:
         text = lesson.status_text(status, getattr(job, "batch", None)) if status else _("Starting…")
         left = job.remaining_s()
@@ -121,7 +121,7 @@ def live_progress() -> None:
             st.caption(_("{count} sessions asked for this run; it trains once for all of them.").format(
                 count=job.requests))
     elif job.error:
-        st.error(_("The run failed: {error}").format(error=job.error), icon="⚠️")
+        st.error(_("The run failed: {error}").format(error=job.error), icon=":material/warning:")
     shown = st.session_state.get(JOB_CONFIG)
     history = [s.progress for s in job.reports() if s.phase == "training" and s.progress is not None]
     if shown is not None and history and not job.finished:
@@ -281,7 +281,7 @@ def needs_the_run(draw):
     def part() -> None:
         if record is None:
             st.info(_("No results yet: this experiment is not in the run store. Train it above; its results appear "
-                      "here when it finishes."), icon="ℹ️")
+                      "here when it finishes."), icon=":material/info:")
             return
         draw()
     return part

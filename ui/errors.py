@@ -17,4 +17,4 @@ def user_errors(what: str | None = None):
     try:
         yield
     except ValueError as err:
-        st.error(_("{what} could not be used: {error}").format(what=what or _("That input"), error=err), icon="⚠️")
+        st.error(_("{what} could not be used: {error}").format(what=what or _("That input"), error=err), icon=":material/warning:")

@@ -28,7 +28,7 @@ def show_checked(slug: str, *, with_variants: bool = True) -> None:
     if formula.holds:
         st.caption(_("✓ Verified by sympy on this server: {check}").format(check=_plain(_(formula.check))))
     else:
-        st.error(_("The sympy check of “{title}” failed.").format(title=_(formula.title)), icon="⚠️")
+        st.error(_("The sympy check of “{title}” failed.").format(title=_(formula.title)), icon=":material/warning:")
     if with_variants:
         for variant in variants(slug):
             show_refuted(variant.slug)
@@ -44,7 +44,7 @@ def show_refuted(slug: str) -> None:
         st.markdown(lead.format(said=_(variant.said)))
         st.latex(translated_latex(variant.claim))
         if variant.holds:
-            st.error(_("sympy could not refute this variant; please report it."), icon="⚠️")
+            st.error(_("sympy could not refute this variant; please report it."), icon=":material/warning:")
         else:
             st.markdown(_("**sympy shows** {shows}").format(shows=_(variant.shows)))
             if variant.counterexample:

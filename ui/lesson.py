@@ -155,7 +155,7 @@ class LessonPage:
             message = str(err)
             if message not in self._errors_shown:
                 self._errors_shown.add(message)
-                st.error(_("These settings could not be used: {message}").format(message=message), icon="⚠️")
+                st.error(_("These settings could not be used: {message}").format(message=message), icon=":material/warning:")
                 for draw_help in self.error_help:
                     draw_help()
             last_good: LessonSettings | None = st.session_state.get(memory)
@@ -227,7 +227,7 @@ class LessonPage:
         linked = st.query_params.get(PART_KEY)
         if linked is not None and linked not in labels:
             st.warning(_("The link names a part `{part}` this page does not have; showing the first.").format(
-                part=linked), icon="🔗")
+                part=linked), icon=":material/link:")
         # the tab chosen this session, else the link's, else the first
         opened = slug_of.get(st.session_state.get(key), linked if linked in labels else first)
 

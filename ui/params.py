@@ -58,7 +58,7 @@ def _check(key: str, label: str, raw: list[str] | None, default: Any, format_fun
     default_text = ", ".join(map(fmt, default)) if isinstance(default, (list, tuple)) else fmt(default)
     note = _("The link set **{label}** to `{value}`, which this control cannot take; showing the default "
              "({default}) instead.").format(label=label, value=shown, default=default_text)
-    st.warning(note, icon="🔗")
+    st.warning(note, icon=":material/link:")
 
 
 def _labels_in_every_language(options: Sequence, format_func: Callable[[Any], str] | None) -> dict[str, Any]:

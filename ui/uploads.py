@@ -35,7 +35,7 @@ def upload_into(label: str, key: str, types: Sequence[str], target: str, convert
 
     st.file_uploader(label, type=list(types), key=key, on_change=on_change, help=help)
     if error_key in st.session_state:
-        st.error(st.session_state[error_key], icon="⚠️")
+        st.error(st.session_state[error_key], icon=":material/warning:")
 
 
 def config_text(data: bytes, name: str) -> str:
