@@ -13,23 +13,18 @@ import math
 from collections.abc import Mapping
 
 from i18n import N_, _
+from pe_core.layers import TEXT_MODEL_TYPES, LayerKind, LayerMap, effective_config, family_of, layer_types_of, span_of
 from pe_core.rope import ROPE_TYPES, RopeSpec
 
 # Old names that transformers still accepts for a rope type. Qwen2-VL's "mrope" splits the pairs among
 # time, height and width positions but builds its frequencies as plain RoPE does.
 _TYPE_ALIASES = {"su": "longrope", "ntk-aware": "ntk", "dynamic_ntk": "dynamic", "mrope": "default"}
 # Rope types transformers has that this app does not analyse, with what they are.
-_UNSUPPORTED_TYPES = {"proportional": N_("Gemma 4's proportional RoPE")}
+_UNSUPPORTED_TYPES = {"axial": N_("the 2-D axial RoPE of vision encoders")}
 # Where multimodal and composite configs keep the language model's own config.
 SUB_CONFIG_KEYS = ("text_config", "language_config", "llm_config", "thinker_config")
 _TEXT_MODEL_KEYS = ("head_dim", "qk_rope_head_dim", "hidden_size", "num_attention_heads", "rope_theta",
                     "rope_scaling", "rope_parameters", "max_position_embeddings")
-# A config.json written by transformers leaves out values equal to its config class's defaults; for these
-# model types the RoPE-relevant ones are filled in as transformers does (Gemma3TextConfig's defaults).
-_MODEL_TYPE_DEFAULTS = {
-    "gemma3_text": {"head_dim": 256, "num_attention_heads": 8, "max_position_embeddings": 131_072,
-                    "rope_theta": 1_000_000.0},
-}
 # Model families whose positions are not RoPE: named, so a pasted config is refused for the right reason.
 _NOT_ROPE_FAMILIES = {
     "gpt2": N_("learned absolute position embeddings"), "opt": N_("learned absolute position embeddings"),
@@ -57,21 +52,6 @@ def _positive_int(config: Mapping, key: str, where: str = "config.json") -> int:
     return int(value)
 
 
-def _rope_parameters(config: Mapping) -> dict:
-    params = config.get("rope_parameters")
-    if params is None:
-        params = config.get("rope_scaling")
-    if params is None:
-        return {}
-    if not isinstance(params, Mapping):
-        raise ValueError(_("config.json field 'rope_scaling' / 'rope_parameters' must be an object (got {params!r}).").format(params=params))
-    nested = [key for key, value in params.items() if isinstance(value, Mapping)]
-    if nested:  # per-layer-type parameters (e.g. Gemma 3): show the full-attention layers
-        key = "full_attention" if "full_attention" in nested else nested[0]
-        return dict(params[key])
-    return dict(params)
-
-
 def text_config_of(config: Mapping) -> tuple[Mapping, str | None]:
     """The part of a config.json that describes the language model, and the key it was found under.
 
@@ -79,11 +59,14 @@ def text_config_of(config: Mapping) -> tuple[Mapping, str | None]:
     configs) keeps it under ``text_config`` (or ``language_config`` ...), which is then read instead.
     """
     where = None
+    parent_type = config.get("model_type")
     if not any(config.get(key) is not None for key in _TEXT_MODEL_KEYS):
         where = next((key for key in SUB_CONFIG_KEYS if isinstance(config.get(key), Mapping)), None)
         if where is not None:
             config = config[where]
-    defaults = _MODEL_TYPE_DEFAULTS.get(config.get("model_type"))
+        if config.get("model_type") is None and isinstance(parent_type, str):
+            config = {**config, "model_type": TEXT_MODEL_TYPES.get(parent_type, parent_type)}
+    defaults = family_of(config.get("model_type")).defaults
     if defaults:
         config = {**defaults, **{k: v for k, v in config.items() if v is not None}}
     return config, where
@@ -114,11 +97,7 @@ def head_dim_of(config: Mapping) -> int:
     return _positive_int(config, "hidden_size") // _positive_int(config, "num_attention_heads")
 
 
-def from_hf_config(config: Mapping | str) -> RopeSpec:
-    """A ``RopeSpec`` equal to what transformers builds from this ``config.json`` (dict or JSON text).
-
-    Raises ``ValueError`` naming the missing or invalid field.
-    """
+def _parsed(config: Mapping | str) -> Mapping:
     if isinstance(config, str):
         try:
             config = json.loads(config)
@@ -126,10 +105,73 @@ def from_hf_config(config: Mapping | str) -> RopeSpec:
             raise ValueError(_("That is not valid JSON: {msg} (line {lineno}, column {colno}).").format(msg=err.msg, lineno=err.lineno, colno=err.colno)) from err
     if not isinstance(config, Mapping):
         raise ValueError(_("A config.json must be a JSON object ({...})."))
-    config, _path = text_config_of(config)
-    _refuse_non_rope(config)
+    return config
 
-    params = _rope_parameters(config)
+
+def from_hf_config(config: Mapping | str, layer_type: str | None = None) -> RopeSpec:
+    """A ``RopeSpec`` equal to what transformers builds from this ``config.json`` (dict or JSON text).
+
+    ``layer_type`` picks one kind of layer of a hybrid model (transformers' names: ``full_attention``,
+    ``sliding_attention``, ...); by default, the layers context extension scales (``LayerMap.default_kind``).
+    Raises ``ValueError`` naming the missing or invalid field, or saying that those layers have no RoPE.
+    """
+    kind = layer_map(config).kind(layer_type)
+    if kind.spec is None:
+        raise ValueError(_("The {layer_type!r} layers of this model apply no position encoding (NoPE), so "
+                           "they have no rotary frequencies.").format(layer_type=kind.layer_type))
+    return kind.spec
+
+
+# The number of layers assumed to find a family's kinds of layer when a config gives no count (presets and
+# hand-written configs often keep only the RoPE keys): long enough for every family's pattern.
+_NOMINAL_LAYERS = 64
+
+
+def layer_map(config: Mapping | str) -> LayerMap:
+    """The model's layers by kind, each with its span and its RoPE or none, read as the model's class reads them."""
+    config = _parsed(config)
+    text, read_from = text_config_of(config)
+    _refuse_non_rope(text)
+    values, family = effective_config(text)
+    counted = isinstance(values.get("num_hidden_layers"), int) and not isinstance(values.get("num_hidden_layers"), bool)
+    if values.get("layer_types") is None and not counted:
+        values["num_hidden_layers"] = _NOMINAL_LAYERS
+    per_layer = layer_types_of(values, family)
+    blocks = family.parameters(values, per_layer)
+    layout = family.layout(values)
+    groups: dict[tuple[str, bool], list[int]] = {}
+    for index, layer_type in enumerate(per_layer):
+        groups.setdefault((layer_type, family.applies_rope(values, index, layer_type)), []).append(index)
+    specs: dict[str, RopeSpec] = {}
+    kinds = []
+    for (layer_type, rotary), layers in groups.items():
+        spec = None
+        block: Mapping = {}
+        if rotary:
+            if layer_type not in blocks or blocks[layer_type] is None:
+                raise ValueError(_("config.json gives no RoPE parameters for its {layer_type!r} layers.").format(layer_type=layer_type))
+            block = blocks[layer_type]
+            if layer_type not in specs:
+                head_key = family.layer_head_dim.get(layer_type)
+                head_dim = _positive_int(values, head_key) if head_key and values.get(head_key) is not None else head_dim_of(values)
+                specs[layer_type] = _spec_from(values, dict(block), head_dim, family.advertises_extended)
+            spec = specs[layer_type]
+        section = block.get("mrope_section")
+        kinds.append(LayerKind(
+            layer_type=layer_type, layers=tuple(layers) if counted or values.get("layer_types") is not None else (),
+            span=span_of(values, layer_type), spec=spec, layout=layout,
+            mrope_section=tuple(int(v) for v in section) if isinstance(section, list) else None,
+            mrope_interleaved=bool(block.get("mrope_interleaved", False)),
+            nope_note=None if rotary else family.nope_note,
+        ))
+    kinds.sort(key=lambda kind: (not kind.has_rope, kind.layers[:1] or (0,)))
+    num_layers = len(per_layer) if counted or values.get("layer_types") is not None else 0
+    return LayerMap(text.get("model_type") or config.get("model_type"), num_layers, tuple(per_layer) if num_layers else (),
+                    tuple(kinds), read_from)
+
+
+def _spec_from(config: Mapping, params: dict, head_dim: int, advertises_extended: bool = False) -> RopeSpec:
+    """The ``RopeSpec`` of one parameter block, in a text config whose class defaults are filled in."""
     where = "rope_scaling"
     rope_type = params.get("rope_type", params.get("type", "default"))
     if not isinstance(rope_type, str):
@@ -159,7 +201,7 @@ def from_hf_config(config: Mapping | str) -> RopeSpec:
             raise ValueError(_("config.json needs 'max_position_embeddings' for rope_type {rope_type!r}.").format(rope_type=rope_type))
         return max_positions
 
-    values: dict = {"head_dim": head_dim_of(config), "base": float(base), "rope_type": rope_type,
+    values: dict = {"head_dim": head_dim, "base": float(base), "rope_type": rope_type,
                     "partial_rotary_factor": float(partial)}
 
     if rope_type in _SCALED_WITH_ORIGINAL:
@@ -171,11 +213,15 @@ def from_hf_config(config: Mapping | str) -> RopeSpec:
             original = need_max_positions()
     elif rope_type == "dynamic":
         original = need_max_positions()
+    elif rope_type == "linear" and advertises_extended and max_positions is not None and params.get("factor"):
+        original = max(1, round(max_positions / float(_number(params, "factor", where))))
     else:
         original = max_positions if max_positions is not None else RopeSpec.original_max_position_embeddings
     values["original_max_position_embeddings"] = original
 
-    if rope_type in ("linear", "ntk", "dynamic", "llama3", "ntk_by_parts"):
+    if rope_type == "proportional":
+        values["factor"] = float(_number(params, "factor", where)) if params.get("factor") is not None else 1.0
+    elif rope_type in ("linear", "ntk", "dynamic", "llama3", "ntk_by_parts"):
         if params.get("factor") is None:
             raise ValueError(_("rope_scaling needs 'factor' for rope_type {rope_type!r}.").format(rope_type=rope_type))
         values["factor"] = float(_number(params, "factor", where))
@@ -209,18 +255,18 @@ _EXTENDING_TYPES = ("linear", "ntk", "dynamic", "ntk_by_parts", "yarn", "llama3"
 
 
 def extended_length(config: Mapping | str) -> int:
-    """The context length a config's RoPE is built for.
+    """The context length a config's RoPE is built for (of the layers context extension scales).
 
     For a scaled rope type, ``original_max_position_embeddings × factor`` when that is larger than
     ``max_position_embeddings`` (Qwen2.5's YaRN block: 32768 × 4 = 131072; a Llama-2 config with
     ``{"type": "linear", "factor": 4}``: 4096 × 4 = 16384); otherwise ``max_position_embeddings``.
     Raises ``ValueError`` for a config ``from_hf_config`` cannot read.
     """
-    if isinstance(config, str):
-        config = json.loads(config)
+    config = _parsed(config)
     spec = from_hf_config(config)
-    advertised = context_length_of(text_config_of(config)[0])
-    if spec.rope_type not in _EXTENDING_TYPES:
+    text = text_config_of(config)[0]
+    advertised = context_length_of(text)
+    if spec.rope_type not in _EXTENDING_TYPES or (family_of(text.get("model_type")).advertises_extended and advertised):
         return advertised if advertised is not None else spec.original_max_position_embeddings
     built_for = int(round(spec.original_max_position_embeddings * spec.factor))
     return max(built_for, advertised or 0)
@@ -229,8 +275,12 @@ def extended_length(config: Mapping | str) -> int:
 def original_length_given(config: Mapping) -> bool:
     """Does the config say the length the model was trained at before scaling (original_max_position_embeddings)?"""
     text, _path = text_config_of(config)
-    return text.get("original_max_position_embeddings") is not None or \
-        _rope_parameters(text).get("original_max_position_embeddings") is not None
+    if text.get("original_max_position_embeddings") is not None:
+        return True
+    blocks = [text.get("rope_parameters"), text.get("rope_scaling")]
+    blocks += [value for block in blocks if isinstance(block, Mapping) for value in block.values()]
+    return any(isinstance(block, Mapping) and block.get("original_max_position_embeddings") is not None
+               for block in blocks)
 
 
 def context_length_of(config: Mapping) -> int | None:

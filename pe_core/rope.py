@@ -17,7 +17,7 @@ import torch
 
 from i18n import N_, _
 
-ROPE_TYPES = ("default", "linear", "ntk", "dynamic", "ntk_by_parts", "yarn", "llama3", "longrope")
+ROPE_TYPES = ("default", "linear", "ntk", "dynamic", "ntk_by_parts", "yarn", "llama3", "longrope", "proportional")
 
 ROPE_TYPE_TITLES = {
     "default": "Direct extrapolation (plain RoPE)",
@@ -28,6 +28,7 @@ ROPE_TYPE_TITLES = {
     "yarn": "YaRN (reference implementation)",
     "llama3": "Llama-3 scaling",
     "longrope": "LongRoPE",
+    "proportional": "Proportional RoPE (Gemma 4)",
 }
 
 
@@ -131,10 +132,16 @@ def _validate(spec: RopeSpec) -> None:
         N_("original_max_position_embeddings (the training length L) must be a positive integer (got "
            "{original_max_position_embeddings!r})."), original_max_position_embeddings=spec.original_max_position_embeddings,
     )
-    if spec.rope_type in ("yarn", "ntk_by_parts"):
+    if spec.rope_type == "ntk_by_parts":
         _require(
             _is_number(spec.beta_fast) and _is_number(spec.beta_slow) and 0 < spec.beta_slow < spec.beta_fast,
             N_("beta_fast and beta_slow must satisfy 0 < beta_slow < beta_fast (got "
+               "beta_slow={beta_slow!r}, beta_fast={beta_fast!r})."), beta_slow=spec.beta_slow, beta_fast=spec.beta_fast,
+        )
+    if spec.rope_type == "yarn":  # equal betas are legal: the reference ramp widens a zero-width range (Kimi K2: 1 and 1)
+        _require(
+            _is_number(spec.beta_fast) and _is_number(spec.beta_slow) and 0 < spec.beta_slow <= spec.beta_fast,
+            N_("beta_fast and beta_slow must satisfy 0 < beta_slow ≤ beta_fast (got "
                "beta_slow={beta_slow!r}, beta_fast={beta_fast!r})."), beta_slow=spec.beta_slow, beta_fast=spec.beta_fast,
         )
     if spec.attention_factor is not None:
@@ -321,6 +328,14 @@ def _longrope(spec: RopeSpec, seq_len: int | None) -> RopeFrequencies:
     return RopeFrequencies(inv_freq, longrope_attention_factor(spec))
 
 
+def _proportional(spec: RopeSpec, seq_len: int | None) -> RopeFrequencies:
+    """Gemma 4's proportional RoPE, as transformers' ``_compute_proportional_rope_parameters``: the first
+    rotary_dim/2 pairs keep the θ_i = b^(−2i/d) of the whole head (exponent over head_dim, not rotary_dim),
+    divided by the factor; the other pairs are not rotated (transformers stores θ = 0 for them)."""
+    exponents = torch.arange(0, spec.rotary_dim, 2, dtype=torch.float64) / spec.head_dim
+    return RopeFrequencies(1.0 / (spec.base**exponents) / spec.factor, 1.0)
+
+
 ROPE_FUNCTIONS: dict[str, Callable[[RopeSpec, int | None], RopeFrequencies]] = {
     "default": _default,
     "linear": _linear,
@@ -330,6 +345,7 @@ ROPE_FUNCTIONS: dict[str, Callable[[RopeSpec, int | None], RopeFrequencies]] = {
     "yarn": _yarn,
     "llama3": _llama3,
     "longrope": _longrope,
+    "proportional": _proportional,
 }
 
 

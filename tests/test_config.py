@@ -105,7 +105,7 @@ def test_nested_per_layer_parameters_use_full_attention():
         ({"head_dim": 64, "max_position_embeddings": 8192, "rope_scaling": {"rope_type": "longrope"}},
          "short_factor"),
         ({"head_dim": 64, "rope_scaling": {"rope_type": "xpos"}}, "rope_type"),
-        ({"head_dim": 64, "rope_parameters": {"rope_type": "proportional"}}, "proportional.*not supported"),
+        ({"head_dim": 64, "rope_parameters": {"rope_type": "axial"}}, "axial.*not supported"),
         ({"model_type": "bert", "hidden_size": 768, "num_attention_heads": 12}, "'bert'.*learned absolute"),
         ({"model_type": "t5", "d_model": 512}, "relative position buckets"),
         ({"model_type": "falcon", "alibi": True, "hidden_size": 64, "num_attention_heads": 2}, "ALiBi"),
@@ -163,7 +163,7 @@ def test_mrope_builds_plain_rope_frequencies():
     (preset_by_name("Llama-3.1-8B").config, 131_072),  # 8192 × 8 = 65536 < max_position_embeddings
     (preset_by_name("Llama-2-7B").config, 4_096),  # no scaling: max_position_embeddings
     (LLAMA31 | {"max_position_embeddings": None}, 65_536),
-    (GEMMA3, 1_048_576),  # read from text_config; no original length given, so L = max_position_embeddings
+    (GEMMA3, 131_072),  # Gemma3TextConfig: max_position_embeddings is the scaled full-attention layers' length
 ])
 def test_extended_length(config, length):
     assert extended_length(config) == length

@@ -1,0 +1,391 @@
+"""A model's layers by kind, read from its ``config.json`` the way the model's own transformers class reads it.
+
+Today's models are hybrids: Gemma 3 rotates five of every six layers (sliding windows) at base 10⁴ and
+only the sixth (full attention) at 10⁶ with linear ×8; EXAONE 4 and Command R7B rotate only their
+sliding layers and leave the full-attention ones without position encoding (NoPE); Llama 4 skips
+RoPE on every fourth layer; Qwen3-Next's linear-attention layers have none. A ``LayerMap`` groups the
+layers into kinds, each with its indices, its attention span and its RoPE (``RopeSpec``, rotated
+dimensions, pairing layout) or none.
+
+Each model family is one row of ``FAMILIES`` (as each transformers model owns its config class): the
+class defaults of the keys a config.json may leave out, old key names it still accepts, how it lays out
+layer types when the config does not list them, how it keeps RoPE parameters per layer type, which
+layers skip RoPE, and how a pair's two dimensions are laid out. A family not in the table is read the
+way ``LlamaConfig`` reads a config, which is what every other RoPE model in transformers does.
+``tests/test_layers.py`` checks every row against the model's own config and rotary classes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from i18n import N_, _
+from pe_core.rope import RopeSpec
+
+FULL, SLIDING, CHUNKED, LINEAR = "full_attention", "sliding_attention", "chunked_attention", "linear_attention"
+# Layer types whose tokens do not attend by position at all (linear attention, state-space mixers).
+_POSITIONLESS_TYPES = (LINEAR, "mamba", "conv", "linear_attention_gated")
+# What each layer type's attention spans, as the reader sees it.
+SPAN_KINDS = {FULL: "full", SLIDING: "window", CHUNKED: "chunk", LINEAR: "linear"}
+LAYER_TYPE_TITLES = {
+    FULL: N_("full attention"), SLIDING: N_("sliding-window attention"), CHUNKED: N_("chunked attention"),
+    LINEAR: N_("linear attention"),
+}
+LAYOUTS = ("half", "interleaved")
+
+
+def layer_type_title(layer_type: str) -> str:
+    return _(LAYER_TYPE_TITLES[layer_type]) if layer_type in LAYER_TYPE_TITLES else layer_type
+
+
+# ---- how families lay out their layers ---------------------------------------------------------------------
+
+
+def _every_nth_full(n: int, other: str = SLIDING) -> Callable[[Mapping], list[str]]:
+    """``other`` on every layer but each n-th, which is full attention (Gemma 3: 5 sliding, then 1 full)."""
+    def pattern(config: Mapping) -> list[str]:
+        period = config.get("sliding_window_pattern", n) if other == SLIDING else config.get("full_attention_interval", n)
+        if not isinstance(period, int) or isinstance(period, bool) or period < 1:
+            raise ValueError(_("This {family} config has no 'layer_types' and its pattern {period!r} is not a "
+                               "positive integer, so its layers cannot be laid out.").format(
+                family=config.get("model_type"), period=period))
+        return [other if (i + 1) % period else FULL for i in range(config["num_hidden_layers"])]
+    return pattern
+
+
+def _exaone4_pattern(config: Mapping) -> list[str]:
+    # Exaone4Config: without a sliding window every layer is global; otherwise 3 local, then 1 global
+    if config.get("sliding_window") is None:
+        return [FULL] * config["num_hidden_layers"]
+    return _every_nth_full(4)(config)
+
+
+def _qwen2_pattern(config: Mapping) -> list[str]:
+    # Qwen2Config: a window only with use_sliding_window, on the layers from max_window_layers on
+    window = config.get("sliding_window") if config.get("use_sliding_window") else None
+    first = config.get("max_window_layers", 28)
+    return [SLIDING if window is not None and i >= first else FULL for i in range(config["num_hidden_layers"])]
+
+
+def _mistral_pattern(config: Mapping) -> list[str]:
+    # MistralConfig has no layer types: a sliding_window, when set, bounds every layer's attention
+    kind = SLIDING if config.get("sliding_window") is not None else FULL
+    return [kind] * config["num_hidden_layers"]
+
+
+def _llama4_pattern(config: Mapping) -> list[str]:
+    # Llama4TextConfig: the RoPE layers attend within chunks, the NoPE layers (every 4th) over everything
+    return [CHUNKED if uses and config.get("attention_chunk_size") is not None else FULL
+            for uses in _llama4_rope_flags(config)]
+
+
+def _llama4_rope_flags(config: Mapping) -> list[int]:
+    flags = config.get("no_rope_layers")  # despite the name, 1 marks a layer that applies RoPE
+    if not flags:
+        interval = config.get("no_rope_layer_interval", 4)
+        flags = [int((i + 1) % interval != 0) for i in range(config["num_hidden_layers"])]
+    return list(flags)
+
+
+def _all_full(config: Mapping) -> list[str]:
+    return [FULL] * config["num_hidden_layers"]
+
+
+# ---- which layers apply RoPE --------------------------------------------------------------------------------
+
+
+def _rope_everywhere(config: Mapping, index: int, layer_type: str) -> bool:
+    return layer_type not in _POSITIONLESS_TYPES
+
+
+def _rope_on_sliding_only(config: Mapping, index: int, layer_type: str) -> bool:
+    # Cohere2Attention applies RoPE only where it has a sliding window
+    return layer_type == SLIDING
+
+
+def _exaone4_rope(config: Mapping, index: int, layer_type: str) -> bool:
+    # Exaone4Attention: `if self.sliding_window is None or self.is_sliding: apply_rotary_pos_emb(...)`
+    return config.get("sliding_window") is None or layer_type == SLIDING
+
+
+def _llama4_rope(config: Mapping, index: int, layer_type: str) -> bool:
+    return bool(_llama4_rope_flags(config)[index])
+
+
+# ---- RoPE parameters per layer type -------------------------------------------------------------------------
+
+
+def _flat_parameters(config: Mapping) -> dict:
+    params = config.get("rope_parameters")
+    if params is None:
+        params = config.get("rope_scaling")
+    if params is None:
+        return {}
+    if not isinstance(params, Mapping):
+        raise ValueError(_("config.json field 'rope_scaling' / 'rope_parameters' must be an object (got {params!r}).").format(params=params))
+    return dict(params)
+
+
+def _same_for_every_type(config: Mapping, layer_types: list[str]) -> dict[str, dict]:
+    """One block for every layer, unless it is nested by the config's own layer types (transformers 5)."""
+    params = _flat_parameters(config)
+    nested = [key for key in params if key in layer_types]
+    if nested:
+        return {layer_type: _with_theta(dict(params[layer_type] or {}), config) for layer_type in nested}
+    block = _with_theta(params, config)
+    return {layer_type: block for layer_type in set(layer_types)}
+
+
+def _with_theta(block: dict, config: Mapping) -> dict:
+    if "rope_theta" not in block and config.get("rope_theta") is not None:
+        block["rope_theta"] = config["rope_theta"]
+    return block
+
+
+def _global_and_local(local_theta_key: str) -> Callable[[Mapping, list[str]], dict[str, dict]]:
+    """Gemma 3 / OLMo 3: a block per layer type; a v4 ``rope_scaling`` block scales the full-attention layers only."""
+    def parameters(config: Mapping, layer_types: list[str]) -> dict[str, dict]:
+        given = config.get("rope_parameters")
+        blocks = {key: dict(value) for key, value in given.items() if isinstance(value, Mapping)} \
+            if isinstance(given, Mapping) else {}
+        if isinstance(given, Mapping) and not blocks and given:
+            blocks = {FULL: dict(given)}  # a flat v5 block: the class reads it as the full-attention layers'
+        scaling = config.get("rope_scaling")
+        full = blocks.setdefault(FULL, {"rope_type": "default"})
+        if isinstance(scaling, Mapping):
+            full.update(scaling)
+        full.setdefault("rope_theta", config["rope_theta"])
+        local = blocks.setdefault(SLIDING, {"rope_type": "default"})
+        local.setdefault("rope_theta", config.get(local_theta_key, config["rope_theta_local"]))
+        return blocks
+    return parameters
+
+
+def _gemma4_parameters(config: Mapping, layer_types: list[str]) -> dict[str, dict]:
+    given = config.get("rope_parameters")
+    if given is None:
+        return {SLIDING: {"rope_type": "default", "rope_theta": 10_000.0},
+                FULL: {"rope_type": "proportional", "partial_rotary_factor": 0.25, "rope_theta": 1_000_000.0}}
+    return _same_for_every_type(config, layer_types)
+
+
+def _gpt_oss_parameters(config: Mapping, layer_types: list[str]) -> dict[str, dict]:
+    # GptOssConfig: a config without RoPE parameters (rope_scaling: null) gets the class's own YaRN ×32
+    if config.get("rope_parameters") is None and config.get("rope_scaling") is None:
+        block = {"rope_type": "yarn", "factor": 32.0, "beta_fast": 32.0, "beta_slow": 1.0, "truncate": False,
+                 "original_max_position_embeddings": 4096}
+        return {layer_type: _with_theta(dict(block), config) for layer_type in set(layer_types)}
+    return _same_for_every_type(config, layer_types)
+
+
+# ---- the table ----------------------------------------------------------------------------------------------
+
+
+def _half(config: Mapping) -> str:
+    return "half"
+
+
+def _interleaved(config: Mapping) -> str:
+    return "interleaved"
+
+
+def _deepseek_layout(config: Mapping) -> str:
+    return "interleaved" if config.get("rope_interleave", True) else "half"
+
+
+@dataclass(frozen=True)
+class Family:
+    """How one transformers model class reads the RoPE-relevant part of its config."""
+
+    defaults: dict = field(default_factory=dict)  # the config class's defaults for keys a config.json may omit
+    renamed: dict = field(default_factory=dict)  # old key -> the key the class stores it as
+    layer_pattern: Callable[[Mapping], list[str]] = _all_full  # layer types when the config lists none
+    parameters: Callable[[Mapping, list[str]], dict[str, dict]] = _same_for_every_type
+    applies_rope: Callable[[Mapping, int, str], bool] = _rope_everywhere
+    layout: Callable[[Mapping], str] = _half
+    head_dim_key: str = "head_dim"  # the key for the width RoPE acts on
+    layer_head_dim: dict = field(default_factory=dict)  # layer type -> key of a per-type head width
+    nope_note: str | None = None  # what the model does in place of RoPE on its NoPE layers
+    # max_position_embeddings is the length the scaled layers are built for, not the length before scaling
+    # (Gemma 3: 131,072 with linear ×8), so a linear block's L is max_position_embeddings / factor
+    advertises_extended: bool = False
+
+
+_GEMMA_LOCAL = _global_and_local("rope_local_base_freq")
+
+FAMILIES: dict[str, Family] = {
+    "llama": Family(),
+    "mistral": Family(layer_pattern=_mistral_pattern),
+    "mixtral": Family(layer_pattern=_mistral_pattern),
+    "qwen2": Family(layer_pattern=_qwen2_pattern),
+    "qwen3": Family(layer_pattern=_qwen2_pattern),
+    "qwen3_moe": Family(layer_pattern=_qwen2_pattern),
+    "qwen2_vl_text": Family(),
+    "qwen2_5_vl_text": Family(),
+    "qwen3_vl_text": Family(),
+    "qwen3_vl_moe_text": Family(),
+    "gemma": Family(defaults={"head_dim": 256, "max_position_embeddings": 8192}),
+    "gemma2": Family(defaults={"head_dim": 256, "num_hidden_layers": 26, "max_position_embeddings": 8192,
+                               "sliding_window": 4096},
+                     layer_pattern=lambda config: [SLIDING if (i + 1) % 2 else FULL for i in range(config["num_hidden_layers"])]),
+    "gemma3_text": Family(defaults={"head_dim": 256, "num_attention_heads": 8, "num_hidden_layers": 26,
+                                    "max_position_embeddings": 131_072, "sliding_window": 4096,
+                                    "rope_theta": 1_000_000.0, "rope_theta_local": 10_000.0},
+                          layer_pattern=_every_nth_full(6), parameters=_GEMMA_LOCAL, advertises_extended=True),
+    "gemma4_text": Family(defaults={"head_dim": 256, "global_head_dim": 512, "sliding_window": 512},
+                          layer_pattern=_every_nth_full(6), parameters=_gemma4_parameters,
+                          layer_head_dim={FULL: "global_head_dim"}),
+    "olmo3": Family(defaults={"rope_theta": 500_000.0, "rope_theta_local": 500_000.0, "sliding_window": 4096,
+                              "max_position_embeddings": 2048},
+                    layer_pattern=_every_nth_full(4), parameters=_global_and_local("rope_theta")),
+    "exaone4": Family(defaults={"sliding_window": 4096, "max_position_embeddings": 2048},
+                      layer_pattern=_exaone4_pattern, applies_rope=_exaone4_rope),
+    "cohere2": Family(defaults={"sliding_window": 4096, "max_position_embeddings": 8192},
+                      layer_pattern=_every_nth_full(4), applies_rope=_rope_on_sliding_only, layout=_interleaved),
+    "cohere": Family(layout=_interleaved),
+    "llama4_text": Family(defaults={"rope_theta": 500_000.0, "head_dim": 128, "max_position_embeddings": 131_072,
+                                    "attention_chunk_size": 8192, "num_hidden_layers": 48},
+                          layer_pattern=_llama4_pattern, applies_rope=_llama4_rope, layout=_interleaved,
+                          nope_note=N_("attention temperature tuning: queries scaled by 1 + attn_scale·ln(1 + ⌊(m + 1)/floor_scale⌋)")),
+    "qwen3_next": Family(defaults={"partial_rotary_factor": 0.25, "head_dim": 256, "max_position_embeddings": 32768},
+                         layer_pattern=_every_nth_full(4, other=LINEAR)),
+    "qwen3_5_text": Family(defaults={"partial_rotary_factor": 0.25}, layer_pattern=_every_nth_full(4, other=LINEAR)),
+    "gpt_oss": Family(defaults={"rope_theta": 150_000.0, "head_dim": 64, "sliding_window": 128,
+                                "max_position_embeddings": 131_072},
+                      layer_pattern=lambda config: [SLIDING if (i + 1) % 2 else FULL for i in range(config["num_hidden_layers"])],
+                      parameters=_gpt_oss_parameters),
+    "gpt_neox": Family(defaults={"partial_rotary_factor": 0.25},
+                       renamed={"rotary_pct": "partial_rotary_factor", "rotary_emb_base": "rope_theta"}),
+    "stablelm": Family(defaults={"partial_rotary_factor": 0.25}),
+    "phi": Family(defaults={"partial_rotary_factor": 0.5}),
+    "glm": Family(defaults={"partial_rotary_factor": 0.5}, layout=_interleaved),
+    "glm4": Family(defaults={"partial_rotary_factor": 0.5}, layout=_interleaved),
+    "glm4_moe": Family(defaults={"partial_rotary_factor": 0.5}),
+    "deepseek_v2": Family(head_dim_key="qk_rope_head_dim", defaults={"qk_rope_head_dim": 64}, layout=_interleaved),
+    "deepseek_v3": Family(head_dim_key="qk_rope_head_dim", defaults={"qk_rope_head_dim": 64}, layout=_deepseek_layout),
+    "kimi_k2": Family(head_dim_key="qk_rope_head_dim", defaults={"qk_rope_head_dim": 64}, layout=_deepseek_layout),
+}
+GENERIC = Family()
+# A composite config names its text model's family by its own model type when the text part does not.
+TEXT_MODEL_TYPES = {"gemma3": "gemma3_text", "gemma4": "gemma4_text", "llama4": "llama4_text",
+                    "qwen2_vl": "qwen2_vl_text", "qwen2_5_vl": "qwen2_5_vl_text", "qwen3_vl": "qwen3_vl_text",
+                    "qwen3_vl_moe": "qwen3_vl_moe_text", "qwen3_5": "qwen3_5_text", "qwen3_5_moe": "qwen3_5_text"}
+
+
+def family_of(model_type: str | None) -> Family:
+    return FAMILIES.get(TEXT_MODEL_TYPES.get(model_type, model_type), GENERIC)
+
+
+# ---- the map ------------------------------------------------------------------------------------------------
+
+
+class LayerKind(NamedTuple):
+    """One kind of layer: which layers, what they attend over, and their RoPE (None: no position encoding)."""
+
+    layer_type: str  # transformers' name: full_attention, sliding_attention, chunked_attention, linear_attention
+    layers: tuple[int, ...]
+    span: int | None  # the window (sliding) or chunk (chunked) in tokens; None: every earlier token
+    spec: RopeSpec | None
+    layout: str  # how a pair's two dimensions sit in the head: "half" (rotate_half) or "interleaved"
+    mrope_section: tuple[int, ...] | None = None  # pairs carrying time, height, width (Qwen2-VL's M-RoPE)
+    mrope_interleaved: bool = False  # Qwen3-VL: the three axes take turns pair by pair
+    nope_note: str | None = None  # what the model does instead of RoPE (N_()-marked)
+
+    @property
+    def key(self) -> str:
+        """The name the reader picks this kind by: the layer type, with "_nope" when a type has both."""
+        return self.layer_type if self.spec is not None else f"{self.layer_type}_nope"
+
+    @property
+    def has_rope(self) -> bool:
+        return self.spec is not None
+
+    @property
+    def span_kind(self) -> str:
+        if self.layer_type in _POSITIONLESS_TYPES:
+            return "linear"
+        if self.span is None:
+            return "full"
+        return "chunk" if self.layer_type == CHUNKED else "window"
+
+    @property
+    def extends(self) -> bool:
+        """Does context extension scale these layers (a scaled rope type)?"""
+        return self.spec is not None and self.spec.rope_type not in ("default", "proportional") or \
+            (self.spec is not None and self.spec.rope_type == "proportional" and self.spec.factor > 1)
+
+
+class LayerMap(NamedTuple):
+    model_type: str | None
+    num_layers: int
+    layer_types: tuple[str, ...]  # per layer
+    kinds: tuple[LayerKind, ...]
+    read_from: str | None  # where the text model's config was found (text_config, ...), or None
+
+    def kind(self, key: str | None = None) -> LayerKind:
+        """The kind named ``key`` (a layer type, or None for the default: the one context extension scales)."""
+        if key is None:
+            return self.default_kind
+        for kind in self.kinds:
+            if key in (kind.key, kind.layer_type) and (kind.has_rope or key == kind.key):
+                return kind
+        for kind in self.kinds:
+            if key == kind.layer_type:
+                return kind
+        raise ValueError(_("This model has no {key!r} layers; its layer types are {choices}.").format(
+            key=key, choices=", ".join(kind.key for kind in self.kinds)))
+
+    @property
+    def rotary_kinds(self) -> tuple[LayerKind, ...]:
+        return tuple(kind for kind in self.kinds if kind.has_rope)
+
+    @property
+    def default_kind(self) -> LayerKind:
+        """The layers the pages describe unless told otherwise: those context extension scales, else the
+        full-attention layers with RoPE, else the first with RoPE."""
+        rotary = self.rotary_kinds
+        if not rotary:
+            raise ValueError(_("No layer of this model applies RoPE, so there are no rotary frequencies to show."))
+        for wanted in (lambda k: k.extends, lambda k: k.span_kind == "full", lambda k: True):
+            found = [kind for kind in rotary if wanted(kind)]
+            if found:
+                return max(found, key=lambda kind: len(kind.layers))
+        raise AssertionError("unreachable")
+
+    @property
+    def hybrid(self) -> bool:
+        return len(self.kinds) > 1
+
+
+def effective_config(text: Mapping) -> tuple[dict, Family]:
+    """The text model's config as its class holds it: class defaults filled in, old key names renamed."""
+    family = family_of(text.get("model_type"))
+    values = dict(family.defaults)
+    for key, value in text.items():
+        if value is not None:
+            values[family.renamed.get(key, key)] = value
+    values.setdefault("rope_theta_local", 10_000.0)
+    return values, family
+
+
+def layer_types_of(values: Mapping, family: Family) -> list[str]:
+    given = values.get("layer_types")
+    if given is not None:
+        if not isinstance(given, list) or not all(isinstance(item, str) for item in given):
+            raise ValueError(_("config.json field 'layer_types' must be a list of layer type names."))
+        return list(given)
+    if not isinstance(values.get("num_hidden_layers"), int) or values["num_hidden_layers"] < 1:
+        raise ValueError(_("config.json needs 'num_hidden_layers' (or 'layer_types') to lay out the layers."))
+    return family.layer_pattern(values)
+
+
+def span_of(values: Mapping, layer_type: str) -> int | None:
+    if layer_type == SLIDING:
+        window = values.get("sliding_window")
+        return int(window) if isinstance(window, (int, float)) and not isinstance(window, bool) else None
+    if layer_type == CHUNKED:
+        chunk = values.get("attention_chunk_size")
+        return int(chunk) if isinstance(chunk, (int, float)) and not isinstance(chunk, bool) else None
+    return None

@@ -1,0 +1,180 @@
+"""The layer map against each model's own transformers classes, on public config.json files.
+
+Every file in ``tests/data/model_configs`` (sources in its SOURCES.md) is loaded into the model's own config
+class; each layer type's θ and attention factor must equal that model's own rotary class (its per-layer-type
+buffers where it keeps them), and the layers, spans, NoPE layers and pairing layout must be the ones the
+model's attention classes use.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import logging
+from pathlib import Path
+
+import pytest
+import torch
+
+from pe_core import from_hf_config, rope_frequencies
+from pe_core.config import extended_length, layer_map
+
+transformers = pytest.importorskip("transformers")
+logging.getLogger("transformers").setLevel(logging.ERROR)
+
+CONFIGS = Path(__file__).parent / "data" / "model_configs"
+CONFIG_FILES = sorted(CONFIGS.glob("*.json"))
+
+# The text model's rotary class of each model type, as its modeling file names it.
+ROTARY_CLASSES = {
+    "llama": "llama.modeling_llama.LlamaRotaryEmbedding",
+    "mistral": "mistral.modeling_mistral.MistralRotaryEmbedding",
+    "mixtral": "mixtral.modeling_mixtral.MixtralRotaryEmbedding",
+    "qwen2": "qwen2.modeling_qwen2.Qwen2RotaryEmbedding",
+    "qwen3": "qwen3.modeling_qwen3.Qwen3RotaryEmbedding",
+    "qwen3_moe": "qwen3_moe.modeling_qwen3_moe.Qwen3MoeRotaryEmbedding",
+    "qwen3_next": "qwen3_next.modeling_qwen3_next.Qwen3NextRotaryEmbedding",
+    "qwen2_5_vl_text": "qwen2_5_vl.modeling_qwen2_5_vl.Qwen2_5_VLRotaryEmbedding",
+    "qwen2_vl_text": "qwen2_vl.modeling_qwen2_vl.Qwen2VLRotaryEmbedding",
+    "qwen3_vl_text": "qwen3_vl.modeling_qwen3_vl.Qwen3VLTextRotaryEmbedding",
+    "qwen3_5_text": "qwen3_5.modeling_qwen3_5.Qwen3_5TextRotaryEmbedding",
+    "gemma2": "gemma2.modeling_gemma2.Gemma2RotaryEmbedding",
+    "gemma3_text": "gemma3.modeling_gemma3.Gemma3RotaryEmbedding",
+    "gemma4_text": "gemma4.modeling_gemma4.Gemma4TextRotaryEmbedding",
+    "olmo3": "olmo3.modeling_olmo3.Olmo3RotaryEmbedding",
+    "exaone4": "exaone4.modeling_exaone4.Exaone4RotaryEmbedding",
+    "cohere2": "cohere2.modeling_cohere2.Cohere2RotaryEmbedding",
+    "llama4_text": "llama4.modeling_llama4.Llama4TextRotaryEmbedding",
+    "gpt_oss": "gpt_oss.modeling_gpt_oss.GptOssRotaryEmbedding",
+    "gpt_neox": "gpt_neox.modeling_gpt_neox.GPTNeoXRotaryEmbedding",
+    "stablelm": "stablelm.modeling_stablelm.StableLmRotaryEmbedding",
+    "phi": "phi.modeling_phi.PhiRotaryEmbedding",
+    "phi3": "phi3.modeling_phi3.Phi3RotaryEmbedding",
+    "glm4": "glm4.modeling_glm4.Glm4RotaryEmbedding",
+    "glm4_moe": "glm4_moe.modeling_glm4_moe.Glm4MoeRotaryEmbedding",
+    "deepseek_v3": "deepseek_v3.modeling_deepseek_v3.DeepseekV3RotaryEmbedding",
+    "deepseek_v2": "deepseek_v2.modeling_deepseek_v2.DeepseekV2RotaryEmbedding",
+    "hunyuan_v1_dense": "hunyuan_v1_dense.modeling_hunyuan_v1_dense.HunYuanDenseV1RotaryEmbedding",
+    "hunyuan_v1_moe": "hunyuan_v1_moe.modeling_hunyuan_v1_moe.HunYuanMoEV1RotaryEmbedding",
+}
+
+
+def _published(path: Path) -> dict:
+    return json.loads(path.read_text())
+
+
+def _model_config(config: dict):
+    """The model's own config class, built from the file exactly as from_pretrained would."""
+    model_type = config["model_type"]
+    if model_type == "kimi_k2":
+        model_type = "deepseek_v3"  # Kimi K2 ships DeepSeek-V3's architecture (its auto_map names DeepseekV3Config)
+    config_class = transformers.CONFIG_MAPPING[model_type]
+    built = config_class.from_dict({key: value for key, value in config.items() if key != "model_type"})
+    return built.get_text_config(decoder=True)
+
+
+def _rotary(text_config):
+    path = ROTARY_CLASSES.get(text_config.model_type)
+    if path is None:
+        pytest.skip(f"no rotary class listed for {text_config.model_type}")
+    module, name = path.rsplit(".", 1)
+    rotary_class = getattr(importlib.import_module(f"transformers.models.{module}"), name)
+    return rotary_class(config=text_config)
+
+
+def _buffers(rotary, layer_type: str) -> tuple[torch.Tensor, float]:
+    if hasattr(rotary, f"{layer_type}_inv_freq"):
+        return getattr(rotary, f"{layer_type}_inv_freq"), getattr(rotary, f"{layer_type}_attention_scaling")
+    return rotary.inv_freq, rotary.attention_scaling
+
+
+@pytest.mark.parametrize("path", CONFIG_FILES, ids=[path.stem for path in CONFIG_FILES])
+def test_every_layer_type_has_the_models_own_frequencies(path):
+    config = _published(path)
+    text_config = _model_config(config)
+    rotary = _rotary(text_config)
+    ours = layer_map(config)
+    assert list(ours.layer_types) == list(getattr(text_config, "layer_types", None) or ours.layer_types)
+    assert ours.num_layers == text_config.num_hidden_layers
+    for kind in ours.rotary_kinds:
+        inv_freq, attention = _buffers(rotary, kind.layer_type)
+        expected = inv_freq.to(torch.float64)
+        computed = rope_frequencies(kind.spec, kind.spec.original_max_position_embeddings)
+        if kind.spec.rope_type == "proportional":  # transformers pads the unrotated pairs with θ = 0
+            assert torch.equal(expected[kind.spec.num_pairs:], torch.zeros(len(expected) - kind.spec.num_pairs, dtype=torch.float64))
+            expected = expected[:kind.spec.num_pairs]
+        assert computed.inv_freq.shape == expected.shape, kind.layer_type
+        torch.testing.assert_close(computed.inv_freq, expected, rtol=2e-6, atol=0)
+        assert computed.attention_factor == pytest.approx(attention, rel=1e-6)
+        assert from_hf_config(config, layer_type=kind.layer_type) == kind.spec
+
+
+def _attention_module(text_config, layer_index: int):
+    """The model's own attention class for one layer, built small (the rule that decides RoPE does not depend on widths)."""
+    small = text_config.__class__.from_dict({**text_config.to_dict(), "hidden_size": 64, "num_attention_heads": 2,
+                                             "num_key_value_heads": 1, "intermediate_size": 32, "vocab_size": 16})
+    module = importlib.import_module(type(_rotary(text_config)).__module__)
+    attention_class = next(getattr(module, name) for name in dir(module)
+                           if name.endswith("Attention") and "Vision" not in name and "Linear" not in name
+                           and "Flash" not in name and "Sdpa" not in name)
+    return attention_class(small, layer_index)
+
+
+# How each family's attention class says whether a layer rotates (read off the module, not the config).
+NOPE_RULES = {
+    "exaone4": lambda attention: attention.sliding_window is None or attention.is_sliding,
+    "cohere2": lambda attention: attention.sliding_window is not None,
+    "llama4_text": lambda attention: bool(attention.use_rope),
+}
+
+
+@pytest.mark.parametrize("path", [path for path in CONFIG_FILES
+                                  if _published(path).get("model_type") in ("exaone4", "cohere2", "llama4")
+                                  or (_published(path).get("text_config") or {}).get("model_type") == "llama4_text"],
+                         ids=lambda path: path.stem)
+def test_nope_layers_are_those_the_models_attention_leaves_unrotated(path):
+    config = _published(path)
+    text_config = _model_config(config)
+    ours = layer_map(config)
+    rule = NOPE_RULES[text_config.model_type]
+    for kind in ours.kinds:
+        for index in kind.layers:
+            assert rule(_attention_module(text_config, index)) == kind.has_rope, (kind.key, index)
+
+
+def test_gemma3_is_read_as_five_sliding_layers_per_full_one():
+    config = _published(CONFIGS / "google--gemma-3-4b-it.json")
+    ours = layer_map(config)
+    sliding, full = ours.kind("sliding_attention"), ours.kind("full_attention")
+    assert (len(sliding.layers), len(full.layers)) == (29, 5)
+    assert full.layers == (5, 11, 17, 23, 29)
+    assert (sliding.spec.base, sliding.spec.rope_type, sliding.span) == (10_000.0, "default", 1024)
+    assert (full.spec.base, full.spec.rope_type, full.spec.factor, full.span) == (1_000_000.0, "linear", 8.0, None)
+    assert ours.default_kind is full  # the layers context extension scales
+    assert extended_length(config) == 131_072  # its max_position_embeddings, not 131,072 × 8
+
+
+def test_layers_without_rope_are_named_and_refused_by_from_hf_config():
+    exaone = _published(CONFIGS / "LGAI-EXAONE--EXAONE-4.0-32B.json")
+    ours = layer_map(exaone)
+    assert [kind.key for kind in ours.kinds] == ["sliding_attention", "full_attention_nope"]
+    assert ours.kind("full_attention_nope").layers == tuple(range(3, 64, 4))
+    with pytest.raises(ValueError, match="no position encoding"):
+        from_hf_config(exaone, layer_type="full_attention")
+    with pytest.raises(ValueError, match="no 'chunked_attention' layers"):
+        layer_map(exaone).kind("chunked_attention")
+
+
+def test_gpt_neox_reads_rotary_pct_and_rotary_emb_base():
+    pythia = {"model_type": "gpt_neox", "hidden_size": 768, "num_attention_heads": 12, "num_hidden_layers": 12,
+              "rotary_pct": 0.25, "rotary_emb_base": 10000, "max_position_embeddings": 2048}
+    spec = from_hf_config(pythia)
+    assert (spec.head_dim, spec.rotary_dim) == (64, 16)
+    reference = _rotary(_model_config(pythia))
+    torch.testing.assert_close(rope_frequencies(spec).inv_freq, reference.inv_freq.double(), rtol=2e-6, atol=0)
+
+
+def test_a_config_without_a_layer_count_still_reads_its_kinds():
+    ours = layer_map({"model_type": "exaone4", "head_dim": 128, "sliding_window": 4096, "rope_theta": 1e6})
+    assert ours.num_layers == 0 and [kind.key for kind in ours.kinds] == ["sliding_attention", "full_attention_nope"]
+    assert all(kind.layers == () for kind in ours.kinds)
