@@ -805,9 +805,10 @@ def report_text(report: CheckReport) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m pe_core.check CONFIG --inv-freq FILE``: exit 0 on a match, 1 on a mismatch, 2 on bad input."""
-    from pe_core.config import from_hf_config
+    from pe_core.config import layer_map
     from pe_core.device import use_server_threads
     from pe_core.inputs import read_config, read_numbers
+    from pe_core.layers import layer_type_title
 
     parser = argparse.ArgumentParser(
         prog="python -m pe_core.check",
@@ -818,8 +819,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--attention-factor", type=float, metavar="X",
                         help="the factor your RoPE multiplies cos and sin by (transformers' attention_scaling)")
     parser.add_argument("--seq-len", type=int, metavar="N", help="the sequence length your θᵢ were computed for")
-    parser.add_argument("--layout", choices=LAYOUTS, default="half",
-                        help="the pairing the checkpoint expects (per-dimension input only; default: half)")
+    parser.add_argument("--layout", choices=LAYOUTS, default=None,
+                        help="the pairing the checkpoint expects (per-dimension input only; default: the model's own, "
+                             "e.g. interleaved for DeepSeek-V3 and GLM-4, half-split for Llama)")
+    parser.add_argument("--layer-type", default=None, metavar="TYPE",
+                        help="which kind of layer to check in a hybrid model, by transformers' name (full_attention, "
+                             "sliding_attention, chunked_attention, ...; default: the layers context extension scales)")
     parser.add_argument("--form", choices=FORMS, default="auto", help="how to read the numbers (default: by count)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     args = parser.parse_args(argv)
@@ -827,18 +832,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         from pathlib import Path
 
-        spec = from_hf_config(read_config(args.config))
+        model = layer_map(read_config(args.config))
+        kind = model.kind(args.layer_type)
+        if kind.spec is None:
+            raise ValueError(_("The {layer_type!r} layers of this model apply no position encoding (NoPE): there "
+                               "are no θᵢ to check.").format(layer_type=kind.layer_type))
+        spec = kind.spec
         path = Path(args.inv_freq)
         if not path.is_file():
             raise ValueError(f"{args.inv_freq}: no such file.")
         numbers = read_numbers(path.read_bytes(), path.name)
         if args.seq_len is not None and args.seq_len < 1:
             raise ValueError(f"--seq-len must be a positive integer (got {args.seq_len}).")
-        report = check(spec, numbers, args.attention_factor, args.seq_len, args.layout, args.form)
+        report = check(spec, numbers, args.attention_factor, args.seq_len, args.layout or kind.layout, args.form)
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    print(json.dumps(report_json(report), indent=1, ensure_ascii=False) if args.json else report_text(report))
+    if args.json:
+        print(json.dumps({**report_json(report), "layer_type": kind.layer_type, "layers": list(kind.layers)},
+                         indent=1, ensure_ascii=False))
+    else:
+        if len(model.kinds) > 1:
+            print(_("Layers checked: {title} ({count} of {total}; --layer-type {layer_type})").format(
+                title=layer_type_title(kind.layer_type), count=len(kind.layers), total=model.num_layers,
+                layer_type=kind.layer_type))
+        print(report_text(report))
     return 0 if report.verdict == "match" else 1
 
 

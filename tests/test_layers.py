@@ -178,3 +178,57 @@ def test_a_config_without_a_layer_count_still_reads_its_kinds():
     ours = layer_map({"model_type": "exaone4", "head_dim": 128, "sliding_window": 4096, "rope_theta": 1e6})
     assert ours.num_layers == 0 and [kind.key for kind in ours.kinds] == ["sliding_attention", "full_attention_nope"]
     assert all(kind.layers == () for kind in ours.kinds)
+
+
+# ---- the checker, per layer type ----------------------------------------------------------------------------
+
+def _check_cli(tmp_path, config: dict, numbers, *extra: str) -> tuple[int, str, str]:
+    import contextlib
+    import io
+
+    from pe_core.check import main
+
+    config_file, numbers_file = tmp_path / "config.json", tmp_path / "inv_freq.json"
+    config_file.write_text(json.dumps(config))
+    numbers_file.write_text(json.dumps([float(v) for v in numbers]))
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main([str(config_file), "--inv-freq", str(numbers_file), *extra])
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.mark.parametrize("name", ["google--gemma-3-4b-it", "google--gemma-4-26B-A4B", "allenai--Olmo-3.1-32B-Instruct",
+                                  "openai--gpt-oss-20b"])
+def test_the_checker_takes_each_layer_types_own_buffer_as_a_match(tmp_path, name):
+    config = _published(CONFIGS / f"{name}.json")
+    rotary = _rotary(_model_config(config))
+    for kind in layer_map(config).rotary_kinds:
+        inv_freq, attention = _buffers(rotary, kind.layer_type)
+        code, out, _err = _check_cli(tmp_path, config, inv_freq.tolist(), "--layer-type", kind.layer_type,
+                                     "--attention-factor", str(attention))
+        assert code == 0 and "Verdict: MATCH" in out, (kind.layer_type, out)
+
+
+def test_the_checker_says_a_nope_layer_type_has_nothing_to_check(tmp_path):
+    config = _published(CONFIGS / "LGAI-EXAONE--EXAONE-4.0-32B.json")
+    code, _out, err = _check_cli(tmp_path, config, [1.0] * 64, "--layer-type", "full_attention")
+    assert code == 2 and "no position encoding" in err
+
+
+def test_the_checker_reads_per_dimension_theta_in_the_models_own_pairing(tmp_path):
+    config = _published(CONFIGS / "deepseek-ai--DeepSeek-V3.json")  # rope_interleave: pairs (2i, 2i + 1)
+    pairs = _rotary(_model_config(config)).inv_freq.double()
+    code, out, _err = _check_cli(tmp_path, config, pairs.repeat_interleave(2).tolist())
+    assert code == 0, out
+    code, out, _err = _check_cli(tmp_path, config, torch.cat([pairs, pairs]).tolist())
+    assert code == 1 and "half" in out.lower()  # a half-split port of an interleaved model is the pairing bug
+
+
+def test_the_checker_holds_a_pythia_port_to_rotary_pct(tmp_path):
+    pythia = {"model_type": "gpt_neox", "hidden_size": 768, "num_attention_heads": 12, "num_hidden_layers": 12,
+              "rotary_pct": 0.25, "rotary_emb_base": 10000, "max_position_embeddings": 2048}
+    correct = _rotary(_model_config(pythia)).inv_freq.double()
+    assert _check_cli(tmp_path, pythia, correct.tolist())[0] == 0
+    whole_head = 1.0 / 10000 ** (torch.arange(0, 64, 2, dtype=torch.float64) / 64)  # rotary_pct ignored
+    code, out, _err = _check_cli(tmp_path, pythia, whole_head.tolist())
+    assert code == 1 and "partial" in out.lower(), out
