@@ -9,7 +9,7 @@ background job publishes it, and a test simply loops. Leaving the loop pauses th
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import NamedTuple
 
 import torch
@@ -26,7 +26,7 @@ from pe_core.train.evaluate import (
     evaluation_windows,
     method_spec,
 )
-from pe_core.train.loop import Progress, TrainingRun, cpu_threads
+from pe_core.train.loop import Progress, TrainingBatch, TrainingRun, cpu_threads, shard_workers, use_cpu_threads
 from pe_core.train.schema import (
     MEMORY_COUNTED,
     MEMORY_PEAK,
@@ -145,50 +145,43 @@ class ExperimentRun:
         return self._evaluated[key]._replace(method=method)
 
     def work(self) -> Iterator[Status]:
-        """Do what is left, yielding a ``Status`` after every step and every evaluation."""
-        c, encoding = self.config, self.config.encoding
-        started = time.perf_counter()
-        try:
-            for record in self.run.steps():
-                yield Status(TRAINING, encoding, None, record.step, record.total_steps, self.fraction(), record)
-            self.run.finish_memory()
-            pairs = [(length, method) for length in c.lengths for method in c.evaluated_methods]
-            for length, method in pairs:
-                if (method, length) in self.evaluation:
-                    continue
-                self.evaluation.results.append(self._evaluate(method, length))
-                yield Status(EVALUATING, encoding, method, len(self.evaluation.results), len(pairs), self.fraction())
-            for method in c.fine_tuned_methods:
-                if method in self.fine_tunes:
-                    continue
-                yield from self._fine_tune(method)
-        finally:
-            self.seconds += time.perf_counter() - started
+        """Do what is left, yielding a ``Status`` after every step and every evaluation (an
+        ``ExperimentBatch`` of one)."""
+        for _experiment, status in ExperimentBatch([self]).work():
+            yield status
 
-    def _fine_tune(self, method: str) -> Iterator[Status]:
-        c, longest = self.config, self.config.longest
+    def _untuned(self, method: str) -> None:
+        """Measure ``method`` at the longest length before its fine-tune (the curve's step 0)."""
+        longest = self.config.longest
         if method not in self.untuned:
             before = (self.evaluation.get(method, longest) if (method, longest) in self.evaluation
                       else self._evaluate(method, longest))
             self.untuned[method] = before
             self.checkpoints[method] = [Checkpoint(0, before.mean_accuracy, before.mean_loss)]
+
+    def _tune(self, method: str) -> TrainingRun:
+        """The fine-tune of ``method``: a copy of the trained model at the longest length with its spec."""
+        c = self.config
         if method not in self.tunes:
-            spec = method_spec(self.run.model, method, longest)
-            self.tunes[method] = TrainingRun.fine_tune_of(self.run, spec, longest, c.fine_tune_steps,
+            spec = method_spec(self.run.model, method, c.longest)
+            self.tunes[method] = TrainingRun.fine_tune_of(self.run, spec, c.longest, c.fine_tune_steps,
                                                           c.fine_tune_learning_rate)
-        tune, checkpoints = self.tunes[method], fine_tune_checkpoints(c.fine_tune_steps)
-        for record in tune.steps():
-            if record.step in checkpoints:  # measured before the yield: a stop here keeps it
-                along = evaluate_one(tune.model, self._windows_for(longest), method)
-                self.checkpoints[method].append(Checkpoint(record.step, along.mean_accuracy, along.mean_loss))
-            yield Status(FINE_TUNING, c.encoding, method, record.step, record.total_steps, self.fraction(), record)
-        after = evaluate_one(tune.model, self._windows_for(longest), method)
+        return self.tunes[method]
+
+    def _measure_tune(self, method: str) -> LengthResult:
+        return evaluate_one(self.tunes[method].model, self._windows_for(self.config.longest), method)
+
+    def _checkpoint(self, method: str, step: int, along: LengthResult) -> None:
+        self.checkpoints[method].append(Checkpoint(step, along.mean_accuracy, along.mean_loss))
+
+    def _finish_fine_tune(self, method: str, after: LengthResult) -> Status:
+        c = self.config
+        tune = self.tunes.pop(method)  # the tuned copy is not kept: its numbers are
         curve = (*self.checkpoints.pop(method), Checkpoint(c.fine_tune_steps, after.mean_accuracy, after.mean_loss))
-        self.fine_tunes[method] = FineTuneResult(method, longest, c.fine_tune_steps,
+        self.fine_tunes[method] = FineTuneResult(method, c.longest, c.fine_tune_steps,
                                                  MethodResult.of(self.untuned[method]), MethodResult.of(after),
                                                  tuple(round(p.loss, 4) for p in tune.history), curve)
-        del self.tunes[method]  # the tuned copy is not kept: its numbers are
-        yield Status(FINE_TUNING, c.encoding, method, c.fine_tune_steps, c.fine_tune_steps, self.fraction())
+        return Status(FINE_TUNING, c.encoding, method, c.fine_tune_steps, c.fine_tune_steps, self.fraction())
 
     # ---- the result ---------------------------------------------------------------------------------
 
@@ -228,3 +221,190 @@ def run_experiment(config: ExperimentConfig, corpus: Corpus | None = None, devic
         if on_status is not None:
             on_status(status)
     return experiment.record()
+
+
+class ExperimentBatch:
+    """Experiments worked on together, phase by phase: their training runs as one ``TrainingBatch``, each
+    (method, length) evaluated for every model in one round, each method's fine-tunes as one batch.
+
+    Every experiment keeps its own numbers (those of a run alone: see ``TrainingBatch``), progress and stop;
+    one that stops leaves the batch with its state kept, so its own ``work()`` resumes it. On the CPU a
+    round of evaluations spreads the models over the worker threads. The time of a step or a round is
+    shared equally by the experiments in it (each record's seconds are its share).
+    """
+
+    def __init__(self, experiments: Sequence[ExperimentRun], *, stacked: bool | None = None):
+        if not experiments:
+            raise ValueError("An experiment batch needs at least one experiment.")
+        self.experiments = list(experiments)
+        self.stacked = stacked
+        self.stopped: list[ExperimentRun] = []
+        self._mark = 0.0
+
+    def work(self, should_stop: Callable[[ExperimentRun], bool] | None = None
+             ) -> Iterator[tuple[ExperimentRun, Status | None]]:
+        """Do what is left of every experiment, yielding (experiment, its ``Status``) after each of its steps
+        and evaluations, and (experiment, None) once when ``should_stop(experiment)`` stops it."""
+        self._mark = time.perf_counter()
+        newly_stopped: list[ExperimentRun] = []
+
+        def stops(experiment: ExperimentRun) -> bool:
+            if experiment not in self.stopped and should_stop is not None and should_stop(experiment):
+                self.stopped.append(experiment)
+                newly_stopped.append(experiment)
+            return experiment in self.stopped
+
+        def live() -> list[ExperimentRun]:
+            return [e for e in self.experiments if not stops(e)]
+
+        def flush() -> Iterator[tuple[ExperimentRun, None]]:
+            while newly_stopped:
+                yield newly_stopped.pop(0), None
+
+        try:
+            training = [e for e in live() if not e.run.done]
+            if training:
+                by_run = {id(e.run): e for e in training}
+                batch = TrainingBatch([e.run for e in training], stacked=self.stacked)
+                for records in batch.steps(should_stop=lambda run: stops(by_run[id(run)])):
+                    self._charge([training[i] for i, _ in records])
+                    yield from flush()
+                    for i, record in records:
+                        e = training[i]
+                        yield e, Status(TRAINING, e.config.encoding, None, record.step, record.total_steps,
+                                        e.fraction(), record)
+                for e in training:
+                    if e.run.done:
+                        e.run.finish_memory()
+            yield from flush()
+            yield from self._evaluations(live)
+            yield from flush()
+            methods = dict.fromkeys(m for e in self.experiments for m in e.config.fine_tuned_methods)
+            for method in methods:
+                yield from self._fine_tunes(method, live, stops)
+                yield from flush()
+        finally:
+            self._charge(self.experiments)
+
+    def _charge(self, experiments: Sequence[ExperimentRun]) -> None:
+        """Share the time since the last charge among ``experiments``."""
+        now = time.perf_counter()
+        if experiments:
+            share = (now - self._mark) / len(experiments)
+            for experiment in experiments:
+                experiment.seconds += share
+        self._mark = now
+
+    def _evaluations(self, live: Callable[[], list[ExperimentRun]]) -> Iterator[tuple[ExperimentRun, Status]]:
+        pairs = dict.fromkeys((length, method) for e in self.experiments
+                              for length in e.config.lengths for method in e.config.evaluated_methods)
+        for length, method in pairs:
+            todo = [e for e in live() if (length, method) in _pairs(e) and (method, length) not in e.evaluation]
+            results = _each(todo, lambda e, m=method, n=length: e._evaluate(m, n))
+            self._charge(todo)
+            for e, result in zip(todo, results, strict=True):
+                e.evaluation.results.append(result)
+                yield e, Status(EVALUATING, e.config.encoding, method, len(e.evaluation.results), len(_pairs(e)),
+                                e.fraction())
+
+    def _fine_tunes(self, method: str, live: Callable[[], list[ExperimentRun]],
+                    stops: Callable[[ExperimentRun], bool]) -> Iterator[tuple[ExperimentRun, Status]]:
+        todo = [e for e in live() if method in e.config.fine_tuned_methods and method not in e.fine_tunes]
+        if not todo:
+            return
+        _each([e for e in todo if method not in e.untuned], lambda e: e._untuned(method))
+        tunes = [e._tune(method) for e in todo]
+        by_run = {id(tune): e for tune, e in zip(tunes, todo, strict=True)}
+        batch = TrainingBatch(tunes, stacked=self.stacked)
+        for records in batch.steps(should_stop=lambda run: stops(by_run[id(run)])):
+            due = [(todo[i], record.step) for i, record in records
+                   if record.step in fine_tune_checkpoints(todo[i].config.fine_tune_steps)]
+            # measured before the yield: a stop here keeps it
+            for (e, step), along in zip(due, _each([e for e, _ in due], lambda e: e._measure_tune(method)),
+                                        strict=True):
+                e._checkpoint(method, step, along)
+            self._charge([todo[i] for i, _ in records])
+            for i, record in records:
+                e = todo[i]
+                yield e, Status(FINE_TUNING, e.config.encoding, method, record.step, record.total_steps,
+                                e.fraction(), record)
+        finished = [e for e in todo if e in live() and method in e.tunes and e.tunes[method].done]
+        afters = _each(finished, lambda e: e._measure_tune(method))
+        self._charge(finished)
+        for e, after in zip(finished, afters, strict=True):
+            yield e, e._finish_fine_tune(method, after)
+
+
+def _pairs(experiment: ExperimentRun) -> list[tuple[int, str]]:
+    c = experiment.config
+    return [(length, method) for length in c.lengths for method in c.evaluated_methods]
+
+
+def _each(experiments: Sequence[ExperimentRun], work: Callable[[ExperimentRun], object]) -> list:
+    """``work(e)`` for every experiment, in order; on the CPU spread over the worker threads (each experiment has
+    its own models, and one thread per computation keeps every number what it is alone)."""
+    experiments = list(experiments)
+    on_cpu = bool(experiments) and experiments[0].run.device.type == "cpu"
+    if not (on_cpu and cpu_threads() > 1 and len(experiments) > 1):
+        return [work(e) for e in experiments]
+
+    def task(e: ExperimentRun):
+        use_cpu_threads(e.run.device)
+        return work(e)
+
+    return list(shard_workers().map(task, experiments))
+
+
+def batch_key(config: ExperimentConfig) -> str:
+    """Configs with the same key train together: they differ at most in their seed."""
+    return config.replace(seed=0).hash
+
+
+def batch_groups(configs: Sequence[ExperimentConfig], max_batch: int | None = None) -> list[list[ExperimentConfig]]:
+    """The configs in groups that train as one batch (equal but for the seed), in first-seen order, each config
+    once (by hash), at most ``max_batch`` to a group."""
+    groups: dict[str, list[ExperimentConfig]] = {}
+    seen: set[str] = set()
+    for config in configs:
+        if config.hash in seen:
+            continue
+        seen.add(config.hash)
+        groups.setdefault(batch_key(config), []).append(config)
+    size = max_batch or max(1, len(configs))
+    return [group[i:i + size] for group in groups.values() for i in range(0, len(group), size)]
+
+
+class RunUpdate(NamedTuple):
+    """One run's progress in ``run_experiments``."""
+
+    config: ExperimentConfig
+    status: Status | None  # the run's own phase, step and fraction; None on a stopped run's last update
+    record: RunRecord | None = None  # the finished run, on its last update only
+    stopped: bool = False  # the run was stopped (``should_stop``): ``experiment`` resumes it
+    experiment: ExperimentRun | None = None  # on a stopped run's update and on the last one (its trained model)
+
+
+def run_experiments(configs: Sequence[ExperimentConfig], corpus: Corpus | None = None,
+                    device: torch.device | str | None = None, *,
+                    should_stop: Callable[[str], bool] | None = None,
+                    max_batch: int | None = None) -> Iterator[RunUpdate]:
+    """Train, evaluate and fine-tune every config, the ones that differ only in their seed together as one
+    batch (``batch_groups``; the groups one after another). Yields a ``RunUpdate`` after each step and
+    evaluation of each run; a run's last update carries its ``RunRecord`` (not stored: the caller stores
+    it). ``should_stop(config.hash)`` → True stops that run; the rest of its batch goes on."""
+    corpus = corpus or load_corpus()
+    for group in batch_groups(configs, max_batch):
+        experiments = [ExperimentRun(config, corpus, device) for config in group]
+        batch = ExperimentBatch(experiments)
+        stop = None if should_stop is None else (lambda e: should_stop(e.config.hash))
+        finished: set[int] = set()
+        for experiment, status in batch.work(stop):
+            if status is None:
+                yield RunUpdate(experiment.config, None, stopped=True, experiment=experiment)
+                continue
+            last = experiment.done and id(experiment) not in finished  # the update that completes the run
+            if last:
+                finished.add(id(experiment))
+            yield RunUpdate(experiment.config, status, experiment.record() if last else None,
+                            experiment=experiment if last else None)
+

@@ -20,12 +20,13 @@ import os
 import statistics
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from pe_core.data import Corpus, evenly_spaced_windows, load_corpus, random_windows, unigram_baseline, with_start
 from pe_core.device import compute_device
@@ -34,6 +35,9 @@ from pe_core.rope import RopeSpec
 from pe_core.train.config import TrainConfig
 
 SHARDS = 2  # parts of every step's batch (fixed: the numbers must not depend on the machine)
+# Under vmap the fused attention kernels have no batching rule (they would loop over the copies) and the CPU's has
+# no gradient for an additive mask (Transformer-XL's, DeBERTa's): stacked copies use product-and-softmax attention.
+_STACKED_ATTENTION = SDPBackend.MATH
 _SEEDING = threading.Lock()
 _SHARD_WORKERS: ThreadPoolExecutor | None = None
 _SHARD_WORKERS_LOCK = threading.Lock()
@@ -66,7 +70,7 @@ def use_cpu_threads(device: torch.device) -> None:
         torch.set_num_threads(1)
 
 
-def _shard_workers() -> ThreadPoolExecutor:
+def shard_workers() -> ThreadPoolExecutor:
     global _SHARD_WORKERS
     with _SHARD_WORKERS_LOCK:
         if _SHARD_WORKERS is None:
@@ -203,42 +207,53 @@ class TrainingRun:
         return torch.autocast(self.device.type, dtype=self.autocast)
 
     def steps(self, limit: int | None = None) -> Iterator[Progress]:
-        """Train until the configured number of steps (or ``limit`` more), yielding after each step."""
-        use_cpu_threads(self.device)
-        config, length = self.train_config, self.length
-        end = config.steps if limit is None else min(config.steps, self.step + limit)
-        self.model.train()
-        if self.device.type == "cuda" and self.step == 0:
+        """Train until the configured number of steps (or ``limit`` more), yielding after each step.
+
+        The loop is ``TrainingBatch``'s with a batch of one model."""
+        for records in TrainingBatch([self]).steps(limit):
+            yield records[0][1]
+
+    # ---- one optimiser step, in three parts (a ``TrainingBatch`` interleaves its runs' parts) -----------
+
+    def _begin_step(self) -> torch.Tensor:
+        """This step's batch (from the run's own stream), its learning rate set and the gradients cleared."""
+        if self.step == 0 and self.device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(self.device)
-        while self.step < end:
-            started = time.perf_counter()
-            batch = self._marked(random_windows(self.corpus.train, length, config.batch_size, self.batches))
-            batch = batch.to(self.device)
-            learning_rate = config.learning_rate_at(self.step)
-            for group in self.optimiser.param_groups:
-                group["lr"] = learning_rate
-            self.optimiser.zero_grad(set_to_none=True)
-            saved: dict[int, int] = {}
-            loss = self._gradients(batch) if self.memory is not None else self._counted_gradients(batch, saved)
-            torch.nn.utils.clip_grad_norm_(self.model.parameters(), config.grad_clip)
-            self.optimiser.step()
-            loss_value = loss.item()  # synchronises, so the timing below is honest on CUDA too
-            step_seconds = time.perf_counter() - started
-            if self.memory is None:
-                weights = sum(p.numel() * p.element_size() for p in self.model.parameters())
-                # weights, gradients and AdamW's two moments, and each copy's weights and gradients
-                self.memory = MemoryCount(sum(saved.values()), (4 + 2 * (SHARDS - 1)) * weights)
-            else:  # the counted first step pays for its hooks: not a throughput sample
-                self.step_seconds.append(step_seconds)
-            self.step += 1
-            validation_loss = None
-            if self.step % config.validate_every == 0 or self.step == config.steps:
-                validation_loss = self.validation_loss()
-            self.elapsed_s += time.perf_counter() - started
-            record = Progress(self.step, config.steps, loss_value, validation_loss,
-                              config.batch_size * length / max(step_seconds, 1e-9), self.elapsed_s, learning_rate)
-            self.history.append(record)
-            yield record
+        self.model.train()
+        batch = self._marked(random_windows(self.corpus.train, self.length, self.train_config.batch_size,
+                                            self.batches)).to(self.device)
+        self._learning_rate = self.train_config.learning_rate_at(self.step)
+        for group in self.optimiser.param_groups:
+            group["lr"] = self._learning_rate
+        self.optimiser.zero_grad(set_to_none=True)
+        return batch
+
+    def _update(self, loss: torch.Tensor) -> float:
+        """Clip this run's gradient (its own norm) and take its optimiser step; the loss as a number."""
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.train_config.grad_clip)
+        self.optimiser.step()
+        return loss.item()  # synchronises, so the step's timing is honest on CUDA too
+
+    def _end_step(self, loss_value: float, step_seconds: float, counted: dict[int, int] | None) -> Progress:
+        """Count the step, validate when due and record it. ``step_seconds``: this run's share of the step's time."""
+        config = self.train_config
+        if counted is not None:
+            weights = sum(p.numel() * p.element_size() for p in self.model.parameters())
+            # weights, gradients and AdamW's two moments, and each copy's weights and gradients
+            self.memory = MemoryCount(sum(counted.values()), (4 + 2 * (SHARDS - 1)) * weights)
+        else:  # the counted first step pays for its hooks: not a throughput sample
+            self.step_seconds.append(step_seconds)
+        self.step += 1
+        started = time.perf_counter()
+        validation_loss = None
+        if self.step % config.validate_every == 0 or self.step == config.steps:
+            validation_loss = self.validation_loss()
+        self.elapsed_s += step_seconds + time.perf_counter() - started
+        record = Progress(self.step, config.steps, loss_value, validation_loss,
+                          config.batch_size * self.length / max(step_seconds, 1e-9), self.elapsed_s,
+                          self._learning_rate)
+        self.history.append(record)
+        return record
 
     def _models(self) -> list[TinyTransformer]:
         """The model, then a copy of it for each further part of a batch, holding the model's current weights."""
@@ -261,25 +276,12 @@ class TrainingRun:
     def _gradients(self, batch: torch.Tensor) -> torch.Tensor:
         """The batch's loss; its gradient left in the model's parameters (each part on its own model copy,
         side by side where the machine has the cores)."""
-        parts = self._parts(batch)
-        models = self._models()[:len(parts)]
-
-        def part_gradients(model: TinyTransformer, part: tuple[torch.Tensor, float]) -> torch.Tensor:
-            use_cpu_threads(self.device)
-            model.zero_grad(set_to_none=True)
-            loss = self._part_loss(model, *part)
-            loss.backward()
-            return loss.detach()
-
-        if self.device.type == "cpu" and cpu_threads() > 1 and len(parts) > 1:
-            losses = list(_shard_workers().map(part_gradients, models, parts))
-        else:
-            losses = [part_gradients(model, part) for model, part in zip(models, parts, strict=True)]
-        return self._summed(models, losses)
+        return _pooled_gradients([self], [batch])[0]
 
     def _counted_gradients(self, batch: torch.Tensor, saved: dict[int, int]) -> torch.Tensor:
-        """``_gradients`` with every tensor saved for backward counted: the parts' forward passes first, so
-        what is counted is what parts computed side by side keep alive at once (the same numbers)."""
+        """The batch's gradients (as ``_pooled_gradients``) with every tensor saved for backward counted: the
+        parts' forward passes first, so what is counted is what parts computed side by side keep alive at once
+        (the same numbers)."""
         parts = self._parts(batch)
         models = self._models()[:len(parts)]
         for model in models:
@@ -336,3 +338,168 @@ class TrainingRun:
         """Read the CUDA peak after training (max_memory_allocated since the first step)."""
         if self.device.type == "cuda" and self.peak_memory_bytes is None:
             self.peak_memory_bytes = int(torch.cuda.max_memory_allocated(self.device))
+
+
+class TrainingBatch:
+    """Several training runs stepped together: the one loop, seeing a batch of models.
+
+    Each run keeps its own initial weights, data stream, learning-rate schedule, optimiser state, gradient
+    clipping (its own norm), step count and history; a run leaves the batch when it is done or when
+    ``should_stop`` says so, and the others go on. How the models compute, chosen per device:
+
+    - one by one (the CPU): every run's batch parts go to the same worker threads in one round, so the two
+      cores stay busy, and each run's numbers are bit for bit those of the run trained alone;
+    - stacked (CUDA, or ``stacked=True``): the models' weights are stacked along a leading copy dimension
+      (``torch.func.stack_module_state``) and one ``vmap`` of the model computes every copy's loss with
+      batched matrix products, the PyTorch model-ensembling recipe; at these sizes a GPU step costs its
+      kernel launches, so N copies cost about what one does. Each model's parameters are views of the
+      stack, so its own optimiser, clipping and evaluation work on them unchanged. The numbers agree with
+      one by one to float32 rounding (products summed in another order).
+
+    On two CPU cores stacking is slower (batched products run below the plain ones' speed), so the CPU
+    does not stack; see the benchmarks.
+    """
+
+    def __init__(self, runs: Sequence[TrainingRun], *, stacked: bool | None = None):
+        if not runs:
+            raise ValueError("A training batch needs at least one run.")
+        self.runs = list(runs)
+        devices = {run.device for run in self.runs}
+        if len(devices) > 1:
+            raise ValueError("The runs of a batch must train on one device.")
+        if stacked is None:
+            stacked = next(iter(devices)).type != "cpu"
+        if stacked and len(self.runs) > 1:
+            first = self.runs[0]
+            for run in self.runs[1:]:
+                if (run.model_config, run.length, run.train_config.batch_size, run.model.rope_spec,
+                        run.start_token) != (first.model_config, first.length, first.train_config.batch_size,
+                                             first.model.rope_spec, first.start_token):
+                    raise ValueError("Stacked runs must share the model's shape, length, batch size and RoPE.")
+        self.stacked = stacked
+        self._stack: _Stack | None = None
+
+    def steps(self, limit: int | None = None,
+              should_stop: Callable[[TrainingRun], bool] | None = None) -> Iterator[list[tuple[int, Progress]]]:
+        """Step every unfinished run (at most ``limit`` more steps each), yielding after each step the
+        (index in ``runs``, record) of every run that took it."""
+        ends = [run.train_config.steps if limit is None else min(run.train_config.steps, run.step + limit)
+                for run in self.runs]
+        try:
+            while True:
+                active = [i for i, run in enumerate(self.runs) if run.step < ends[i]
+                          and not (should_stop is not None and should_stop(run))]
+                if not active:
+                    return
+                yield self._step(active)
+        finally:
+            self._unstack()
+
+    def _step(self, active: list[int]) -> list[tuple[int, Progress]]:
+        runs = [self.runs[i] for i in active]
+        use_cpu_threads(runs[0].device)
+        started = time.perf_counter()
+        batches = [run._begin_step() for run in runs]
+        counted = [{} if run.memory is None else None for run in runs]
+        losses: list[torch.Tensor | None] = [None] * len(runs)
+        for k, (run, batch, saved) in enumerate(zip(runs, batches, counted, strict=True)):
+            if saved is not None:  # the first step: counted one run at a time (hooks see one model's tensors)
+                losses[k] = run._counted_gradients(batch, saved)
+        rest = [k for k, saved in enumerate(counted) if saved is None]
+        if rest and self.stacked and len(self.runs) > 1:
+            stacked_losses = self._stacked_gradients([runs[k] for k in rest], [batches[k] for k in rest])
+        else:
+            stacked_losses = _pooled_gradients([runs[k] for k in rest], [batches[k] for k in rest])
+        for k, loss in zip(rest, stacked_losses, strict=True):
+            losses[k] = loss
+        loss_values = [run._update(loss) for run, loss in zip(runs, losses, strict=True)]
+        share = (time.perf_counter() - started) / len(runs)
+        return [(i, run._end_step(value, share, saved))
+                for i, run, value, saved in zip(active, runs, loss_values, counted, strict=True)]
+
+    # ---- stacked ------------------------------------------------------------------------------------
+
+    def _stacked_gradients(self, runs: list[TrainingRun], batches: list[torch.Tensor]) -> list[torch.Tensor]:
+        if self._stack is None or self._stack.runs != runs:
+            self._unstack()
+            self._stack = _Stack(runs)
+        return self._stack.gradients(torch.stack(batches))
+
+    def _unstack(self) -> None:
+        if self._stack is not None:
+            self._stack.release()
+            self._stack = None
+
+
+class _Stack:
+    """The weights of several same-shaped models as one tensor per parameter, [copies, ...], each model's
+    parameters turned into views of its row (so its optimiser updates the stack in place)."""
+
+    def __init__(self, runs: list[TrainingRun]):
+        from torch.func import functional_call, stack_module_state, vmap
+
+        self.runs = list(runs)
+        models = [run.model for run in runs]
+        parameters, buffers = stack_module_state(models)
+        self.names = list(parameters)
+        self.weights = [parameters[name] for name in self.names]
+        for row, model in enumerate(models):
+            for name, parameter in model.named_parameters():
+                parameter.data = self.weights[self.names.index(name)].detach()[row]
+        # one module computes every copy (its own parameters are replaced by each copy's in functional_call)
+        self.base = copy.deepcopy(models[0])
+        self.autocast = runs[0]._autocast
+
+        def copy_loss(weights: dict, buffers: dict, batch: torch.Tensor) -> torch.Tensor:
+            logits = functional_call(self.base, (weights, buffers), (batch[:, :-1],))
+            return F.cross_entropy(logits.float().flatten(0, 1), batch[:, 1:].flatten())
+
+        self.buffers = buffers
+        self.losses = vmap(copy_loss)
+
+    def gradients(self, batch: torch.Tensor) -> list[torch.Tensor]:
+        """Each copy's loss on its own rows of ``batch`` [copies, B, T + 1]; each gradient left in its model."""
+        with self.autocast(), sdpa_kernel(_STACKED_ATTENTION):
+            losses = self.losses(dict(zip(self.names, self.weights, strict=True)), self.buffers, batch)
+        gradients = torch.autograd.grad(losses.sum(), self.weights)
+        for row, run in enumerate(self.runs):
+            for parameter, gradient in zip(run.model.parameters(), gradients, strict=True):
+                parameter.grad = gradient[row]
+        return list(losses.detach())
+
+    def release(self) -> None:
+        """Give every model its own weights again (a copy of its row)."""
+        for run in self.runs:
+            for parameter in run.model.parameters():
+                parameter.data = parameter.data.clone()
+                if parameter.grad is not None:
+                    parameter.grad = parameter.grad.clone()
+
+
+def _pooled_gradients(runs: list[TrainingRun], batches: list[torch.Tensor]) -> list[torch.Tensor]:
+    """Every run's loss, its gradient left in its model: the parts of all runs' batches computed in one
+    round on the worker threads (each part on its own model copy, summed per run in a fixed order)."""
+    jobs = []
+    for run, batch in zip(runs, batches, strict=True):
+        parts = run._parts(batch)
+        jobs.append((run, run._models()[:len(parts)], parts))
+    tasks = [(run, model, part) for run, models, parts in jobs for model, part in zip(models, parts, strict=True)]
+
+    def part_gradients(task: tuple[TrainingRun, TinyTransformer, tuple[torch.Tensor, float]]) -> torch.Tensor:
+        run, model, part = task
+        use_cpu_threads(run.device)
+        model.zero_grad(set_to_none=True)
+        loss = run._part_loss(model, *part)
+        loss.backward()
+        return loss.detach()
+
+    on_cpu = bool(runs) and runs[0].device.type == "cpu"
+    if on_cpu and cpu_threads() > 1 and len(tasks) > 1:
+        losses = list(shard_workers().map(part_gradients, tasks))
+    else:
+        losses = [part_gradients(task) for task in tasks]
+    totals, start = [], 0
+    for run, models, parts in jobs:
+        totals.append(run._summed(models, losses[start:start + len(parts)]))
+        start += len(parts)
+    return totals
