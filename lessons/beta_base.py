@@ -14,7 +14,7 @@ from figures import beta_base as draw
 from i18n import N_, _, sentences
 from lessons.base import FigureSpec, Lesson, Part, SettingsError, figure_registry, setting
 from lessons.format import base_text, number_text
-from lessons.rope_setup import RopeSettings, RopeSetup, rope_setup
+from lessons.rope_setup import RopeSettings, RopeSetup, layer_map_part, layer_map_spec, rope_setup
 from pe_core import MethodSetup, RopeSpec, default_inv_freq, ntk_aware_base, wavelengths
 from pe_core.beta_base import (
     STRATEGIES,
@@ -485,6 +485,7 @@ FIGURES = figure_registry(
                scrub="scale"),
     FigureSpec("pair-turns", draw.TURNS_TITLE, _turns, groups=("rope", DIALS)),
     FigureSpec("stretch-bound", draw.BOUND_TITLE, _bound, groups=("rope", DIGITS, BOUND), caption=_bound_caption),
+    layer_map_spec(),
 )
 
 LESSON = Lesson(
@@ -498,5 +499,6 @@ LESSON = Lesson(
         Part("plain-number", N_("1 · A plain number"), N_("1 · A plain number in base β"), ("digits-against-n", "units-digit-zoom")),
         Part("digits", N_("2 · RoPE's digits"), N_("2 · RoPE's pairs are the digits of the position"), ("phase-dials", "pair-turns")),
         Part("base-growth", N_("3 · Base growth"), N_("3 · How much must the base grow?"), ("stretch-bound",)),
+        layer_map_part(),
     ),
 )

@@ -20,7 +20,7 @@ from figures import decay as draw
 from i18n import N_, _, sentences
 from lessons.base import FigureSpec, Lesson, Part, cached, figure_registry, override, setting
 from lessons.format import base_text, length_text
-from lessons.rope_setup import BASES, HEAD_DIMS, RopeSettings, RopeSetup, rope_setup
+from lessons.rope_setup import BASES, HEAD_DIMS, RopeSettings, RopeSetup, layer_map_part, layer_map_spec, rope_setup
 from pe_core.decay import (
     BoundCurve,
     Curve,
@@ -424,6 +424,7 @@ FIGURES = figure_registry(
                caption=_rope_scores_caption),
     FigureSpec("projected-scores", draw.PROJECTED_SCORES_TITLE, _projected_scores, groups=(SINUSOIDAL, SEED, SCORES),
                caption=_projected_scores_caption),
+    layer_map_spec(),
 )
 
 LESSON = Lesson(
@@ -439,6 +440,7 @@ LESSON = Lesson(
         Part("sinusoidal", N_("Sinusoidal"), N_("Sinusoidal encodings: PE(t)·PE(t+k)"),
              ("sinusoidal-dot", "similarity", "similarity-projected")),
         Part("real-scores", N_("Real q·k"), N_("Real q·k: does the decay survive?"), ("rope-scores", "projected-scores")),
+        layer_map_part(),
     ),
 )
 

@@ -13,7 +13,15 @@ from figures import frequencies as draw
 from i18n import N_, _, sentences
 from lessons.base import FigureSpec, Lesson, Part, figure_registry, setting
 from lessons.format import length_text, scale_text
-from lessons.rope_setup import MAX_TARGET_LENGTH, SCALES, RopeSettings, RopeSetup, rope_setup
+from lessons.rope_setup import (
+    MAX_TARGET_LENGTH,
+    SCALES,
+    RopeSettings,
+    RopeSetup,
+    layer_map_part,
+    layer_map_spec,
+    rope_setup,
+)
 from pe_core.angles import (
     LENGTH_DEPENDENT_TYPES,
     VIEWS,
@@ -234,6 +242,7 @@ FIGURES = figure_registry(
     FigureSpec("interpolation-ratio", draw.RATIO_TITLE, _ratio, groups=("rope", PICK), selects="pair",
                highlight=_ring_pair(lambda result: result.profile.ratio)),
     FigureSpec("yarn-ramp", draw.RAMP_TITLE, _ramp, groups=("rope",), caption=_ramp_caption),
+    layer_map_spec(),
 )
 
 # Views a button restores: a teaching set-up worth one click (values of Settings fields).
@@ -256,5 +265,6 @@ LESSON = Lesson(
         Part("per-pair", N_("Per pair"), N_("Per-pair frequencies on one chart"),
              ("wavelengths", "interpolation-ratio"), shows=(PICK,)),
         Part("ramp", N_("Paper vs code"), N_("NTK-by-parts: the paper's γ(r) and the code's ramp"), ("yarn-ramp",)),
+        layer_map_part(),
     ),
 )

@@ -13,7 +13,7 @@ from figures import precision as draw
 from i18n import N_, _, sentences
 from lessons.base import FigureSpec, Lesson, Part, SettingsError, cached, figure_registry, override, setting
 from lessons.format import length_text
-from lessons.rope_setup import RopeSettings, RopeSetup, rope_setup
+from lessons.rope_setup import RopeSettings, RopeSetup, layer_map_part, layer_map_spec, rope_setup
 from pe_core import precision as pp
 from pe_core.methods import MethodSetup
 from pe_core.rope import RopeSpec, rope_frequencies
@@ -314,6 +314,7 @@ FIGURES = figure_registry(
                caption=N_("q and k are random (unit-variance entries, one fixed draw) and kept in float64, so only "
                           "the positional rotation differs; the logit itself has a spread of about 1. Rounded θ keeps "
                           "nearby keys right (the error grows with the distance m − n); rounded positions do not.")),
+    layer_map_spec(),
 )
 
 LESSON = Lesson(
@@ -328,5 +329,6 @@ LESSON = Lesson(
         Part("collisions", N_("Collisions"), N_("Zoom in: which positions collide"), ("collision-window",)),
         Part("rope", N_("Effect on RoPE"), N_("What it does to RoPE"), ("angle-error", "angle-error-map", "logit-error")),
         Part("fix", N_("The fix"), N_("Where this bites, and the fix"), ()),
+        layer_map_part(),
     ),
 )

@@ -21,8 +21,9 @@ from lessons.model_source import (
     preset_names,
     source_title,
 )
-from pe_core import METHODS, MethodSetup, from_hf_config, method_setup
-from pe_core.config import extended_length, original_length_given, text_config_of
+from pe_core import METHODS, MethodSetup, method_setup
+from pe_core.config import context_length_of, extended_length, layer_map, original_length_given, text_config_of
+from pe_core.layers import CHUNKED, FULL, SLIDING, LayerKind, LayerMap, family_of, layer_type_title
 from pe_core.methods import DEFAULT_ABF_BASE
 
 HEAD_DIMS = (8, 16, 32, 64, 96, 128, 256)
@@ -38,6 +39,14 @@ GROUP = "rope"
 
 def _method_title(method: str) -> str:
     return _(METHODS[method].title)
+
+
+# Which layers of a hybrid model the page describes: "auto" is the kind context extension scales.
+LAYER_CHOICES = ("auto", FULL, SLIDING, CHUNKED)
+
+
+def _layer_choice_title(choice: str) -> str:
+    return _("the layers context extension scales") if choice == "auto" else layer_type_title(choice)
 
 
 FROM_SLIDERS = {"source": ("sliders",)}
@@ -73,6 +82,11 @@ class RopeSettings(LessonSettings):
                                 format=length_text, when=FROM_SLIDERS)
     scale: float = setting(4.0, N_("Scale s = L′/L"), key="s", group=GROUP, options=SCALES, format=scale_text,
                            when=FROM_SLIDERS)
+    layer_type: str = setting("auto", N_("Layers shown"), key="layers", widget="radio", group=GROUP,
+                              options=LAYER_CHOICES, format=_layer_choice_title, horizontal=False,
+                              when={"source": ("preset", "config")},
+                              help=N_("A hybrid model (Gemma 3, gpt-oss, EXAONE 4, ...) has several kinds of layer, "
+                                      "each with its own attention span and RoPE: pick the kind the figures describe."))
     methods: tuple[str, ...] = setting(("direct", "pi", "ntk"), N_("Methods to compare"), key="methods", group=GROUP,
                                        options=tuple(METHODS), format=_method_title)
     abf_base: float = setting(DEFAULT_ABF_BASE, N_("ABF: new base"), key="abf", group=GROUP, options=BASES,
@@ -91,6 +105,10 @@ class RopeSetup(NamedTuple):
     capped: bool  # L' was cut to MAX_TARGET_LENGTH
     read_from: str | None = None  # the sub-config read ("text_config"), if the config nests one
     assumed_original: bool = False  # a scaled config without original_max_position_embeddings: L is assumed
+    layers: LayerMap | None = None  # the model's layers by kind (None for sliders)
+    kind: LayerKind | None = None  # the kind of layer described
+    layer_note: str | None = None  # why the kind described is not the one asked for (translated)
+    context_length: int | None = None  # the length the model is built for (extended_length)
 
     @property
     def scale(self) -> float:
@@ -127,14 +145,25 @@ def rope_setup(settings: RopeSettings) -> RopeSetup:
         model = None
     else:
         try:
-            spec = from_hf_config(config)
-            built_for = extended_length(config)
+            layers = layer_map(config)
+            kind, layer_note = _described_kind(layers, settings.layer_type)
+            spec = kind.spec
+            context = extended_length(config)
         except ValueError as err:
             raise SettingsError(str(err)) from err
-        head_dim, base, train_length = spec.rotary_dim, spec.base, spec.original_max_position_embeddings
-        target_length = built_for if built_for > train_length else UNSCALED_MODEL_SCALE * train_length
+        head_dim, base = spec.rotary_dim, spec.base
+        if kind.span:  # a window or chunk bounds the distances a layer ever sees: that span is its L
+            train_length = kind.span
+            target_length = UNSCALED_MODEL_SCALE * train_length
+        else:
+            train_length = spec.original_max_position_embeddings
+            built_for = context if kind == layers.default_kind else \
+                (context_length_of(text_config_of(config)[0]) or train_length)
+            target_length = built_for if built_for > train_length else UNSCALED_MODEL_SCALE * train_length
         read_from = text_config_of(config)[1]
-        assumed = spec.rope_type != "default" and not original_length_given(config)
+        # Gemma 3 reads L as max_position_embeddings / factor, which is no assumption of ours
+        inferred = family_of(text_config_of(config)[0].get("model_type")).advertises_extended
+        assumed = spec.rope_type != "default" and not original_length_given(config) and not kind.span and not inferred
         model = settings.preset if settings.source == "preset" else "config"
         title = settings.preset if settings.source == "preset" else N_("Pasted config")
         own = [MethodSetup("model", title, spec, min(target_length, MAX_TARGET_LENGTH))]
@@ -142,7 +171,34 @@ def rope_setup(settings: RopeSettings) -> RopeSetup:
         target_length, capped = MAX_TARGET_LENGTH, True
     setups = own + [method_setup(m, head_dim, base, train_length, target_length, abf_base=settings.abf_base)
                     for m in settings.methods]
-    return RopeSetup(head_dim, base, train_length, target_length, tuple(setups), model, capped, read_from, assumed)
+    if config is None:
+        return RopeSetup(head_dim, base, train_length, target_length, tuple(setups), model, capped, read_from, assumed)
+    return RopeSetup(head_dim, base, train_length, target_length, tuple(setups), model, capped, read_from, assumed,
+                     layers, kind, layer_note, context)
+
+
+def _described_kind(layers: LayerMap, choice: str) -> tuple[LayerKind, str | None]:
+    """The kind of layer ``choice`` names, or the default kind with a sentence saying why."""
+    if choice == "auto":
+        return layers.default_kind, None
+    matching = [kind for kind in layers.kinds if kind.layer_type == choice]
+    rotary = [kind for kind in matching if kind.has_rope]
+    if rotary:
+        return rotary[0], None
+    shown = layers.default_kind
+    if matching:
+        note = _("The {asked} layers of this model have no position encoding (NoPE); showing its {shown} layers.")
+    else:
+        note = _("This model has no {asked} layers; showing its {shown} layers.")
+    return shown, note.format(asked=layer_type_title(choice), shown=layer_type_title(shown.layer_type))
+
+
+def kind_text(layers: LayerMap, kind: LayerKind) -> str:
+    """"full attention: 5 of 34 layers" - which layers a page's figures describe."""
+    if not layers.num_layers:
+        return layer_type_title(kind.layer_type)
+    return _("{title}: {count} of {total} layers").format(title=layer_type_title(kind.layer_type),
+                                                          count=len(kind.layers), total=layers.num_layers)
 
 
 def describe(setup: RopeSetup) -> str:
@@ -155,9 +211,84 @@ def describe(setup: RopeSetup) -> str:
         text += " · " + _("own RoPE: {kind}").format(kind=own.spec.rope_type)
     if setup.read_from is not None:
         text += " · " + _("read from {key}").format(key=setup.read_from)
+    if setup.layers is not None and setup.layers.hybrid:
+        text += " · " + _("about its {kind}").format(kind=kind_text(setup.layers, setup.kind))
+        if setup.kind.span:
+            text += " · " + _("each layer attends within {span} tokens, so no distance beyond that ever reaches "
+                              "its RoPE").format(span=length_text(setup.kind.span))
+    if setup.layer_note:
+        text += " · " + setup.layer_note
     if setup.assumed_original:
         text += " · " + _("the config gives no original_max_position_embeddings, so L is taken as "
                           "max_position_embeddings")
     if setup.capped:
         text += " · " + _("L′ capped at {cap} positions").format(cap=length_text(MAX_TARGET_LENGTH))
     return text
+
+
+# ---- the layer map (a part of every page that reads a model's RoPE) ------------------------------------------
+
+
+def _kind_label(kind: LayerKind, num_layers: int) -> str:
+    span = {"window": _("window {span}"), "chunk": _("chunks of {span}")}.get(kind.span_kind, "")
+    parts = [layer_type_title(kind.layer_type)]
+    if num_layers:
+        parts[0] += " " + _("×{count}").format(count=len(kind.layers))
+    if span:
+        parts.append(span.format(span=length_text(kind.span)))
+    if kind.spec is None:
+        parts.append(_("no position encoding (NoPE)"))
+        return " · ".join(parts)
+    spec = kind.spec
+    parts.append(_("base {base}").format(base=base_text(spec.base)))
+    parts.append(_("{rotated}/{head} dims rotated").format(rotated=spec.rotary_dim, head=spec.head_dim))
+    if spec.rope_type != "default":
+        parts.append(f"{spec.rope_type} ×{spec.factor:g}")
+    return " · ".join(parts)
+
+
+def layer_rows(setup: RopeSetup) -> tuple[list, int, int]:
+    """The layer map figure's rows (one per kind), the layer count, and the context the full layers span."""
+    from figures.layers import KindRow
+
+    if setup.layers is None:  # sliders: one RoPE for every layer
+        label = _("every layer · base {base} · {d} dims rotated").format(base=base_text(setup.base), d=setup.head_dim)
+        return [KindRow(label, (0,), setup.target_length, True, True)], 1, setup.target_length
+    context = setup.context_length or setup.target_length
+    rows = [KindRow(_kind_label(kind, setup.layers.num_layers), kind.layers, kind.span or context, kind.has_rope,
+                    kind == setup.kind) for kind in setup.layers.kinds]
+    return rows, setup.layers.num_layers, context
+
+
+def layer_map_caption(setup: RopeSetup) -> str:
+    if setup.layers is None:
+        return _("Sliders describe one RoPE that every layer uses. Pick a real model or paste a config.json to see "
+                 "a model's layers, kind by kind.")
+    text = _("Each bar is one layer, as tall as the tokens it can attend to; hatched bars apply no position "
+             "encoding. The figures on this page describe its {kind} (thick outline).").format(
+        kind=kind_text(setup.layers, setup.kind))
+    if not setup.layers.num_layers:
+        text += " " + _("The config gives no layer count, so the kinds are shown without their positions.")
+    return text
+
+
+def _layer_map_figure(result, style) -> object:
+    from figures.layers import layer_map_figure
+
+    rows, num_layers, context = layer_rows(result.setup)
+    return layer_map_figure(rows, num_layers=num_layers, context=context)
+
+
+def layer_map_spec():
+    """The layer map as a figure of a lesson whose result carries its ``RopeSetup`` as ``.setup``."""
+    from figures.layers import TITLE
+    from lessons.base import FigureSpec
+
+    return FigureSpec("layer-map", TITLE, _layer_map_figure, groups=(GROUP,),
+                      caption=lambda result: layer_map_caption(result.setup))
+
+
+def layer_map_part():
+    from lessons.base import Part
+
+    return Part("layers", N_("Layers"), N_("Which layers of the model these figures describe"), ("layer-map",))

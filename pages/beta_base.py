@@ -5,7 +5,7 @@ import streamlit as st
 from ui.formula import show_formula
 from ui.layout import lazy_expander
 from ui.lesson import LessonPage
-from ui.rope import rope_sidebar
+from ui.rope import layer_map_part, rope_sidebar
 from ui.table import number_table
 
 from figures.theme import HIGHLIGHT, translucent
@@ -177,4 +177,4 @@ def base_growth_part() -> None:
     lazy_expander(_("The ⌊n/βʲ⌋ mod β shortcut, and the worked examples"), "shortcut", shortcut_and_examples)
 
 
-page.parts({"plain-number": plain_number_part, "digits": digits_part, "base-growth": base_growth_part})
+page.parts({"plain-number": plain_number_part, "digits": digits_part, "base-growth": base_growth_part, "layers": lambda: layer_map_part(page)})

@@ -4,10 +4,10 @@ import streamlit as st
 
 from ui.formula import show_formula
 from ui.lesson import LessonPage
-from ui.rope import rope_sidebar
+from ui.rope import layer_map_part, rope_sidebar
 
 import derivations
-from i18n import N_, _, sentences, translated_latex
+from i18n import N_, _, full_stop, sentences, translated_latex
 from lessons import decay as lesson
 from lessons.derivations import verification
 from lessons.format import base_text, length_text, superscript
@@ -22,7 +22,7 @@ def show_derivation(slug: str) -> None:
     derivation = derivations.get(slug)
     st.latex(translated_latex(derivation.claim))
     if verification(slug).holds:
-        st.caption(_("✓ Verified by sympy when this page loaded: {check}").format(check=_(derivation.check)))
+        st.caption(_("✓ Verified by sympy when this page loaded: {check}").format(check=full_stop(_(derivation.check))))
     else:
         st.error(_("The sympy check of “{title}” failed.").format(title=_(derivation.title)), icon=":material/warning:")
 
@@ -197,4 +197,4 @@ def real_scores_part() -> None:
 
 
 page.parts({"bound": bound_part, "methods": methods_part, "sinusoidal": sinusoidal_part,
-            "real-scores": real_scores_part})
+            "real-scores": real_scores_part, "layers": lambda: layer_map_part(page)})

@@ -5,7 +5,7 @@ import streamlit as st
 from ui.formula import show_formula
 from ui.layout import lazy_expander
 from ui.lesson import LessonPage
-from ui.rope import rope_sidebar
+from ui.rope import layer_map_part, rope_sidebar
 
 from i18n import N_, _
 from lessons import frequencies as lesson
@@ -136,4 +136,4 @@ def ramp_part() -> None:
                  N_("kept"), N_("code"))
 
 
-page.parts({"angles": angles_part, "unseen": unseen_part, "per-pair": per_pair_part, "ramp": ramp_part})
+page.parts({"angles": angles_part, "unseen": unseen_part, "per-pair": per_pair_part, "ramp": ramp_part, "layers": lambda: layer_map_part(page)})

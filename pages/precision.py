@@ -6,7 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from ui.lesson import LessonPage
-from ui.rope import rope_sidebar
+from ui.rope import layer_map_part, rope_sidebar
 
 from i18n import N_, _
 from lessons import precision as lesson
@@ -149,4 +149,4 @@ def fix_part() -> None:
                  "possible angle error.").format(bits=", ".join(f"{k} {v}" for k, v in facts.bits.items()), pi=math.pi))
 
 
-page.parts({"exact": exact_part, "collisions": collisions_part, "rope": rope_part, "fix": fix_part})
+page.parts({"exact": exact_part, "collisions": collisions_part, "rope": rope_part, "fix": fix_part, "layers": lambda: layer_map_part(page)})

@@ -156,8 +156,8 @@ def _validate(spec: RopeSpec) -> None:
         _require(
             _is_number(spec.low_freq_factor)
             and _is_number(spec.high_freq_factor)
-            and 0 < spec.low_freq_factor < spec.high_freq_factor,
-            N_("low_freq_factor and high_freq_factor must satisfy 0 < low_freq_factor < high_freq_factor "
+            and 0 < spec.low_freq_factor <= spec.high_freq_factor,  # equal in Llama 4 (1 and 1): a step, no band
+            N_("low_freq_factor and high_freq_factor must satisfy 0 < low_freq_factor ≤ high_freq_factor "
                "(got low_freq_factor={low_freq_factor!r}, high_freq_factor={high_freq_factor!r})."), low_freq_factor=spec.low_freq_factor, high_freq_factor=spec.high_freq_factor,
         )
     if spec.rope_type == "longrope":

@@ -232,3 +232,19 @@ def test_the_checker_holds_a_pythia_port_to_rotary_pct(tmp_path):
     whole_head = 1.0 / 10000 ** (torch.arange(0, 64, 2, dtype=torch.float64) / 64)  # rotary_pct ignored
     code, out, _err = _check_cli(tmp_path, pythia, whole_head.tolist())
     assert code == 1 and "partial" in out.lower(), out
+
+
+def test_a_llama4_style_config_rotates_its_chunked_layers_only_with_the_models_own_theta():
+    from tests.test_page_layers import LLAMA4_STYLE
+
+    text_config = _model_config(LLAMA4_STYLE)
+    ours = layer_map(LLAMA4_STYLE)
+    assert list(ours.layer_types) == text_config.layer_types
+    chunked = ours.kind("chunked_attention")
+    assert (chunked.layout, chunked.span) == ("interleaved", 8192)  # Llama 4 multiplies complex pairs (2i, 2i + 1)
+    torch.testing.assert_close(rope_frequencies(chunked.spec).inv_freq, _rotary(text_config).inv_freq.double(),
+                               rtol=2e-6, atol=0)
+    for kind in ours.kinds:
+        for index in kind.layers:
+            assert bool(_attention_module(text_config, index).use_rope) == kind.has_rope
+    assert ours.kind("full_attention_nope").nope_note is not None

@@ -15,7 +15,7 @@ from tests.tables import shown_tables
 
 PAGE = "pages/beta_base.py"
 TITLES = ("Digits of n in base β", "Zoom near n", "RoPE phases at position", "Turns made by each pair",
-          "Base stretch λ needed")
+          "Base stretch λ needed", "Layer map")
 SMALLEST = "smallest λ: (s − (s−1)/β<sup>P</sup>)<sup>1/P</sup>"
 DIRECT, INTERPOLATED, CONVERTED = "Direct extrapolation", "Linear interpolation (n/s)", "Base conversion (β → λβ)"
 

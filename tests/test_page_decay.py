@@ -17,7 +17,7 @@ from tests.conftest import chart_figures, figure_titled, run_whole_page
 PAGE = "pages/decay.py"
 TITLES = ("RoFormer's decay bound", "The decay bound under context-extension methods", "Sinusoidal encodings",
           "Similarity of positions", "Through random W<sub>q</sub>", "RoPE q·k against distance",
-          "Sinusoidal PEs through random W<sub>q</sub>, W<sub>k</sub>")
+          "Sinusoidal PEs through random W<sub>q</sub>, W<sub>k</sub>", "Layer map")
 MAX_SEED = 2**31 - 1
 
 LOW = {"dims": ["8"], "bases": ["100"], "rmax": "256", "axis": "linear", "dm": "16", "sb": "100", "kmax": "64",

@@ -15,7 +15,7 @@ from tests.conftest import chart_figures, figure_titled, open_expander, run_page
 PAGE = "pages/frequencies.py"
 DYNAMIC_TRIO = [METHOD_TITLES[m] for m in ("direct", "ntk", "dynamic")]  # the URL carries the labels shown
 TITLES = ("Rotation angle m·θᵢ", "Pairs that reach angles never seen", "Wavelength λᵢ", "Interpolation ratio",
-          "NTK-by-parts: the YaRN paper")
+          "NTK-by-parts: the YaRN paper", "Layer map")
 
 
 def heatmaps(at) -> dict[str, dict]:

@@ -49,3 +49,13 @@ def rope_sidebar(page: LessonPage) -> RopeSetup | None:
     if setup.model is not None or setup.capped:
         st.caption(describe(setup))
     return setup
+
+
+def layer_map_part(page: LessonPage) -> None:
+    """The model's layers, kind by kind, and which of them the page's other figures describe."""
+    st.markdown(_(
+        "Many of today's models are hybrids: some layers attend within a sliding window or a chunk, others over "
+        "the whole context, and some apply no position encoding at all. Each kind has its own RoPE, so a "
+        "context-extension method only matters for the kinds that see long distances. Pick a kind under "
+        "**Layers shown** in the sidebar."))
+    page.figure("layer-map")
