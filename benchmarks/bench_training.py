@@ -17,15 +17,19 @@ import tempfile
 import torch
 
 from benchmarks import Case
-from pe_core.data import load_corpus
+from pe_core.data import load_corpus, random_windows
 from pe_core.methods import method_setup
-from pe_core.model import Rotary, rectified_scores, rotate
+from pe_core.model import Rotary, TinyTransformer, rectified_scores, rotate
 from pe_core.train import ExperimentConfig, TrainingRun, open_store, run_experiment
-from pe_core.train.evaluate import evaluate
+from pe_core.train.evaluate import evaluate, evaluate_one, evaluation_windows
+from pe_core.train.experiment import ExperimentRun, map_experiments
+from pe_core.train.loop import TrainingBatch
 from pe_core.train.spectrum import unseen_angle_share
 
 STEPS_PER_CASE = 5
+BATCH_STEPS = 4  # steps of every run in the batched-training rows
 DEFAULT = ExperimentConfig()
+SEEDS = (0, 1, 2, 3, 4)
 
 
 @functools.lru_cache(maxsize=4)
@@ -50,6 +54,81 @@ def _train_steps(encoding: str, device: str = "cpu", threads: int | None = None)
             os.environ.pop("PE_TRAIN_THREADS", None)
         else:
             os.environ["PE_TRAIN_THREADS"] = saved
+
+
+@functools.lru_cache(maxsize=4)
+def _seed_runs(tag: str, encoding: str = "rope") -> tuple[TrainingRun, ...]:
+    """The default model's runs of every seed, warmed (``tag`` keeps the batched and the one-by-one sets apart)."""
+    runs = []
+    for seed in SEEDS:
+        config = DEFAULT.replace(encoding=encoding, seed=seed)
+        run = TrainingRun(config.model_config(), dataclasses.replace(config.train_config(), steps=10**6), device="cpu")
+        for _ in run.steps(2):
+            pass
+        runs.append(run)
+    return tuple(runs)
+
+
+def _seeds_batched(encoding: str = "rope") -> None:
+    for _ in TrainingBatch(_seed_runs("batched", encoding)).steps(BATCH_STEPS):
+        pass
+
+
+def _seeds_one_by_one(encoding: str = "rope") -> None:
+    for run in _seed_runs("alone", encoding):
+        for _ in run.steps(BATCH_STEPS):
+            pass
+
+
+@functools.lru_cache(maxsize=1)
+def _seed_experiments() -> tuple[ExperimentRun, ...]:
+    """Five seeds' experiments whose models are evaluated (untrained weights evaluate at the same cost)."""
+    return tuple(ExperimentRun(DEFAULT.replace(seed=seed), device="cpu") for seed in SEEDS)
+
+
+def _evaluate_seeds(batched: bool) -> None:
+    windows = evaluation_windows(load_corpus(), DEFAULT.train_length * 8, DEFAULT.eval_tokens)
+
+    def one(experiment: ExperimentRun):
+        return evaluate_one(experiment.run.model, windows, "yarn")
+
+    experiments = _seed_experiments()
+    if batched:
+        map_experiments(experiments, one)
+    else:
+        for experiment in experiments:
+            one(experiment)
+
+
+@functools.lru_cache(maxsize=1)
+def _plain():
+    """nanoGPT's training loop on the trainer's shapes: one model, the whole batch at once, PyTorch's own threads."""
+    config = DEFAULT
+    torch.manual_seed(config.seed)
+    model = TinyTransformer(config.model_config())
+    train = config.train_config()
+    optimiser = torch.optim.AdamW(model.parameters(), lr=train.learning_rate, betas=(0.9, 0.99),
+                                  weight_decay=train.weight_decay)
+    return model, optimiser, train, torch.Generator().manual_seed(1)
+
+
+def _plain_steps() -> None:
+    model, optimiser, train, generator = _plain()
+    corpus = load_corpus()
+    threads = torch.get_num_threads()
+    torch.set_num_threads(os.cpu_count() or 1)  # as a plain script runs: every core inside each product
+    try:
+        for _ in range(STEPS_PER_CASE):
+            batch = random_windows(corpus.train, DEFAULT.train_length, train.batch_size, generator)
+            logits = model(batch[:, :-1])
+            loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), batch[:, 1:].flatten())
+            optimiser.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), train.grad_clip)
+            optimiser.step()
+            loss.item()
+    finally:
+        torch.set_num_threads(threads)
 
 
 def _rectified_vectorised() -> torch.Tensor:
@@ -145,6 +224,13 @@ CASES = [
     Case("training", f"train step: default RoPE model ({DEFAULT.d_model} wide, {DEFAULT.n_head}×{DEFAULT.head_size} "
          f"heads, L={DEFAULT.train_length}), {STEPS_PER_CASE} steps", functools.partial(_train_steps, "rope"),
          repeats=3),
+    Case("training", f"train step: default RoPE model, {STEPS_PER_CASE} steps (vs a plain nanoGPT-style loop, same "
+         "shapes)", functools.partial(_train_steps, "rope"), _plain_steps, repeats=3),
+    *[Case("training", f"batched: {len(SEEDS)} seeds of the default {encoding} model as one batch, {BATCH_STEPS} steps "
+           f"each (vs one after another)", functools.partial(_seeds_batched, encoding),
+           functools.partial(_seeds_one_by_one, encoding), repeats=3) for encoding in ("rope", "alibi")],
+    Case("training", f"batched: YaRN at 8× for {len(SEEDS)} seeds' models in one round (vs one after another)",
+         functools.partial(_evaluate_seeds, True), functools.partial(_evaluate_seeds, False), repeats=3),
     Case("training", f"train step: default RoPE model, all {os.cpu_count()} cores, {STEPS_PER_CASE} steps",
          functools.partial(_train_steps, "rope", "cpu", os.cpu_count()), repeats=3),
     *[Case("training", f"train step: {encoding}, same size", functools.partial(_train_steps, encoding), repeats=3)

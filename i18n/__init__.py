@@ -46,6 +46,17 @@ def sentences(parts) -> str:
     return ("" if current_language() == "zh" else " ").join(part for part in parts if part)
 
 
+def full_stop(text: str) -> str:
+    """Clauses that each end in a semicolon (a sympy check lists what it checked that way), as one sentence: its
+    last semicolon, English or Chinese, becomes a full stop."""
+    text = text.rstrip()
+    if text.endswith(";"):
+        return text[:-1] + "."
+    if text.endswith("；"):
+        return text[:-1] + "。"
+    return text
+
+
 @contextlib.contextmanager
 def use_language(language: str) -> Iterator[None]:
     """Translate into ``language`` inside the block, on this thread (the CLI and tests use it)."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from i18n import Latex, _, translated_latex
+from i18n import Latex, _, full_stop, translated_latex
 
 
 def _plain(text: str) -> str:
@@ -26,7 +26,7 @@ def show_checked(slug: str, *, with_variants: bool = True) -> None:
     formula = checked(slug)
     st.latex(translated_latex(formula.claim))
     if formula.holds:
-        st.caption(_("✓ Verified by sympy on this server: {check}").format(check=_plain(_(formula.check))))
+        st.caption(_("✓ Verified by sympy on this server: {check}").format(check=_plain(full_stop(_(formula.check)))))
     else:
         st.error(_("The sympy check of “{title}” failed.").format(title=_(formula.title)), icon=":material/warning:")
     if with_variants:

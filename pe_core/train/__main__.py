@@ -3,6 +3,7 @@
     python -m pe_core.train                          # the default RoPE run (stored; a rerun is a lookup)
     python -m pe_core.train --encoding rope alibi --seed 0 1 2 --steps 200
     python -m pe_core.train --prepare                # every encoding × 5 seeds, so a class starts ready
+    python -m pe_core.train --prepare --ship         # retrain that grid and write it as the results the app ships
     python -m pe_core.train --table                  # the seed table of what is stored, in markdown
     python -m pe_core.train --store postgresql://user@host/db --prepare
 
@@ -18,12 +19,12 @@ import dataclasses
 import json
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 
 from pe_core.train.config import DEFAULT_GRID, DEFAULT_SEEDS, ExperimentConfig, Grid
-from pe_core.train.experiment import Status
+from pe_core.train.experiment import RunUpdate, Status
 from pe_core.train.schema import MEMORY_PEAK, RunRecord, report_json
 from pe_core.train.store import RunStore, StoreError, default_location, describe_location, open_store
 from pe_core.train.summary import cost_stats, markdown_table, seed_stats
@@ -60,6 +61,9 @@ def _parser() -> argparse.ArgumentParser:
     actions.add_argument("--prepare", action="store_true",
                          help=f"store the default grid: every encoding × seeds {', '.join(map(str, DEFAULT_SEEDS))} "
                               "(the options above change its base config)")
+    actions.add_argument("--ship", action="store_true",
+                         help="with --prepare and no other option: train the default grid from scratch and write it "
+                              "as the results the app ships (pe_core/train/data/)")
     actions.add_argument("--table", action="store_true",
                          help="print the stored runs' accuracy, mean ± sd over seeds, and each encoding's training "
                               "cost, as a markdown table")
@@ -118,27 +122,56 @@ def _summary_line(record: RunRecord) -> str:
 
 
 def run_all(configs: Sequence[ExperimentConfig], store: RunStore | None, *, device=None, force: bool = False,
-            quiet: bool = False) -> list[RunRecord]:
-    from pe_core.train.experiment import run_experiment
+            quiet: bool = False, on_trained: Callable[[RunUpdate], None] | None = None) -> list[RunRecord]:
+    """Every config's record: stored ones looked up, the rest trained, those differing only in their seed
+    together as one batch (``run_experiments``). ``on_trained(update)`` sees each trained run's last update."""
+    from pe_core.train.experiment import run_experiments
 
-    records = []
-    for index, config in enumerate(configs, 1):
-        label = f"{index}/{len(configs)} {config.label()}"
+    labels = {c.hash: f"{index}/{len(configs)} {c.label()}" for index, c in enumerate(configs, 1)}
+    records: dict[str, RunRecord] = {}
+    for config in configs:
         record = None if store is None or force else store.get(config.hash)
         if record is not None:
+            records[config.hash] = record
             if not quiet:
-                print(f"[{label}] stored ({record.created_at}, {record.device})", file=sys.stderr)
-        else:
-            started = time.perf_counter()
-            record = run_experiment(config, device=device, on_status=_Printer(label, quiet))
-            if store is not None:
-                store.put(record)
-            if not quiet:
-                print(f"[{label}] trained in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+                print(f"[{labels[config.hash]}] stored ({record.created_at}, {record.device})", file=sys.stderr)
+                print(f"[{labels[config.hash]}] {_summary_line(record)}", file=sys.stderr)
+    missing = [c for c in configs if c.hash not in records]
+    printers = {c.hash: _Printer(labels[c.hash], quiet) for c in missing}
+    for update in run_experiments(missing, device=device):
+        run_hash = update.config.hash
+        printers[run_hash](update.status)
+        if update.record is None:
+            continue
+        records[run_hash] = update.record
+        if store is not None:
+            store.put(update.record)
+        if on_trained is not None:
+            on_trained(update)
         if not quiet:
-            print(f"[{label}] {_summary_line(record)}", file=sys.stderr)
-        records.append(record)
-    return records
+            print(f"[{labels[run_hash]}] trained ({update.record.total_seconds:.1f} s, its share of its batch)",
+                  file=sys.stderr)
+            print(f"[{labels[run_hash]}] {_summary_line(update.record)}", file=sys.stderr)
+    return [records[c.hash] for c in configs]
+
+
+def ship(configs: Sequence[ExperimentConfig], store: RunStore | None, *, device=None, quiet: bool = False
+         ) -> list[RunRecord]:
+    """Train the default grid from scratch and write it as the results the app ships (``pe_core.train.shipped``),
+    rewritten after every finished run (so a long regeneration that is cut short keeps what it finished)."""
+    from pe_core.train.shipped import WEIGHTS_CONFIG, write_shipped
+
+    models, finished = {}, []
+    started = time.perf_counter()
+
+    def keep(update: RunUpdate) -> None:
+        if update.config.hash == WEIGHTS_CONFIG.hash:
+            models["weights"] = update.experiment.run.model
+        finished.append(update.record)
+        write_shipped(finished, DEFAULT_GRID, finished[0].device, time.perf_counter() - started,
+                      models.pop("weights", None))
+
+    return run_all(configs, store, device=device, force=True, quiet=quiet, on_trained=keep)
 
 
 def main(argv: Sequence[str] | None = None) -> dict:
@@ -174,7 +207,12 @@ def main(argv: Sequence[str] | None = None) -> dict:
                       "of the model's copy that computes the second half of each batch, and the tensors autograd "
                       "keeps for the backward pass of one step (a CUDA run reports torch.cuda.max_memory_allocated).")
             return {"table": [s._asdict() for s in stats], "costs": [c._asdict() for c in costs]}
-        records = run_all(configs, store, device=args.device, force=args.force, quiet=args.quiet)
+        if args.ship:
+            if configs != DEFAULT_GRID.configs():
+                parser.error("--ship writes the default grid: use it with --prepare and no experiment option.")
+            records = ship(configs, store, device=args.device, quiet=args.quiet)
+        else:
+            records = run_all(configs, store, device=args.device, force=args.force, quiet=args.quiet)
     finally:
         if store is not None:
             store.close()

@@ -300,7 +300,7 @@ class ExperimentBatch:
                               for length in e.config.lengths for method in e.config.evaluated_methods)
         for length, method in pairs:
             todo = [e for e in live() if (length, method) in _pairs(e) and (method, length) not in e.evaluation]
-            results = _each(todo, lambda e, m=method, n=length: e._evaluate(m, n))
+            results = map_experiments(todo, lambda e, m=method, n=length: e._evaluate(m, n))
             self._charge(todo)
             for e, result in zip(todo, results, strict=True):
                 e.evaluation.results.append(result)
@@ -312,7 +312,7 @@ class ExperimentBatch:
         todo = [e for e in live() if method in e.config.fine_tuned_methods and method not in e.fine_tunes]
         if not todo:
             return
-        _each([e for e in todo if method not in e.untuned], lambda e: e._untuned(method))
+        map_experiments([e for e in todo if method not in e.untuned], lambda e: e._untuned(method))
         tunes = [e._tune(method) for e in todo]
         by_run = {id(tune): e for tune, e in zip(tunes, todo, strict=True)}
         batch = TrainingBatch(tunes, stacked=self.stacked)
@@ -320,7 +320,7 @@ class ExperimentBatch:
             due = [(todo[i], record.step) for i, record in records
                    if record.step in fine_tune_checkpoints(todo[i].config.fine_tune_steps)]
             # measured before the yield: a stop here keeps it
-            for (e, step), along in zip(due, _each([e for e, _ in due], lambda e: e._measure_tune(method)),
+            for (e, step), along in zip(due, map_experiments([e for e, _ in due], lambda e: e._measure_tune(method)),
                                         strict=True):
                 e._checkpoint(method, step, along)
             self._charge([todo[i] for i, _ in records])
@@ -329,7 +329,7 @@ class ExperimentBatch:
                 yield e, Status(FINE_TUNING, e.config.encoding, method, record.step, record.total_steps,
                                 e.fraction(), record)
         finished = [e for e in todo if e in live() and method in e.tunes and e.tunes[method].done]
-        afters = _each(finished, lambda e: e._measure_tune(method))
+        afters = map_experiments(finished, lambda e: e._measure_tune(method))
         self._charge(finished)
         for e, after in zip(finished, afters, strict=True):
             yield e, e._finish_fine_tune(method, after)
@@ -340,7 +340,7 @@ def _pairs(experiment: ExperimentRun) -> list[tuple[int, str]]:
     return [(length, method) for length in c.lengths for method in c.evaluated_methods]
 
 
-def _each(experiments: Sequence[ExperimentRun], work: Callable[[ExperimentRun], object]) -> list:
+def map_experiments(experiments: Sequence[ExperimentRun], work: Callable[[ExperimentRun], object]) -> list:
     """``work(e)`` for every experiment, in order; on the CPU spread over the worker threads (each experiment has
     its own models, and one thread per computation keeps every number what it is alone)."""
     experiments = list(experiments)

@@ -23,6 +23,7 @@ from pe_core.jobs import Job, JobLimiter, server_limiter
 from pe_core.train.config import ExperimentConfig
 from pe_core.train.experiment import ExperimentRun, Status
 from pe_core.train.schema import RunRecord
+from pe_core.train.shipped import seed_store
 from pe_core.train.store import RunStore, StoreError, open_store
 
 MAX_PAUSED = 8
@@ -183,6 +184,7 @@ def server_service() -> TrainingService:
                 # kept as raised: a Deferred message is shown in each reader's language
                 _SERVICE_ERROR = err.args[0] if err.args and isinstance(err.args[0], str) else str(err)
                 store = open_store(":memory:")
+            seed_store(store)  # a fresh install starts with the default grid's results, which ship with the app
             _SERVICE = TrainingService(store, server_limiter())
         return _SERVICE
 

@@ -56,11 +56,19 @@ def shipped_records() -> tuple[RunRecord, ...]:
 
 
 def seed_store(store) -> int:
-    """Put the shipped runs that ``store`` lacks into it (the current results version only); how many."""
+    """Put the shipped runs that ``store`` lacks into it (the current results version only); how many.
+
+    Several app instances starting at once on one shared store may race: a run another one put meanwhile
+    is simply there."""
     added = 0
     for record in shipped_records():
-        if record.results_version == RESULTS_VERSION and record.hash not in store:
+        if record.results_version != RESULTS_VERSION or record.hash in store:
+            continue
+        try:
             added += bool(store.put(record))
+        except Exception:  # noqa: BLE001 - the backend's own duplicate-key error; fine if the run is there now
+            if record.hash not in store:
+                raise
     return added
 
 
