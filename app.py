@@ -17,7 +17,8 @@ for page in listed.values():
                 url_path=page.url_path or None)
     )
 
-navigation = st.navigation(sections)
+# every page listed: a folded list ends in "View N more", a button whose text Streamlit does not let an app translate
+navigation = st.navigation(sections, expanded=True)
 asked = requested_page(sections)
 if asked is not None and asked.url_path != navigation.url_path:
     st.switch_page(asked, query_params=st.query_params.to_dict())

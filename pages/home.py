@@ -3,9 +3,11 @@
 import streamlit as st
 
 from ui.front_door import CLASS_PLAN, QUESTIONS, thumbnail
+from ui.navigation import shared_query
 from ui.pages import available_pages
 
 from i18n import _
+from lessons import training
 
 st.title(_("Positional encodings, explored"))
 st.markdown(_(
@@ -16,17 +18,21 @@ st.markdown(_(
 ))
 
 pages = {page.path: page for page in available_pages()}
+shared = shared_query()
 with st.expander(_("A 50-minute class"), expanded=True, icon=":material/school:"):
+    # page links, not markdown ones: they open the page in this tab, in this session, in the reader's language
     minutes = 0
-    rows = []
     for stop in CLASS_PLAN:
         if stop.path not in pages:
             continue
         page = pages[stop.path]
-        rows.append(f"| {minutes}–{minutes + stop.minutes} | [{_(page.title)}](/{page.url_path}) | {_(stop.activity)} |")
+        with st.container(horizontal=True, vertical_alignment="center", gap="small"):
+            st.markdown(_("**{start}–{end} min**").format(start=minutes, end=minutes + stop.minutes), width="content")
+            st.page_link(page.path, label=_(page.title), icon=page.icon, query_params=shared)
+        st.caption(_(stop.activity))
+        if stop.path == "pages/training.py":  # what the store holds and what training more costs, read from it
+            st.caption(training.store_text())
         minutes += stop.minutes
-    header = "| {} | {} | {} |".format(_("minutes"), _("page"), _("in class"))
-    st.markdown(header + "\n|---|---|---|\n" + "\n".join(rows))
 
 st.header(_("Every page"))
 cards = [page for page in available_pages() if page.path != "pages/home.py"]
@@ -37,7 +43,7 @@ for number, page in enumerate(cards):
         image = thumbnail(page.lesson) if page.lesson else None
         if image is not None:
             st.image(str(image), width="stretch")
-        st.page_link(page.path, label=_(page.title), icon=page.icon)
+        st.page_link(page.path, label=_(page.title), icon=page.icon, query_params=shared)
         st.caption(f"{_(page.section)} · {_(page.summary)}")
         questions = QUESTIONS.get(page.path)
         if questions:

@@ -179,3 +179,16 @@ def test_hostile_links_never_raise(query):
     at = run_page(PAGE, query)
     assert not at.exception, at.exception
     assert at.error or at.warning
+
+
+def test_the_uploaders_words_are_chinese_in_chinese_and_left_to_streamlit_in_english():
+    """Streamlit writes an uploader's button and size limit in English; in Chinese the app's CSS replaces them."""
+    def uploader_styles(at) -> list[str]:
+        return [h.proto.body for h in at.get("html") if "stFileUploaderDropzone" in h.proto.body]
+
+    chinese = run_page_with_sidebar(PAGE, {"lang": "zh"})
+    styles = uploader_styles(chinese)
+    assert len(styles) == 2
+    numbers = next(s for s in styles if ".st-key-check_numbers_file " in s)
+    assert 'content: "上传"' in numbers and "每个文件不超过 200 MB · JSON, CSV, TXT, NPY, PT" in numbers
+    assert not uploader_styles(run_page_with_sidebar(PAGE, {"lang": "en"}))
