@@ -1,6 +1,6 @@
 """The layer map: a model's layers along one axis, each bar as tall as the tokens that layer can attend to
-(its window or chunk, or the whole context), coloured by kind, hatched where the layer has no position
-encoding (NoPE). One legend entry per kind says its span, base, rotated dimensions and scaling."""
+(its window or chunk, or the whole context), coloured by kind, hollow and hatched where the layer has no
+position encoding (NoPE); the kind the page describes is outlined. One legend entry per kind says its span, base, rotated dimensions and scaling."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import NamedTuple
 
 import plotly.graph_objects as go
 
-from figures.theme import GRID, MUTED, new_figure, series_colour
+from figures.theme import GRID, INK, MUTED, new_figure, series_colour
 from i18n import N_, _
 
 TITLE = N_("Layer map: what each layer attends to, and its RoPE")
@@ -31,10 +31,11 @@ def layer_map_figure(kinds: Sequence[KindRow], *, num_layers: int, context: int)
         colour = series_colour(index)
         layers = list(kind.layers) or [0]
         figure.add_trace(go.Bar(
-            x=layers, y=[kind.reach] * len(layers), name=kind.label, marker_color=colour,
-            marker_line=dict(color=colour if kind.rotary else MUTED, width=2.5 if kind.chosen else 0.5),
-            marker_pattern=dict(shape="" if kind.rotary else "/", fgcolor="white", solidity=0.45),
-            opacity=1.0 if kind.rotary else 0.55, width=0.85,
+            x=layers, y=[kind.reach] * len(layers), name=kind.label,
+            marker_color=colour if kind.rotary else "white",
+            marker_line=dict(color=INK if kind.chosen else (colour if kind.rotary else MUTED),
+                             width=2.5 if kind.chosen else 1),
+            marker_pattern=dict(shape="" if kind.rotary else "/", fgcolor=MUTED, solidity=0.3), width=0.85,
             hovertemplate=_("layer %{x}") + "<br>" + kind.label.replace("%", "%%") + "<extra></extra>",
             meta={"layer_kind": kind.label},
         ))
@@ -46,7 +47,7 @@ def layer_map_figure(kinds: Sequence[KindRow], *, num_layers: int, context: int)
     figure.update_xaxes(title_text=_("layer"), range=[-0.6, max(num_layers, 1) - 0.4], showgrid=False,
                         zeroline=False)
     figure.update_yaxes(title_text=_("tokens it can attend to"), type="log", gridcolor=GRID,
-                        range=[0, _log10(max(context, *(k.reach for k in kinds))) + 0.35])
+                        range=[max(0.0, _log10(min(k.reach for k in kinds)) - 1), _log10(max(context, *(k.reach for k in kinds))) + 0.35])
     return figure
 
 

@@ -264,8 +264,8 @@ def layer_map_caption(setup: RopeSetup) -> str:
     if setup.layers is None:
         return _("Sliders describe one RoPE that every layer uses. Pick a real model or paste a config.json to see "
                  "a model's layers, kind by kind.")
-    text = _("Each bar is one layer, as tall as the tokens it can attend to; hatched bars apply no position "
-             "encoding. The figures on this page describe its {kind} (thick outline).").format(
+    text = _("Each bar is one layer, as tall as the tokens it can attend to; hollow, hatched bars apply no "
+             "position encoding. The figures on this page describe its {kind} (thick outline).").format(
         kind=kind_text(setup.layers, setup.kind))
     if not setup.layers.num_layers:
         text += " " + _("The config gives no layer count, so the kinds are shown without their positions.")
