@@ -291,4 +291,4 @@ def layer_map_spec():
 def layer_map_part():
     from lessons.base import Part
 
-    return Part("layers", N_("Layers"), N_("Which layers of the model these figures describe"), ("layer-map",))
+    return Part("layers", N_("Layer map"), N_("Which layers of the model these figures describe"), ("layer-map",))
