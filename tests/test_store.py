@@ -8,7 +8,6 @@ import socket
 import sqlite3
 import subprocess
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
@@ -48,11 +47,11 @@ def check_round_trip(store) -> None:
                                                                                                    False))
     assert direct == pytest.approx([0.5 - 0.016, 0.6 - 0.016])
     assert {r.method for r in rows if r.fine_tuned} == {"pi", "ntk", "yarn"}
-    # claims: one owner at a time; a released claim can be taken
-    assert store.claim(first.hash, "me") is None
-    assert store.claim(first.hash, "other") == "me"
-    store.release(first.hash, "me")
-    assert store.claim(first.hash, "other") is None
+    # the queue (tests/test_workers.py tries it in depth): a job per unstored config, claimed by one trainer
+    queued = store.enqueue(first.config.replace(seed=7), "shape")
+    (claimed,) = store.claim("me", "CPU (1 thread)", 60)
+    assert (claimed.id, claimed.hash, claimed.state, claimed.worker) == (queued.id, queued.hash, "running", "me")
+    assert store.claim("other", "CPU (1 thread)", 60) == []
 
 
 def test_sqlite_round_trip_and_restart_survival(tmp_path):
@@ -203,13 +202,12 @@ def test_postgres_round_trip_restart_and_refusals(postgres_url):
         open_store(postgres_url.rsplit("/", 1)[0] + "/no_such_database")
 
 
-def test_postgres_claims_coordinate_two_instances(postgres_url):
+def test_postgres_queue_coordinates_two_instances(postgres_url):
     url = _fresh_database(postgres_url, "runs_claims")
     with open_store(url) as first, open_store(url) as second:
         record = fake_record()
-        assert first.claim(record.hash, "instance-1") is None
-        assert second.claim(record.hash, "instance-2") == "instance-1"
-        first.put(record)
-        first.release(record.hash, "instance-1")
-        started = time.monotonic()
-        assert second.get(record.hash) == record and time.monotonic() - started < 2
+        assert first.claim_hash(record.config, "shape", "instance-1", "CPU (1 thread)", 60).worker == "instance-1"
+        assert second.claim_hash(record.config, "shape", "instance-2", "CPU (1 thread)", 60) is None
+        assert second.latest(record.hash).worker == "instance-1"  # the second follows the first's training
+        assert first.complete(first.latest(record.hash).id, "instance-1", record)
+        assert second.get(record.hash) == record and second.latest(record.hash).state == "done"

@@ -70,6 +70,16 @@ def _parser() -> argparse.ArgumentParser:
     actions.add_argument("--device", default=None, choices=("cpu", "cuda", "mps"),
                          help="where to train (default: the best available, or PE_DEVICE)")
     actions.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    worker = parser.add_argument_group("a worker on a shared store (python -m pe_core.train --worker --store URL)")
+    worker.add_argument("--worker", action="store_true",
+                        help="drain the store's queue: train the runs app instances ask for, until stopped")
+    worker.add_argument("--until-empty", action="store_true", help="with --worker: stop when the queue is empty")
+    worker.add_argument("--lease", type=float, default=None,
+                        help="with --worker: seconds a claimed job stays this worker's without a heartbeat "
+                             "(default: 60)")
+    worker.add_argument("--batch", type=int, default=None,
+                        help="with --worker: at most this many queued jobs of one shape trained together (default: 40)")
+    worker.add_argument("--name", default=None, help="with --worker: how the pages name this worker (default: host-pid)")
     return parser
 
 
@@ -189,6 +199,12 @@ def main(argv: Sequence[str] | None = None) -> dict:
             store = open_store(args.store)
         except StoreError as err:
             parser.exit(2, f"error: {err}\n")
+    if args.worker:
+        if store is None:
+            parser.error("--worker drains a store's queue; leave out --no-store.")
+        from pe_core.train.worker import run_worker
+
+        return run_worker(store, args)
     started = time.perf_counter()
     try:
         if args.table:

@@ -1,33 +1,56 @@
 """Training for a whole class: stored results at once, one run per config, a queue for the rest.
 
 ``TrainingService.request(config)`` answers with the stored ``RunRecord`` when the store has
-the config's hash; otherwise with a background ``pe_core.jobs.Job`` on the server-wide limiter,
-shared by every session that asks for the same config while it is in flight. A finished run is
-saved to the store before the job ends, so it survives a restart and the next request is a
-lookup. A stopped run is kept (a few, in memory): asking for the same config again resumes it.
+the config's hash; otherwise with a background ``pe_core.jobs.Job``, shared by every session
+that asks for the same config while it is in flight. A finished run is saved to the store
+before the job ends, so it survives a restart and the next request is a lookup.
 
-When app instances share a PostgreSQL store, a claim row per hash makes sure one of them
-trains a config; the others wait for its record to appear.
+Every request is a job in the store's queue (``pe_core.train.store``), so every app instance
+sharing the store sees it, with its progress and its expected end (``queue_view``):
+
+- while training workers drain the queue (``python -m pe_core.train --worker``, a heartbeat
+  in the store), the request waits there and the page follows the job's row;
+- with none, the app's own trainer is the default: the job runs on the server-wide limiter,
+  claims the config's row (so app instances sharing a store train a config once; the others
+  follow its progress), and keeps its lease while it trains. A stopped run is kept (a few, in
+  memory): asking for the same config again resumes it.
 """
 
 from __future__ import annotations
 
 import os
+import socket
 import threading
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
+import torch
+
+from pe_core.device import compute_device, stored_device_label
 from pe_core.jobs import Job, JobLimiter, server_limiter
 from pe_core.train.config import ExperimentConfig
 from pe_core.train.experiment import ExperimentRun, Status
+from pe_core.train.loop import cpu_threads
 from pe_core.train.schema import RunRecord
 from pe_core.train.shipped import seed_store
-from pe_core.train.store import RunStore, StoreError, open_store
+from pe_core.train.store import CANCELLED, FAILED, QUEUED, RUNNING, QueuedJob, RunStore, StoreError, open_store
+from pe_core.train.worker import LEASE_S, PROGRESS_S, WORKER_ALIVE_S, shape_of, status_fields
 
 MAX_PAUSED = 8
-CLAIM_POLL_S = 1.0
+POLL_S = 1.0  # how often a job that another trainer runs reads its row
+MAX_FOLLOWING = 256  # jobs a server follows at once while workers train them (each one is a sleeping thread)
+
+
+class QueueEntry(NamedTuple):
+    """A job of the store's queue as a page shows it: when it should start and end."""
+
+    job: QueuedJob
+    position: int  # 1 for the next job to be claimed; 0 once it runs (or finished)
+    remaining_s: float | None  # running: seconds left at its speed so far (or by estimate); None if unknown
+    wait_s: float | None  # queued: seconds until a trainer should take it; None if unknown
 
 
 class TrainingService:
@@ -36,9 +59,10 @@ class TrainingService:
     def __init__(self, store: RunStore, limiter: JobLimiter, *, corpus=None, device=None):
         self.store = store
         self.limiter = limiter
+        self.followers = JobLimiter(MAX_FOLLOWING, max_waiting=0)  # jobs that workers train: no slot of ours
         self.corpus = corpus
         self.device = device
-        self.owner = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self.owner = f"app {socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self._paused: OrderedDict[str, ExperimentRun] = OrderedDict()
         self._lock = threading.Lock()
         self._listeners: list[Callable[[RunRecord], None]] = []
@@ -51,22 +75,33 @@ class TrainingService:
     def stored(self, config: ExperimentConfig) -> RunRecord | None:
         return self.store.get(config.hash)
 
+    def workers(self) -> list:
+        """The training workers draining the store's queue now (their heartbeat is fresh)."""
+        return self.store.workers(WORKER_ALIVE_S)
+
     def request(self, config: ExperimentConfig) -> RunRecord | Job:
         """The stored run, or the job that trains it (an existing one if the same config is in flight)."""
         record = self.stored(config)
         if record is not None:
             return record
+        if self.workers():
+            return self.followers.submit(config.label(), lambda job: self._follow([config], job), key=config.hash,
+                                         estimate_s=self.estimate_s(config))
         return self.limiter.submit(config.label(), lambda job: self._work(config, job), key=config.hash,
                                    estimate_s=self.estimate_s(config))
 
     def request_all(self, configs: list[ExperimentConfig], name: str) -> Job | None:
-        """One job that trains every config of ``configs`` not stored yet, one after another (None if none is
-        missing). Its reports are the current run's ``Status``; ``job.phase`` says which run of how many."""
+        """One job that trains every config of ``configs`` not stored yet (None if none is missing). Its reports
+        are the current run's ``Status``; ``job.phase`` says which run of how many. With workers running, the
+        configs wait in the store's queue, where the workers train those of one shape as one batch."""
         missing = [c for c in configs if c.hash not in self.store]
         if not missing:
             return None
         estimates = [self.estimate_s(c) for c in missing]
         total = None if any(e is None for e in estimates) else sum(estimates)
+        key = "all:" + ",".join(c.hash for c in missing)
+        if self.workers():
+            return self.followers.submit(name, lambda job: self._follow(missing, job), key=key, estimate_s=total)
 
         def work(job: Job) -> int:
             done = 0
@@ -80,7 +115,7 @@ class TrainingService:
                     done += 1
             return done
 
-        return self.limiter.submit(name, work, key="all:" + ",".join(c.hash for c in missing), estimate_s=total)
+        return self.limiter.submit(name, work, key=key, estimate_s=total)
 
     def paused(self, config: ExperimentConfig) -> ExperimentRun | None:
         """A stopped run of this config, kept so a new request resumes it."""
@@ -102,18 +137,27 @@ class TrainingService:
         comparable.sort()
         return comparable[len(comparable) // 2]
 
+    def _device_label(self) -> str:
+        device = torch.device(self.device) if self.device is not None else compute_device()
+        return stored_device_label(device, cpu_threads(), autocast=False)
+
     def _work(self, config: ExperimentConfig, job: Job) -> RunRecord | None:
-        key = config.hash
-        holder = self.store.claim(key, self.owner)
-        while holder is not None:  # another app instance trains this config: wait for its record
-            job.report(phase="another server trains this run", fraction=0.0)
+        """Train ``config`` here, holding its queue row's lease; while another trainer holds it, follow it."""
+        key, label = config.hash, self._device_label()
+        while True:
             record = self.stored(config)
             if record is not None:
                 return record
+            row = self.store.claim_hash(config, shape_of(config), self.owner, label, LEASE_S)
+            if row is not None:
+                break
+            held = self.store.latest(key)
+            job.report(phase="another server trains this run", fraction=held.fraction if held else 0.0)
+            job.store_job = held
             if job.should_stop():
                 return None
-            time.sleep(CLAIM_POLL_S)
-            holder = self.store.claim(key, self.owner)
+            time.sleep(POLL_S)
+        job.store_job = None
         try:
             with self._lock:
                 experiment = self._paused.pop(key, None)
@@ -121,23 +165,108 @@ class TrainingService:
             beat = time.monotonic()
             for status in experiment.work():
                 job.report(status, phase=status.phase, fraction=status.fraction)
-                if time.monotonic() - beat > 10:
-                    self.store.heartbeat(key, self.owner)
+                if time.monotonic() - beat > PROGRESS_S:
+                    self.store.renew(self.owner, LEASE_S, {row.id: (status.fraction, status_fields(status))})
                     beat = time.monotonic()
                 if job.should_stop():
                     with self._lock:
                         self._paused[key] = experiment
                         while len(self._paused) > MAX_PAUSED:
                             self._paused.popitem(last=False)
+                    self.store.finish(row.id, self.owner, CANCELLED)
                     return None
             record = experiment.record()
-            self.store.put(record)
-            self.trained += 1
-        finally:
-            self.store.release(key, self.owner)
+        except BaseException as err:
+            self.store.finish(row.id, self.owner, FAILED, f"{type(err).__name__}: {err}")
+            raise
+        if not self.store.complete(row.id, self.owner, record):
+            self.store.put(record)  # this server stalled past its lease and another trainer took the row over
+        self.trained += 1
         for listener in self._listeners:
             listener(record)
         return record
+
+    def _follow(self, configs: Sequence[ExperimentConfig], job: Job) -> RunRecord | int | None:
+        """Queue ``configs`` for the workers and follow their rows until every one is stored: the record (one
+        config) or how many were stored (several); None if stopped first. ``job.store_jobs`` holds the rows."""
+        self.store.enqueue_all([(c, shape_of(c)) for c in configs if c.hash not in self.store])
+        job.batch = (1, len(configs)) if len(configs) > 1 else None
+        while True:
+            rows = {c.hash: self.store.latest(c.hash) for c in configs}
+            stored = {c.hash for c in configs if c.hash in self.store}
+            job.store_jobs = [rows[c.hash] for c in configs if c.hash not in stored and rows[c.hash] is not None]
+            job.store_job = job.store_jobs[0] if job.store_jobs else None
+            if len(stored) == len(configs):
+                break
+            failed = [r for h, r in rows.items() if h not in stored and r is not None and r.state == FAILED]
+            if failed:
+                raise RuntimeError(failed[0].error or "the worker failed")
+            if any(r is None or r.state == CANCELLED for h, r in rows.items() if h not in stored):
+                return None  # every request for it was withdrawn (on another server too)
+            fractions = [1.0 if c.hash in stored else rows[c.hash].fraction for c in configs]
+            job.report(phase="queued for a worker" if all(r.state == QUEUED for r in job.store_jobs)
+                       else "a worker trains this run", fraction=sum(fractions) / len(fractions))
+            if len(configs) > 1:
+                job.batch = (len(stored) + 1, len(configs))
+            if job.should_stop():
+                for config in configs:
+                    if config.hash not in stored:
+                        self.store.withdraw(config.hash)
+                return None
+            time.sleep(POLL_S)
+        for listener in self._listeners:
+            for config in configs:
+                listener(self.stored(config))
+        return self.stored(configs[0]) if len(configs) == 1 else len(configs)
+
+    def queue_view(self) -> list[QueueEntry]:
+        """The store's queue as every app instance sees it: the unfinished jobs, oldest first, with when each
+        should start and end (trainers: the live workers, or this server's own slots while none runs)."""
+        jobs = self.store.queue(finished=0)
+        now = self.store.now()
+        trainers = len(self.workers()) or self.limiter.max_running
+        return queue_view(jobs, now, trainers, self._estimate_json)
+
+    def _estimate_json(self, config: dict) -> float | None:
+        try:
+            return self.estimate_s(ExperimentConfig.from_json(config))
+        except ValueError:
+            return None
+
+
+def queue_view(jobs: Sequence[QueuedJob], now: float, trainers: int,
+               estimate: Callable[[dict], float | None]) -> list[QueueEntry]:
+    """When each unfinished job should start and end: a running job ends at its speed so far (or by estimate
+    until it has done 3 %); each trainer takes the next queued job when its current one ends."""
+    entries, slots = [], []
+    for job in jobs:
+        if job.state != RUNNING:
+            continue
+        elapsed = max(0.0, now - (job.started_at or now))
+        remaining = elapsed * (1 - job.fraction) / job.fraction if job.fraction >= 0.03 else None
+        if remaining is None:
+            full = estimate(job.config)
+            remaining = None if full is None else max(0.0, full - elapsed)
+        entries.append(QueueEntry(job, 0, remaining, 0.0))
+        slots.append(remaining)
+    known = all(s is not None for s in slots)
+    slots = sorted(s for s in slots if s is not None) + [0.0] * max(0, trainers - len(slots))
+    position = 0
+    for job in jobs:
+        if job.state != QUEUED:
+            continue
+        position += 1
+        full = estimate(job.config)
+        wait = None
+        if known and slots:
+            slots.sort()
+            wait = slots[0]
+            if full is None:
+                known = False
+            else:
+                slots[0] += full
+        entries.append(QueueEntry(job, position, full, wait))
+    return entries
 
 
 class _Share:

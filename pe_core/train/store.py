@@ -1,21 +1,38 @@
-"""The run store: every finished run in a database, found again by its config's hash.
+"""The run store: every finished run in a database, found again by its config's hash, and the queue of runs to train.
 
 One interface, two backends, one schema with a version number:
 
 - SQLite (the standard library, WAL journal) by default: a file under ``runs/`` in the
   repository (ignored by git), or the path in ``PE_RUN_STORE``;
 - PostgreSQL, given a ``postgresql://`` URL, for a server shared by several app instances
-  (needs ``psycopg``).
+  and by training workers on other machines (needs ``psycopg``).
 
 Opening never changes a database it does not recognise: a file that is not a database, a
 damaged one, one with other tables, or one written with another schema version is reported
-with ``StoreError`` and left exactly as it was.
+with ``StoreError`` and left exactly as it was. The one exception is a store of an older
+schema this version knows how to bring forward (``MIGRATIONS``): it is migrated in one
+transaction, and a database that claims such a version but lacks its tables is refused
+untouched like any other.
 
 Tables: ``store_meta`` (schema version), ``runs`` (one row per run: hash, config, the whole
 record as JSON, and columns to list and filter by), ``results`` (one row per method, length
-and fine-tune: the numbers the seed table averages, queryable without reading records) and
-``claims`` (which process is training which hash, so app instances sharing a database train
-each config once).
+and fine-tune: the numbers the seed table averages, queryable without reading records),
+``queue`` (runs asked for and not stored yet: who trains each, until when its lease holds,
+how far it got) and ``workers`` (the training workers draining the queue, with a heartbeat).
+
+The queue, as job queues in PostgreSQL do it (procrastinate, pgqueuer): a trainer claims the
+oldest claimable job with one ``UPDATE ... WHERE id = (SELECT id ... FOR UPDATE SKIP LOCKED
+LIMIT 1) RETURNING ...`` (SQLite: the same statements inside ``BEGIN IMMEDIATE``, which
+serialises writers on one machine), together with the queued jobs of the same shape (trained
+as one batch). A claim is a lease that the trainer renews while it works; a lease that runs
+out (the trainer died) makes the job claimable again. Finishing stores the record and closes
+the job in one transaction, and only while the lease is still the finisher's, so a job is
+stored once even when a trainer that lost its lease comes back. An unfinished job is unique
+per hash: asking again for a queued or running config adds a request to it (coalescing).
+Times are the database's clock, so machines with skewed clocks agree on leases.
+
+Schema history: 1 had a ``claims`` table (one trainer per hash among app instances) instead
+of the queue; it is migrated to 2 (claims are transient: the table is dropped).
 """
 
 from __future__ import annotations
@@ -24,20 +41,22 @@ import json
 import os
 import sqlite3
 import threading
-import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from i18n import N_, Deferred
+from pe_core.train.config import ExperimentConfig
 from pe_core.train.schema import RecordError, RunRecord
 
-STORE_SCHEMA_VERSION = 1
+STORE_SCHEMA_VERSION = 2
 STORE_ENV = "PE_RUN_STORE"
 DEFAULT_PATH = Path(__file__).resolve().parents[2] / "runs" / "runs.sqlite3"
-CLAIM_STALE_S = 120.0  # a claim whose heartbeat is older than this belongs to a process that is gone
+QUEUED, RUNNING, DONE, FAILED, CANCELLED = "queued", "running", "done", "failed", "cancelled"
+UNFINISHED = (QUEUED, RUNNING)
+MAX_ATTEMPTS = 3  # a job whose lease ran out this many times (its trainers died) fails instead of killing a fourth
 
-_SCHEMA = (
+_RUN_TABLES = (
     "CREATE TABLE store_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     "CREATE TABLE runs (hash TEXT PRIMARY KEY, family TEXT NOT NULL, encoding TEXT NOT NULL, seed INTEGER NOT NULL,"
     " created_at TEXT NOT NULL, device TEXT NOT NULL, code_version TEXT NOT NULL, total_seconds DOUBLE PRECISION NOT NULL,"
@@ -46,9 +65,25 @@ _SCHEMA = (
     "CREATE TABLE results (hash TEXT NOT NULL REFERENCES runs (hash) ON DELETE CASCADE, method TEXT NOT NULL,"
     " length INTEGER NOT NULL, fine_tuned INTEGER NOT NULL, accuracy DOUBLE PRECISION NOT NULL, loss DOUBLE PRECISION NOT NULL,"
     " PRIMARY KEY (hash, method, length, fine_tuned))",
-    "CREATE TABLE claims (hash TEXT PRIMARY KEY, owner TEXT NOT NULL, heartbeat DOUBLE PRECISION NOT NULL)",
 )
-_TABLES = {"store_meta", "runs", "results", "claims"}
+# {id}: the backend's auto-numbered key. ``shape``: jobs with equal shapes train as one batch. ``status``: the
+# trainer's last Status (JSON), for the pages' progress lines. Times are seconds since 1970 by the database's clock.
+_QUEUE_TABLES = (
+    "CREATE TABLE queue (id {id}, hash TEXT NOT NULL, config TEXT NOT NULL, shape TEXT NOT NULL,"
+    " state TEXT NOT NULL, requests INTEGER NOT NULL, requested_at DOUBLE PRECISION NOT NULL, worker TEXT,"
+    " device TEXT, lease_until DOUBLE PRECISION, attempts INTEGER NOT NULL, started_at DOUBLE PRECISION,"
+    " finished_at DOUBLE PRECISION, fraction DOUBLE PRECISION NOT NULL, status TEXT, error TEXT)",
+    "CREATE UNIQUE INDEX queue_unfinished ON queue (hash) WHERE state IN ('queued', 'running')",
+    "CREATE INDEX queue_state ON queue (state, id)",
+    "CREATE TABLE workers (name TEXT PRIMARY KEY, device TEXT NOT NULL, started_at DOUBLE PRECISION NOT NULL,"
+    " heartbeat DOUBLE PRECISION NOT NULL, trained INTEGER NOT NULL)",
+)
+_SCHEMA = (*_RUN_TABLES, *_QUEUE_TABLES)
+_TABLES = {"store_meta", "runs", "results", "queue", "workers"}
+# version -> (the tables a store of that version has, the statements that bring it to the next version)
+MIGRATIONS = {1: ({"store_meta", "runs", "results", "claims"}, ("DROP TABLE claims", *_QUEUE_TABLES))}
+_QUEUE_COLUMNS = ("id, hash, config, shape, state, requests, requested_at, worker, device, lease_until, attempts,"
+                  " started_at, finished_at, fraction, status, error")
 
 
 class StoreError(RuntimeError):
@@ -83,6 +118,44 @@ class ResultRow(NamedTuple):
     loss: float
 
 
+class QueuedJob(NamedTuple):
+    """One row of the queue: a run asked for, who trains it (``worker``, ``device``) and how far it got."""
+
+    id: int
+    hash: str
+    config: dict
+    shape: str
+    state: str  # QUEUED, RUNNING, DONE, FAILED or CANCELLED
+    requests: int  # how many requests this job answers (identical requests coalesce)
+    requested_at: float
+    worker: str | None
+    device: str | None
+    lease_until: float | None
+    attempts: int  # how many times it was claimed (more than once: a trainer died, or stopped, holding it)
+    started_at: float | None
+    finished_at: float | None
+    fraction: float
+    status: dict | None  # the trainer's last Status fields (phase, encoding, method, step, total)
+    error: str | None
+
+    @classmethod
+    def of(cls, row: Sequence) -> QueuedJob:
+        values = list(row)
+        values[2] = json.loads(values[2])
+        values[14] = None if values[14] is None else json.loads(values[14])
+        return cls(*values)
+
+
+class Worker(NamedTuple):
+    """A training worker that drains the queue (``python -m pe_core.train --worker``)."""
+
+    name: str
+    device: str
+    started_at: float
+    heartbeat: float
+    trained: int
+
+
 def default_location() -> str:
     return os.environ.get(STORE_ENV, "").strip() or str(DEFAULT_PATH)
 
@@ -100,6 +173,10 @@ class RunStore:
 
     placeholder = "?"
     backend = "sqlite"
+    id_column = "INTEGER PRIMARY KEY"  # the rowid: numbered in order (queue rows are never deleted)
+    now_sql = "((julianday('now') - 2440587.5) * 86400.0)"  # the database's clock, seconds since 1970
+    lock_rows = ""  # PostgreSQL: " FOR UPDATE SKIP LOCKED" (SQLite's BEGIN IMMEDIATE already serialises writers)
+    lock_row = ""  # PostgreSQL: " FOR UPDATE"
 
     def __init__(self, location: str):
         self.location = location
@@ -151,7 +228,7 @@ class RunStore:
         if not tables:
             with self._transaction():
                 for statement in _SCHEMA:
-                    self._execute(statement)
+                    self._execute(statement.format(id=self.id_column))
                 self._execute("INSERT INTO store_meta (key, value) VALUES (?, ?)",
                               ("schema_version", str(STORE_SCHEMA_VERSION)))
             return
@@ -161,6 +238,10 @@ class RunStore:
                                       where=where, tables=", ".join(sorted(tables))))
         rows = self._fetchall("SELECT value FROM store_meta WHERE key = ?", ("schema_version",))
         version = rows[0][0] if rows else None
+        if version is not None and version.isdigit() and int(version) in MIGRATIONS \
+                and tables == MIGRATIONS[int(version)][0]:
+            self._migrate(int(version))
+            tables, version = self._tables(), str(STORE_SCHEMA_VERSION)
         if version != str(STORE_SCHEMA_VERSION):
             older = version is not None and version.isdigit() and int(version) < STORE_SCHEMA_VERSION
             message = (N_("The run store at {where} was written by an older version of this app (store schema "
@@ -176,26 +257,42 @@ class RunStore:
                                          "was left untouched; move it aside to start a new store."),
                                       where=where, tables=", ".join(sorted(missing))))
 
+    def _migrate(self, version: int) -> None:
+        """Bring a store of an older schema we know forward, one version at a time, in one transaction (two app
+        instances opening it at once: the second waits for the first's lock, then finds it migrated)."""
+        with self._transaction():
+            rows = self._fetchall("SELECT value FROM store_meta WHERE key = ?" + self.lock_row, ("schema_version",))
+            current = int(rows[0][0])
+            while current < STORE_SCHEMA_VERSION:
+                for statement in MIGRATIONS[current][1]:
+                    self._execute(statement.format(id=self.id_column))
+                current += 1
+            self._execute("UPDATE store_meta SET value = ? WHERE key = ?", (str(current), "schema_version"))
+
     # ---- runs -------------------------------------------------------------------------------------
 
     def put(self, record: RunRecord) -> bool:
         """Save a finished run (and its result rows); False if this hash was already stored (kept as it was)."""
+        with self._lock, self._transaction():
+            return self._insert(record)
+
+    def _insert(self, record: RunRecord) -> bool:
+        """``put`` inside a transaction already open."""
         c = record.config
+        if self._fetchall("SELECT 1 FROM runs WHERE hash = ?", (record.hash,)):
+            return False
+        self._execute(
+            "INSERT INTO runs (hash, family, encoding, seed, created_at, device, code_version, total_seconds,"
+            " config, record) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (record.hash, record.family, c.encoding, c.seed, record.created_at, record.device,
+             record.code_version, record.total_seconds, json.dumps(c.to_json(), sort_keys=True),
+             json.dumps(record.to_json(), separators=(",", ":"))))
         rows = [(record.hash, r.method, r.length, 0, r.mean_accuracy, r.mean_loss) for r in record.results]
         rows += [(record.hash, f.method, f.length, 1, f.after.mean_accuracy, f.after.mean_loss)
                  for f in record.fine_tunes]
-        with self._lock, self._transaction():
-            if self._fetchall("SELECT 1 FROM runs WHERE hash = ?", (record.hash,)):
-                return False
-            self._execute(
-                "INSERT INTO runs (hash, family, encoding, seed, created_at, device, code_version, total_seconds,"
-                " config, record) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (record.hash, record.family, c.encoding, c.seed, record.created_at, record.device,
-                 record.code_version, record.total_seconds, json.dumps(c.to_json(), sort_keys=True),
-                 json.dumps(record.to_json(), separators=(",", ":"))))
-            for row in rows:
-                self._execute("INSERT INTO results (hash, method, length, fine_tuned, accuracy, loss)"
-                              " VALUES (?, ?, ?, ?, ?, ?)", row)
+        for row in rows:
+            self._execute("INSERT INTO results (hash, method, length, fine_tuned, accuracy, loss)"
+                          " VALUES (?, ?, ?, ?, ?, ?)", row)
         return True
 
     def get(self, run_hash: str) -> RunRecord | None:
@@ -252,31 +349,176 @@ class RunStore:
         return [(json.loads(config), float(seconds)) for config, seconds, e, d in rows
                 if (encoding is None or e == encoding) and (device is None or d == device)]
 
-    # ---- claims: one trainer per hash across processes ------------------------------------------------
+    # ---- the queue: runs asked for, claimed by trainers under a lease ------------------------------------
 
-    def claim(self, run_hash: str, owner: str) -> str | None:
-        """Take ``run_hash`` for ``owner``; returns None if taken, else the owner that holds it now."""
-        now = time.time()
+    def now(self) -> float:
+        """The database's clock (seconds since 1970): what leases and queue times are measured by."""
+        return float(self._fetchall("SELECT " + self.now_sql)[0][0])
+
+    def enqueue(self, config: ExperimentConfig, shape: str) -> QueuedJob:
+        """Ask for a run: a new queued job, or the unfinished job of the same hash with one more request."""
+        return self.enqueue_all([(config, shape)])[0]
+
+    def enqueue_all(self, requests: Sequence[tuple[ExperimentConfig, str]]) -> list[QueuedJob]:
+        """``enqueue`` of several (config, shape) pairs in one transaction, so a trainer claims them together."""
+        jobs = []
         with self._lock, self._transaction():
-            rows = self._fetchall("SELECT owner, heartbeat FROM claims WHERE hash = ?", (run_hash,))
-            if rows and rows[0][0] != owner and now - float(rows[0][1]) < CLAIM_STALE_S:
-                return rows[0][0]
-            if rows:
-                self._execute("UPDATE claims SET owner = ?, heartbeat = ? WHERE hash = ?", (owner, now, run_hash))
-            else:
-                self._execute("INSERT INTO claims (hash, owner, heartbeat) VALUES (?, ?, ?)", (run_hash, owner, now))
-        return None
+            for config, shape in requests:
+                added = self._execute(
+                    "INSERT INTO queue (hash, config, shape, state, requests, requested_at, attempts, fraction)"
+                    f" VALUES (?, ?, ?, ?, 1, {self.now_sql}, 0, 0) ON CONFLICT DO NOTHING",
+                    (config.hash, json.dumps(config.to_json(), sort_keys=True), shape, QUEUED))
+                if not added.rowcount:
+                    self._execute("UPDATE queue SET requests = requests + 1 WHERE hash = ? AND state IN (?, ?)",
+                                  (config.hash, *UNFINISHED))
+                jobs.append(self._unfinished(config.hash))
+        return jobs
 
-    def heartbeat(self, run_hash: str, owner: str) -> None:
-        self._execute("UPDATE claims SET heartbeat = ? WHERE hash = ? AND owner = ?", (time.time(), run_hash, owner))
-        self._commit()
+    def _unfinished(self, run_hash: str) -> QueuedJob | None:
+        rows = self._fetchall(f"SELECT {_QUEUE_COLUMNS} FROM queue WHERE hash = ? AND state IN (?, ?)",
+                              (run_hash, *UNFINISHED))
+        return QueuedJob.of(rows[0]) if rows else None
 
-    def release(self, run_hash: str, owner: str) -> None:
-        self._execute("DELETE FROM claims WHERE hash = ? AND owner = ?", (run_hash, owner))
-        self._commit()
+    def _claimable(self) -> str:
+        return (f"(state = '{QUEUED}' OR (state = '{RUNNING}' AND lease_until < {self.now_sql}"
+                f" AND attempts < {MAX_ATTEMPTS}))")
 
-    def _commit(self) -> None:
-        pass
+    def _take(self, where: str, values: Sequence, worker: str, device: str, lease_s: float, limit: int,
+              order: str = "id") -> list[QueuedJob]:
+        """Claim up to ``limit`` claimable jobs matching ``where`` (inside a transaction)."""
+        rows = self._fetchall(
+            f"UPDATE queue SET state = ?, worker = ?, device = ?, lease_until = {self.now_sql} + ?,"
+            f" attempts = attempts + 1, started_at = {self.now_sql}, fraction = 0, status = NULL"
+            f" WHERE id IN (SELECT id FROM queue WHERE {self._claimable()} AND {where} ORDER BY {order}"
+            f" LIMIT ?{self.lock_rows}) RETURNING {_QUEUE_COLUMNS}",
+            (RUNNING, worker, device, float(lease_s), *values, int(limit)))
+        return sorted((QueuedJob.of(row) for row in rows), key=lambda job: job.id)
+
+    def _fail_abandoned(self) -> None:
+        self._execute(f"UPDATE queue SET state = ?, finished_at = {self.now_sql}, error = ? WHERE state = ? AND"
+                      f" lease_until < {self.now_sql} AND attempts >= ?",
+                      (FAILED, f"{MAX_ATTEMPTS} trainers stopped answering while training it", RUNNING, MAX_ATTEMPTS))
+
+    def claim(self, worker: str, device: str, lease_s: float, batch: int = 1,
+              shape_of: Mapping[str, str] | None = None) -> list[QueuedJob]:
+        """The oldest claimable job and up to ``batch - 1`` more of the same shape, leased to ``worker`` for
+        ``lease_s`` seconds; [] if the queue holds nothing to do."""
+        with self._lock, self._transaction():
+            self._fail_abandoned()
+            first = self._take("1 = 1", (), worker, device, lease_s, 1)
+            if not first or batch <= 1:
+                return first
+            more = self._take("shape = ?", (first[0].shape,), worker, device, lease_s, batch - 1)
+            return first + more
+
+    def claim_hash(self, config: ExperimentConfig, shape: str, worker: str, device: str,
+                   lease_s: float) -> QueuedJob | None:
+        """The job of ``config`` for ``worker`` (queued now if it was not): None while another trainer's lease
+        on it holds."""
+        with self._lock, self._transaction():
+            self._fail_abandoned()
+            if self._unfinished(config.hash) is None:
+                self._execute("INSERT INTO queue (hash, config, shape, state, requests, requested_at, attempts,"
+                              f" fraction) VALUES (?, ?, ?, ?, 1, {self.now_sql}, 0, 0) ON CONFLICT DO NOTHING",
+                              (config.hash, json.dumps(config.to_json(), sort_keys=True), shape, QUEUED))
+            mine = self._fetchall(f"SELECT {_QUEUE_COLUMNS} FROM queue WHERE hash = ? AND state = ? AND worker = ?",
+                                  (config.hash, RUNNING, worker))
+            if mine:
+                return QueuedJob.of(mine[0])
+            taken = self._take("hash = ?", (config.hash,), worker, device, lease_s, 1)
+            return taken[0] if taken else None
+
+    def renew(self, worker: str, lease_s: float, progress: Mapping[int, tuple[float, dict | None]]) -> set[int]:
+        """Extend ``worker``'s leases on the jobs of ``progress`` (id -> (fraction, status)) and save how far they
+        got; returns the ids it no longer holds (its lease ran out and another trainer took the job)."""
+        lost = set()
+        with self._lock, self._transaction():
+            for job_id, (fraction, status) in progress.items():
+                updated = self._execute(
+                    f"UPDATE queue SET lease_until = {self.now_sql} + ?, fraction = ?, status = ? WHERE id = ?"
+                    " AND worker = ? AND state = ?",
+                    (float(lease_s), float(fraction), None if status is None else json.dumps(status), job_id, worker,
+                     RUNNING))
+                if not updated.rowcount:
+                    lost.add(job_id)
+        return lost
+
+    def complete(self, job_id: int, worker: str, record: RunRecord) -> bool:
+        """Store ``record`` and close its job, in one transaction, if ``worker`` still holds the job; False (and
+        nothing stored) if another trainer took it over."""
+        with self._lock, self._transaction():
+            held = self._fetchall("SELECT hash FROM queue WHERE id = ? AND worker = ? AND state = ?" + self.lock_row,
+                                  (job_id, worker, RUNNING))
+            if not held:
+                return False
+            self._insert(record)
+            self._execute(f"UPDATE queue SET state = ?, finished_at = {self.now_sql}, fraction = 1, device = ?,"
+                          " lease_until = NULL WHERE id = ?", (DONE, record.device, job_id))
+            self._execute("UPDATE workers SET trained = trained + 1 WHERE name = ?", (worker,))
+        return True
+
+    def finish(self, job_id: int, worker: str, state: str, error: str | None = None) -> bool:
+        """Close a job ``worker`` holds without a new record: DONE (already stored), FAILED or CANCELLED."""
+        with self._lock, self._transaction():
+            updated = self._execute(f"UPDATE queue SET state = ?, finished_at = {self.now_sql}, error = ?,"
+                                    " lease_until = NULL WHERE id = ? AND worker = ? AND state = ?",
+                                    (state, error, job_id, worker, RUNNING))
+            return bool(updated.rowcount)
+
+    def release(self, job_id: int, worker: str) -> bool:
+        """Give a held job back to the queue untrained (a worker told to stop); it keeps its requests."""
+        with self._lock, self._transaction():
+            updated = self._execute("UPDATE queue SET state = ?, worker = NULL, lease_until = NULL, fraction = 0,"
+                                    " status = NULL WHERE id = ? AND worker = ? AND state = ?",
+                                    (QUEUED, job_id, worker, RUNNING))
+            return bool(updated.rowcount)
+
+    def withdraw(self, run_hash: str) -> bool:
+        """One request for a queued job no longer wants it; the job is cancelled when none does. True if so."""
+        with self._lock, self._transaction():
+            self._execute("UPDATE queue SET requests = requests - 1 WHERE hash = ? AND state = ? AND requests > 0",
+                          (run_hash, QUEUED))
+            cancelled = self._execute(f"UPDATE queue SET state = ?, finished_at = {self.now_sql} WHERE hash = ? AND"
+                                      " state = ? AND requests <= 0", (CANCELLED, run_hash, QUEUED))
+            return bool(cancelled.rowcount)
+
+    def latest(self, run_hash: str) -> QueuedJob | None:
+        """The most recent job of a hash (unfinished, or how the last one ended); None if it was never queued."""
+        rows = self._fetchall(f"SELECT {_QUEUE_COLUMNS} FROM queue WHERE hash = ? ORDER BY id DESC LIMIT 1",
+                              (run_hash,))
+        return QueuedJob.of(rows[0]) if rows else None
+
+    def job(self, job_id: int) -> QueuedJob | None:
+        rows = self._fetchall(f"SELECT {_QUEUE_COLUMNS} FROM queue WHERE id = ?", (job_id,))
+        return QueuedJob.of(rows[0]) if rows else None
+
+    def queue(self, finished: int = 20) -> list[QueuedJob]:
+        """Every unfinished job (oldest first), then the ``finished`` most recently finished."""
+        unfinished = self._fetchall(f"SELECT {_QUEUE_COLUMNS} FROM queue WHERE state IN (?, ?) ORDER BY id",
+                                    UNFINISHED)
+        done = self._fetchall(f"SELECT {_QUEUE_COLUMNS} FROM queue WHERE state NOT IN (?, ?) ORDER BY finished_at"
+                              " DESC, id DESC LIMIT ?", (*UNFINISHED, int(finished)))
+        return [QueuedJob.of(row) for row in (*unfinished, *done)]
+
+    # ---- workers -------------------------------------------------------------------------------------
+
+    def register_worker(self, name: str, device: str) -> None:
+        with self._lock, self._transaction():
+            self._execute("DELETE FROM workers WHERE name = ?", (name,))
+            self._execute(f"INSERT INTO workers (name, device, started_at, heartbeat, trained) VALUES (?, ?,"
+                          f" {self.now_sql}, {self.now_sql}, 0)", (name, device))
+
+    def worker_alive(self, name: str) -> None:
+        self._execute(f"UPDATE workers SET heartbeat = {self.now_sql} WHERE name = ?", (name,))
+
+    def unregister_worker(self, name: str) -> None:
+        self._execute("DELETE FROM workers WHERE name = ?", (name,))
+
+    def workers(self, within_s: float) -> list[Worker]:
+        """The workers whose heartbeat is at most ``within_s`` seconds old."""
+        rows = self._fetchall(f"SELECT name, device, started_at, heartbeat, trained FROM workers WHERE heartbeat >="
+                              f" {self.now_sql} - ? ORDER BY started_at, name", (float(within_s),))
+        return [Worker(*row) for row in rows]
 
     def close(self) -> None:
         with self._lock:
@@ -355,6 +597,10 @@ class PostgresStore(RunStore):
 
     placeholder = "%s"
     backend = "postgresql"
+    id_column = "BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY"
+    now_sql = "extract(epoch from clock_timestamp())::double precision"
+    lock_rows = " FOR UPDATE SKIP LOCKED"
+    lock_row = " FOR UPDATE"
 
     def _connect(self):
         try:
