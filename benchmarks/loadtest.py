@@ -151,6 +151,7 @@ def summarise(raw: dict, args, *, processes: int | None, startup_s: float | None
         "first_run_p95_ms": _ms(percentile(raw["first_run_ms"], 0.95)),
         "errors": errors,
         "error_samples": raw["errors"][:10],
+        "mismatched_runs": raw.get("mismatches", []),
         "isolation": {
             "verdict": "isolated" if isolated else "NOT SHOWN",
             "runs_checked": raw["checks"],

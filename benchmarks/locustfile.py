@@ -44,12 +44,13 @@ ASSETS = os.environ.get("PE_LOAD_ASSETS", "1") == "1"
 TIMEOUT = float(os.environ.get("PE_LOAD_TIMEOUT", "60"))
 STICKY_COOKIE = "PE_SERVER"
 MAX_ERRORS_KEPT = 50
+MAX_MISMATCHES_KEPT = 5  # runs kept whole enough to see what differed
 OPEN, MOVE = "open page (HTTP + first run)", "move slider (rerun)"
 
 _numbers = itertools.count()
 _reference: dict = {}
 _results: dict = {"open_ms": [], "first_run_ms": [], "rerun_ms": [], "errors": [], "error_count": 0, "checks": 0,
-                  "echo_checks": 0, "sessions": {}, "backends": Counter(), "users_started": 0}
+                  "echo_checks": 0, "mismatches": [], "sessions": {}, "backends": Counter(), "users_started": 0}
 
 
 def _load_reference(host: str) -> dict:
@@ -78,6 +79,16 @@ def _on_quitting(environment, **_kwargs) -> None:
                   distinct_sessions=len(owners), sessions_shared=sum(1 for n in owners.values() if n > 1))
     report.pop("sessions")
     Path(out).write_text(json.dumps(report))
+
+
+def mismatch(run, reference: dict, value: str) -> dict:
+    """What a run that failed its check showed, next to what a lone session drew at ``value``: each figure's
+    digest, and the start of each figure that is not the lone session's."""
+    expected = reference.get("figures", {}).get(value, [])
+    return {"value": value, "problems": run.problems, "expected": expected, "shown": run.figure_digests,
+            "sliders": [slider.label for slider in run.sliders],
+            "unexpected_figures": [spec[:300] for spec, digest in zip(run.figures, run.figure_digests, strict=True)
+                                   if digest not in expected]}
 
 
 def _error(message: str) -> None:
@@ -112,6 +123,8 @@ class Student(HttpUser):
     def _check(self, run, value: str) -> list[str]:
         """Everything this run showed must be this student's own state."""
         problems, echoed = check_run(run, _reference, value, self.session_id)
+        if problems and len(_results["mismatches"]) < MAX_MISMATCHES_KEPT:
+            _results["mismatches"].append(mismatch(run, _reference, value))
         _results["checks"] += 1
         _results["echo_checks"] += int(echoed)
         return problems

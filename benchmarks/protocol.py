@@ -117,6 +117,11 @@ class Run:
     problems: list[str] = field(default_factory=list)  # exceptions, error boxes, compile errors
 
     @property
+    def figure_digests(self) -> list[str]:
+        """A short digest of each figure the run drew, in page order."""
+        return [hashlib.sha256(spec.encode()).hexdigest()[:12] for spec in self.figures]
+
+    @property
     def signature(self) -> str:
         """A digest of every figure the run drew: equal settings must draw equal figures."""
         digest = hashlib.sha256()
@@ -330,11 +335,13 @@ def record_reference(base_url: str, page: str, *, timeout: float = 60.0) -> dict
         if slider.dated or (not slider.select and slider.step <= 0):
             raise ProtocolError(f"the first slider of {page!r} is not a number or option slider")
         signatures: dict[str, str] = {}
+        figures: dict[str, list[str]] = {}
         for value in slider.values():
             run = client.move(slider, value)
             if run.problems:
                 raise ProtocolError(f"{slider.key}={slider.text(value)}: " + "; ".join(run.problems))
             signatures[slider.text(value)] = run.signature
+            figures[slider.text(value)] = run.figure_digests
     finally:
         client.close()
     return {
@@ -343,6 +350,7 @@ def record_reference(base_url: str, page: str, *, timeout: float = 60.0) -> dict
         "values": list(signatures),
         "signatures": signatures,
         "distinct_signatures": len(set(signatures.values())),
+        "figures": figures,  # each figure's digest, to say which figures a mismatching run changed
     }
 
 
