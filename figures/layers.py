@@ -1,18 +1,21 @@
 """The layer map: a model's layers along one axis, each bar as tall as the tokens that layer can attend to
 (its window or chunk, or the whole context), coloured by kind, hollow and hatched where the layer has no
-position encoding (NoPE); the kind the page describes is outlined. One legend entry per kind says its span, base, rotated dimensions and scaling."""
+position encoding (NoPE); the kind the page describes is outlined. One legend entry per kind says its span,
+base, rotated dimensions and scaling."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import NamedTuple
 
 import plotly.graph_objects as go
 
-from figures.theme import GRID, INK, MUTED, new_figure, series_colour
+from figures.theme import GRID, INK, MUTED, TEMPLATE_NAME, new_figure, series_colour
 from i18n import N_, _
 
 TITLE = N_("Layer map: what each layer attends to, and its RoPE")
+COMPARE_TITLE = N_("Layer maps of A and B")
 
 
 class KindRow(NamedTuple):
@@ -25,33 +28,66 @@ class KindRow(NamedTuple):
     chosen: bool  # the kind the page's other figures describe
 
 
+class ModelLayers(NamedTuple):
+    """One model's layer map, in plain values (for the side-by-side figure)."""
+
+    label: str
+    kinds: Sequence[KindRow]
+    num_layers: int
+    context: int
+
+
 def layer_map_figure(kinds: Sequence[KindRow], *, num_layers: int, context: int) -> go.Figure:
     figure = new_figure(_(TITLE))
-    for index, kind in enumerate(kinds):
+    _add_bars(figure, kinds)
+    _axes(figure, kinds, num_layers=num_layers, context=context)
+    figure.update_layout(barmode="overlay", bargap=0.1, showlegend=True, margin=dict(b=110),
+                         legend=dict(orientation="h", x=0, xanchor="left", y=-0.28, yanchor="top", font=dict(size=12)))
+    return figure
+
+
+def layer_maps_figure(first: ModelLayers, second: ModelLayers) -> go.Figure:
+    """Two layer maps, one above the other, each with its own layer axis."""
+    from plotly.subplots import make_subplots
+
+    figure = make_subplots(rows=2, cols=1, subplot_titles=(first.label, second.label), vertical_spacing=0.2)
+    figure.update_layout(template=TEMPLATE_NAME, title_text=_(COMPARE_TITLE))
+    offset = 0
+    for row, model in enumerate((first, second), start=1):
+        _add_bars(figure, model.kinds, row=row, group=model.label, first_colour=offset)
+        _axes(figure, model.kinds, num_layers=model.num_layers, context=model.context, row=row)
+        offset += len(model.kinds)
+    figure.update_layout(barmode="overlay", bargap=0.1, showlegend=True, height=760, margin=dict(b=170),
+                         legend=dict(orientation="h", x=0, xanchor="left", y=-0.1, yanchor="top", font=dict(size=12)))
+    return figure
+
+
+def _add_bars(figure: go.Figure, kinds: Sequence[KindRow], *, row: int | None = None, group: str | None = None,
+              first_colour: int = 0) -> None:
+    where = {"row": row, "col": 1} if row else {}
+    for index, kind in enumerate(kinds, start=first_colour):
         colour = series_colour(index)
         layers = list(kind.layers) or [0]
         figure.add_trace(go.Bar(
             x=layers, y=[kind.reach] * len(layers), name=kind.label,
             marker_color=colour if kind.rotary else "white",
             marker_line=dict(color=INK if kind.chosen else (colour if kind.rotary else MUTED),
-                             width=2.5 if kind.chosen else 1),
+                             width=2 if kind.chosen else 1),
             marker_pattern=dict(shape="" if kind.rotary else "/", fgcolor=MUTED, solidity=0.3), width=0.85,
             hovertemplate=_("layer %{x}") + "<br>" + kind.label.replace("%", "%%") + "<extra></extra>",
-            meta={"layer_kind": kind.label},
-        ))
-    figure.update_layout(
-        barmode="overlay", bargap=0.1, showlegend=True,
-        legend=dict(orientation="h", x=0, xanchor="left", y=-0.28, yanchor="top", font=dict(size=12)),
-        margin=dict(b=110),
-    )
+            meta={"layer_kind": kind.label}, legendgroup=group, legendgrouptitle_text=group,
+        ), **where)
+
+
+def _axes(figure: go.Figure, kinds: Sequence[KindRow], *, num_layers: int, context: int,
+          row: int | None = None) -> None:
+    where = {"row": row, "col": 1} if row else {}
+    reaches = [kind.reach for kind in kinds]
     figure.update_xaxes(title_text=_("layer"), range=[-0.6, max(num_layers, 1) - 0.4], showgrid=False,
-                        zeroline=False)
-    figure.update_yaxes(title_text=_("tokens it can attend to"), type="log", gridcolor=GRID,
-                        range=[max(0.0, _log10(min(k.reach for k in kinds)) - 1), _log10(max(context, *(k.reach for k in kinds))) + 0.35])
-    return figure
+                        zeroline=False, **where)
+    figure.update_yaxes(title_text=_("tokens it can attend to"), type="log", gridcolor=GRID, dtick=1,
+                        range=[max(0.0, _log10(min(reaches)) - 1), _log10(max(context, *reaches)) + 0.35], **where)
 
 
 def _log10(value: float) -> float:
-    import math
-
     return math.log10(max(value, 1))

@@ -8,9 +8,10 @@ import functools
 
 import torch
 
+from figures import layers as draw_layers
 from figures import practitioner as draw
 from i18n import N_, _
-from lessons.base import FigureSpec, Lesson, LessonSettings, figure_registry, setting
+from lessons.base import FigureSpec, Lesson, LessonSettings, SettingsError, figure_registry, setting
 from lessons.model_source import (
     EXAMPLE_CONFIG,
     OLD_STYLE_LINEAR_CONFIG,
@@ -20,16 +21,17 @@ from lessons.model_source import (
     source_title,
     spec_of,
 )
+from lessons.rope_setup import kind_rows, kind_text
 from pe_core import RopeSpec, rope_frequencies
 from pe_core.check import close
-from pe_core.config import extended_length
+from pe_core.config import extended_length, layer_map
 
 FIRST, SECOND, LENGTH = "first", "second", "length"
 MAX_LENGTH = 1 << 22
 
 # (field, label): the RoPE parameters the table lists, in order
 PARAMETERS = (
-    ("rope_type", N_("rope type")), ("base", N_("base (rope_theta)")), ("head_dim", N_("head dim")),
+    ("layers", N_("layers compared")), ("rope_type", N_("rope type")), ("base", N_("base (rope_theta)")), ("head_dim", N_("head dim")),
     ("rotary_dim", N_("rotated dimensions")), ("original_max_position_embeddings", N_("training length L")),
     ("built_for", N_("built for (length)")), ("factor", N_("factor")), ("beta_fast", N_("β fast")),
     ("beta_slow", N_("β slow")), ("truncate", N_("truncate")), ("low_freq_factor", N_("low_freq_factor")),
@@ -68,12 +70,19 @@ class Side:
         self.label = label
         self.config = config
         self.spec: RopeSpec = spec_of(config)
+        try:
+            self.layers = layer_map(config)
+        except ValueError as err:
+            raise SettingsError(str(err)) from err
+        self.kind = self.layers.default_kind  # the kind spec_of reads: the layers context extension scales
         self.built_for = extended_length(config)
         self.seq_len = length or self.built_for
         frequencies = rope_frequencies(self.spec, self.seq_len)
         self.inv_freq, self.attention_factor = frequencies.inv_freq, frequencies.attention_factor
 
     def value(self, field: str):
+        if field == "layers":
+            return kind_text(self.layers, self.kind)
         if field == "built_for":
             return self.built_for
         if field == "attention_factor":
@@ -156,6 +165,13 @@ def _wavelengths(result: Result, style):
                                           (b.label, b.inv_freq, b.spec.original_max_position_embeddings, b.seq_len))
 
 
+def _layer_maps(result: Result, style):
+    a, b = result.a, result.b
+    return draw_layers.layer_maps_figure(
+        *(draw_layers.ModelLayers(side.label, kind_rows(side.layers, side.kind, side.built_for),
+                                  side.layers.num_layers, side.built_for) for side in (a, b)))
+
+
 def _ratio(result: Result, style):
     return draw.compare_ratio_figure(result.ratio, differs=result.differs, label=_("B / A"))
 
@@ -168,6 +184,10 @@ FIGURES = figure_registry(
     FigureSpec("ratio", draw.COMPARE_RATIO_TITLE, _ratio, groups=GROUPS,
                caption=N_("1: B keeps A's θ for the pair; below 1: B turns it slower. Ringed: different beyond "
                           "float32 tolerance.")),
+    FigureSpec("layer-maps", draw_layers.COMPARE_TITLE, _layer_maps, groups=GROUPS,
+               caption=N_("Each bar is one layer, as tall as the tokens it can attend to; hollow, hatched bars apply "
+                          "no position encoding. The table and the other figures compare the outlined kinds: the "
+                          "layers context extension scales.")),
 )
 
 LESSON = Lesson(

@@ -84,3 +84,20 @@ def test_a_model_without_such_layers_says_so():
     at = _layers_part("pages/decay.py", _config("meta-llama--Llama-3.1-8B"), "sliding_attention")
     captions = " ".join(c.value for c in at.sidebar.caption)
     assert "This model has no sliding-window attention layers; showing its full attention layers." in captions
+
+
+def test_compare_puts_two_hybrid_layer_maps_side_by_side():
+    at = run_page("pages/compare.py", {"src_a": "Paste config.json", "src_b": "Paste config.json"})
+    at.text_area[0].input(json.dumps(_config("google--gemma-3-4b-it"))).run()
+    at.text_area[1].input(json.dumps(_config("LGAI-EXAONE--EXAONE-4.0-32B"))).run()
+    assert not at.exception and not at.error
+    figure = figure_titled(at, "Layer maps of A and B")
+    groups = {}
+    for trace in figure["data"]:
+        groups.setdefault(trace["legendgroup"], []).append((trace["name"].split(" ×")[0], len(trace["x"])))
+    assert sorted(sorted(kinds) for kinds in groups.values()) == [
+        [("full attention", 5), ("sliding-window attention", 29)],
+        [("full attention", 16), ("sliding-window attention", 48)]]
+    table = at.dataframe[0].value
+    row = table[table["parameter"] == "layers compared"].iloc[0].tolist()
+    assert row[1:3] == ["full attention: 5 of 34 layers", "sliding-window attention: 48 of 64 layers"]
