@@ -255,9 +255,15 @@ def layer_rows(setup: RopeSetup) -> tuple[list, int, int]:
         label = _("every layer · base {base} · {d} dims rotated").format(base=base_text(setup.base), d=setup.head_dim)
         return [KindRow(label, (0,), setup.target_length, True, True)], 1, setup.target_length
     context = setup.context_length or setup.target_length
-    rows = [KindRow(_kind_label(kind, setup.layers.num_layers), kind.layers, kind.span or context, kind.has_rope,
-                    kind == setup.kind) for kind in setup.layers.kinds]
-    return rows, setup.layers.num_layers, context
+    return kind_rows(setup.layers, setup.kind, context), setup.layers.num_layers, context
+
+
+def kind_rows(layers: LayerMap, chosen: LayerKind, context: int) -> list:
+    """The layer map figure's rows: one per kind of layer, ``chosen`` marked."""
+    from figures.layers import KindRow
+
+    return [KindRow(_kind_label(kind, layers.num_layers), kind.layers, kind.span or context, kind.has_rope,
+                    kind == chosen) for kind in layers.kinds]
 
 
 def layer_map_caption(setup: RopeSetup) -> str:
