@@ -14,7 +14,8 @@ import torch
 from figures import practitioner as draw
 from i18n import N_, _, sentences
 from lessons.base import FigureSpec, Lesson, SettingsError, figure_registry, override, setting
-from lessons.model_source import MODEL, ModelSettings, config_of, spec_of
+from lessons.model_source import MODEL, ModelSettings, config_of
+from lessons.rope_setup import LAYER_CHOICES, layer_choice_title
 from pe_core import RopeSpec, preset_by_name, rope_frequencies
 from pe_core.check import (
     BUG_CLASSES,
@@ -28,7 +29,9 @@ from pe_core.check import (
     report_json,
     where_text,
 )
+from pe_core.config import layer_map
 from pe_core.inputs import numbers_text, parse_numbers
+from pe_core.layers import LayerKind, layer_type_title
 
 NUMBERS = "numbers"
 DEFAULT_PRESET = "Llama-3.1-8B"
@@ -55,6 +58,13 @@ DEFAULT_NUMBERS = example_numbers(preset_by_name(DEFAULT_PRESET).spec, "interlea
 CORRECT_NUMBERS = example_numbers(preset_by_name(DEFAULT_PRESET).spec)[0]
 
 
+MODEL_LAYOUT = "model"  # the pairing the model's own transformers class rotates
+
+
+def _layout_title(layout: str) -> str:
+    return _("the model's own") if layout == MODEL_LAYOUT else _(LAYOUT_TITLES[layout])
+
+
 @dataclasses.dataclass(frozen=True)
 class Settings(ModelSettings):
     preset: str = override(ModelSettings, "preset", DEFAULT_PRESET,
@@ -72,11 +82,33 @@ class Settings(ModelSettings):
                            group=NUMBERS, min_value=0, max_value=MAX_SEQ_LEN, step=1, examples=(200_000,),
                            help=N_("Dynamic NTK and LongRoPE change θᵢ with the sequence length; give the length "
                                    "your implementation ran at (0: none, as at model init)."))
-    layout: str = setting("half", N_("Pairing the checkpoint expects"), key="layout", widget="radio", group=NUMBERS,
-                          options=LAYOUTS, format=lambda v: _(LAYOUT_TITLES[v]), horizontal=False,
-                          help=N_("Only per-dimension values show the pairing. Checkpoints converted for "
-                                  "transformers expect half-split; Meta's original checkpoints and GGUF 'norm' "
-                                  "models expect interleaved."))
+    layout: str = setting(MODEL_LAYOUT, N_("Pairing the checkpoint expects"), key="layout", widget="radio",
+                          group=NUMBERS, options=(MODEL_LAYOUT, *LAYOUTS), format=_layout_title, horizontal=False,
+                          help=N_("Only per-dimension values show the pairing. The model's own is what its "
+                                  "transformers class rotates (interleaved for DeepSeek-V3 and GLM-4, half-split for "
+                                  "Llama); Meta's original checkpoints and GGUF 'norm' models expect interleaved."))
+    layer_type: str = setting("auto", N_("Layers checked"), key="layers", widget="radio", group=MODEL,
+                              options=LAYER_CHOICES, format=layer_choice_title, horizontal=False,
+                              help=N_("A hybrid model (Gemma 3, gpt-oss, EXAONE 4, ...) keeps a RoPE per kind of "
+                                      "layer: pick the kind your numbers are for."))
+
+
+def checked_kind(settings: Settings) -> LayerKind:
+    """The kind of layer the settings check (``SettingsError`` for a kind without RoPE or absent from the model)."""
+    try:
+        layers = layer_map(config_of(settings.source, settings.preset, settings.config))
+        kind = layers.kind(None if settings.layer_type == "auto" else settings.layer_type)
+    except ValueError as err:
+        raise SettingsError(str(err)) from err
+    if kind.spec is None:
+        raise SettingsError(_("The {layers} layers of this model apply no position encoding (NoPE): there are no "
+                              "θᵢ to check. Pick another kind under Layers checked.").format(
+            layers=layer_type_title(kind.layer_type)))
+    return kind
+
+
+def checked_layout(settings: Settings, kind: LayerKind) -> str:
+    return kind.layout if settings.layout == MODEL_LAYOUT else settings.layout
 
 
 def parse_attention(text: str) -> float | None:
@@ -95,11 +127,12 @@ class Result:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.config = config_of(settings.source, settings.preset, settings.config)
-        self.spec = spec_of(self.config)
+        self.kind = checked_kind(settings)
+        self.spec = self.kind.spec
         try:
             numbers = parse_numbers(settings.numbers, _("Your θᵢ"))
             self.report: CheckReport = check(self.spec, numbers, parse_attention(settings.attention),
-                                             settings.seq_len or None, settings.layout)
+                                             settings.seq_len or None, checked_layout(settings, self.kind))
         except SettingsError:
             raise
         except ValueError as err:
@@ -177,7 +210,7 @@ CORRECT = "correct"  # the example menu's entry for an implementation without a 
 def example_choices(settings: Settings) -> tuple[str, ...]:
     """The page's example menu: a correct implementation, then every bug class that applies to the model."""
     try:
-        spec = spec_of(config_of(settings.source, settings.preset, settings.config))
+        spec = checked_kind(settings).spec
         return (CORRECT, *applicable_classes(spec, settings.seq_len or None))
     except ValueError:
         return (CORRECT,)
@@ -207,7 +240,7 @@ def fill_example(state, settings: Settings, choice: str | None) -> None:
     if choice is None:
         return
     try:
-        spec = spec_of(config_of(settings.source, settings.preset, settings.config))
+        spec = checked_kind(settings).spec
     except ValueError:
         return
     numbers, attention = example_numbers(spec, None if choice == CORRECT else choice, settings.seq_len or None)

@@ -45,7 +45,7 @@ def _method_title(method: str) -> str:
 LAYER_CHOICES = ("auto", FULL, SLIDING, CHUNKED)
 
 
-def _layer_choice_title(choice: str) -> str:
+def layer_choice_title(choice: str) -> str:
     return _("the layers context extension scales") if choice == "auto" else layer_type_title(choice)
 
 
@@ -83,7 +83,7 @@ class RopeSettings(LessonSettings):
     scale: float = setting(4.0, N_("Scale s = L′/L"), key="s", group=GROUP, options=SCALES, format=scale_text,
                            when=FROM_SLIDERS)
     layer_type: str = setting("auto", N_("Layers shown"), key="layers", widget="radio", group=GROUP,
-                              options=LAYER_CHOICES, format=_layer_choice_title, horizontal=False,
+                              options=LAYER_CHOICES, format=layer_choice_title, horizontal=False,
                               when={"source": ("preset", "config")},
                               help=N_("A hybrid model (Gemma 3, gpt-oss, EXAONE 4, ...) has several kinds of layer, "
                                       "each with its own attention span and RoPE: pick the kind the figures describe."))

@@ -101,3 +101,41 @@ def test_compare_puts_two_hybrid_layer_maps_side_by_side():
     table = at.dataframe[0].value
     row = table[table["parameter"] == "layers compared"].iloc[0].tolist()
     assert row[1:3] == ["full attention: 5 of 34 layers", "sliding-window attention: 48 of 64 layers"]
+
+
+def _check_page(config: dict, numbers, layer_type: str = "auto"):
+    at = run_page("pages/check.py", {"src": "Paste config.json", "layers": layer_type})
+    at.text_area(key=_key("config")).input(json.dumps(config)).run()
+    at.text_area(key=_key("numbers")).input(json.dumps([float(v) for v in numbers])).run()
+    return at
+
+
+def _key(name: str) -> str:
+    from lessons.check import Settings
+
+    return Settings.controls()[name].key
+
+
+def test_the_check_page_checks_the_layer_kind_picked():
+    import torch
+
+    sliding = 1.0 / 10000 ** (torch.arange(0, 256, 2, dtype=torch.float64) / 256)  # Gemma 3's local layers
+    at = _check_page(_config("google--gemma-3-4b-it"), sliding.tolist(), "sliding_attention")
+    assert not at.exception and not at.error
+    assert figure_titled(at, "Expected θᵢ and yours")["layout"]["title"]["text"].endswith("match")
+    at = _check_page(_config("google--gemma-3-4b-it"), sliding.tolist())  # the full-attention layers: linear ×8
+    assert figure_titled(at, "Expected θᵢ and yours")["layout"]["title"]["text"].endswith("mismatch")
+
+
+def test_the_check_page_says_a_nope_kind_has_nothing_to_check():
+    at = _check_page(_config("LGAI-EXAONE--EXAONE-4.0-32B"), [1.0] * 64, "full_attention")
+    assert any("no position encoding (NoPE)" in error.value for error in at.error)
+
+
+def test_the_check_page_reads_per_dimension_values_in_the_models_own_pairing():
+    from pe_core import from_hf_config, rope_frequencies
+
+    config = _config("deepseek-ai--DeepSeek-V3")
+    pairs = rope_frequencies(from_hf_config(config)).inv_freq
+    at = _check_page(config, pairs.repeat_interleave(2).tolist())  # interleaved, as DeepseekV3 rotates
+    assert figure_titled(at, "Expected θᵢ and yours")["layout"]["title"]["text"].endswith("match")
