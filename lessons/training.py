@@ -15,7 +15,7 @@ import functools
 from typing import Any
 
 from figures import training as draw
-from i18n import N_, _, sentences
+from i18n import N_, _, ngettext, sentences
 from lessons.base import FigureSpec, Lesson, LessonSettings, Part, cached, figure_registry, setting
 from lessons.format import base_text, length_text
 from pe_core.biases import alibi_slopes
@@ -34,6 +34,7 @@ from pe_core.train import (
     INFERENCE_METHODS,
     ExperimentConfig,
     RunRecord,
+    Status,
     run_experiment,
 )
 from pe_core.train.config import YARN_RAMPS
@@ -665,6 +666,70 @@ STORED_COLUMNS = {"hash": N_("hash"), "encoding": N_("encoding"), "seed": N_("se
 def stored_table(rows: list[dict]) -> list[dict]:
     """``stored_runs`` rows as the browse view shows them: the same values under translated headers."""
     return [{_(STORED_COLUMNS[key]): value for key, value in row.items()} for row in rows]
+
+
+# The training queue's column headers (``queue_rows`` keeps these keys; ``queue_table`` shows the headers)
+QUEUE_COLUMNS = {"position": N_("in line"), "experiment": N_("experiment"), "requests": N_("requests"),
+                 "state": N_("state"), "trainer": N_("trainer"), "device": N_("device"), "done": N_("done"),
+                 "time": N_("time left")}
+QUEUE_STATES = {"queued": N_("waiting"), "running": N_("training")}
+
+
+def queue_rows() -> list[dict]:
+    """The store's queue as every app instance sees it: one row per run asked for and not stored yet."""
+    rows = []
+    for entry in service().queue_view():
+        job, config = entry.job, entry.job.config
+        seconds = entry.wait_s if job.state == "queued" else entry.remaining_s
+        rows.append({
+            "position": entry.position or None,
+            "experiment": _("{encoding}, seed {seed}, L = {L}, {steps} steps").format(
+                encoding=_encoding_title(config["encoding"]), seed=config["seed"], L=config["train_length"],
+                steps=config["steps"]),
+            "requests": job.requests, "state": _(QUEUE_STATES[job.state]),
+            "trainer": job.worker or "", "device": shown_device_label(job.device) if job.device else "",
+            "done": f"{job.fraction:.0%}",
+            "time": "" if seconds is None else (_("starts in {time}") if job.state == "queued" else "{time}").format(
+                time=duration_text(seconds)),
+        })
+    return rows
+
+
+def queue_table(rows: list[dict]) -> list[dict]:
+    return [{_(QUEUE_COLUMNS[key]): value for key, value in row.items()} for row in rows]
+
+
+def workers_text() -> str:
+    """Who trains the queue: the workers on the store, or this server itself."""
+    workers = service().workers()
+    if not workers:
+        return _("No training worker is connected to the run store: this server trains the runs asked for here, "
+                 "at most {limit} at a time.").format(limit=service().limiter.max_running)
+    names = ", ".join(f"{w.name} ({shown_device_label(w.device)}, {w.trained})" for w in workers)
+    return ngettext("{count} training worker drains the store's queue (name, device, runs stored): {names}.",
+                    "{count} training workers drain the store's queue (name, device, runs stored): {names}.",
+                    len(workers)).format(count=len(workers), names=names)
+
+
+def followed_text(job) -> str | None:
+    """A job a worker trains, as its page follows it in the store's queue (None for a job this server runs)."""
+    row = getattr(job, "store_job", None)
+    if row is None:
+        return None
+    if row.state == "queued":
+        ahead = [e for e in service().queue_view() if e.job.id == row.id]
+        text = _("Queued on the run store for a training worker: position {position}.").format(
+            position=ahead[0].position if ahead else "?")
+        if ahead and ahead[0].wait_s is not None:
+            text = sentences([text, _("It should start in about {time}.").format(
+                time=duration_text(ahead[0].wait_s))])
+        return text
+    where = _("trained by {trainer} on {device}").format(trainer=row.worker or "?",
+                                                         device=shown_device_label(row.device or "?"))
+    status = row.status
+    if status:
+        return status_text(Status(**status, fraction=row.fraction), getattr(job, "batch", None)) + " · " + where
+    return where
 
 
 def run_label(row: dict) -> str:

@@ -112,7 +112,8 @@ def live_progress() -> None:
                 time=lesson.duration_text(wait))])
         st.warning(text, icon=":material/hourglass_top:")
     elif not job.finished:
-        text = lesson.status_text(status, getattr(job, "batch", None)) if status else _("Starting…")
+        text = lesson.followed_text(job) or (lesson.status_text(status, getattr(job, "batch", None)) if status
+                                             else _("Starting…"))
         left = job.remaining_s()
         if left is not None and job.fraction >= 0.03:
             text += " · " + _("about {time} left at the speed so far").format(time=lesson.duration_text(left))
@@ -311,5 +312,19 @@ def browse_runs() -> None:
 # a link that names two runs to compare opens it
 lazy_expander(_("Browse the run store and compare two runs"), "browse", browse_runs,
               expanded=bool({"cmpa", "cmpb"} & set(st.query_params)))
+
+
+@st.fragment(run_every=POLL_SECONDS * 4)
+def training_queue() -> None:
+    """The store's queue, read from the store: what every server and worker sharing it trains, and when."""
+    st.caption(lesson.workers_text())
+    rows = lesson.queue_rows()
+    if rows:
+        st.dataframe(lesson.queue_table(rows), hide_index=True, width="stretch")
+    else:
+        st.caption(_("Nothing is waiting: every run asked for is stored."))
+
+
+lazy_expander(_("The training queue, on every server"), "queue", training_queue)
 st.caption(_("The same experiments run headless: python -m pe_core.train --help (--prepare fills the store with "
              "every encoding × 5 seeds; --store chooses the database)."))

@@ -52,9 +52,15 @@ def test_compose_file_names_replicas_proxy_and_store():
     yaml = pytest.importorskip("yaml")
     compose = yaml.safe_load((ROOT / "deploy" / "compose.yaml").read_text())
     services = compose["services"]
-    assert set(services) == {"app", "proxy", "store"}
+    assert set(services) == {"app", "proxy", "store", "worker"}
     assert "PE_RUN_STORE" in services["app"]["environment"]
     assert services["app"]["environment"]["PE_RUN_STORE"].startswith("postgresql://")
+    # the training worker drains the same store's queue, on a GPU, only when asked for (--profile gpu)
+    worker = services["worker"]
+    assert worker["environment"]["PE_RUN_STORE"] == services["app"]["environment"]["PE_RUN_STORE"]
+    assert worker["command"] == ["python", "-m", "pe_core.train", "--worker"] and worker["profiles"] == ["gpu"]
+    assert worker["deploy"]["resources"]["reservations"]["devices"][0]["capabilities"] == ["gpu"]
+    assert services["store"]["ports"] == ["${PE_STORE_BIND:-127.0.0.1}:${PE_STORE_PORT:-5432}:5432"]
     assert services["app"]["build"]["dockerfile"] == "deploy/Dockerfile"
     assert "./haproxy.cfg:/usr/local/etc/haproxy/haproxy.cfg:ro" in services["proxy"]["volumes"]
     assert "app:8501" in (ROOT / "deploy" / "haproxy.cfg").read_text()

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from pe_core.train import ExperimentConfig, open_store
+from pe_core.train.experiment import batch_groups, batch_key
 from pe_core.train.store import (
     CANCELLED,
     DONE,
@@ -32,7 +33,7 @@ from pe_core.train.store import (
     STORE_SCHEMA_VERSION,
     QueuedJob,
 )
-from pe_core.train.worker import Worker, shape_of
+from pe_core.train.worker import Worker
 from tests.test_store import _fresh_database, fake_record, postgres_url  # noqa: F401 - the PostgreSQL fixture
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -55,13 +56,13 @@ def store_url(request, tmp_path):
 
 def test_identical_requests_coalesce_and_a_claim_takes_one_shape(store_url):
     with open_store(store_url) as store:
-        first, again = store.enqueue(tiny(), shape_of(tiny())), store.enqueue(tiny(), shape_of(tiny()))
+        first, again = store.enqueue(tiny(), batch_key(tiny())), store.enqueue(tiny(), batch_key(tiny()))
         assert first.id == again.id and again.requests == 2 and again.state == QUEUED
         for seed in (1, 2):
-            store.enqueue(tiny(seed=seed), shape_of(tiny(seed=seed)))
+            store.enqueue(tiny(seed=seed), batch_key(tiny(seed=seed)))
         other = tiny(steps=3)
-        store.enqueue(other, shape_of(other))
-        store.enqueue(tiny(seed=3), shape_of(tiny(seed=3)))
+        store.enqueue(other, batch_key(other))
+        store.enqueue(tiny(seed=3), batch_key(tiny(seed=3)))
         claimed = store.claim("A", "CPU (1 thread)", lease_s=60, batch=3)
         # the oldest job and the queued jobs of its shape (not the other shape queued in between)
         assert [job.hash for job in claimed] == [tiny().hash, tiny(seed=1).hash, tiny(seed=2).hash]
@@ -71,13 +72,13 @@ def test_identical_requests_coalesce_and_a_claim_takes_one_shape(store_url):
         assert [job.hash for job in store.claim("B", "x", 60, batch=3)] == [tiny(seed=3).hash]
         assert store.claim("C", "x", 60, batch=3) == []
         # asking for a running config again adds a request to it, not a second job
-        assert store.enqueue(tiny(), shape_of(tiny())).id == first.id
+        assert store.enqueue(tiny(), batch_key(tiny())).id == first.id
         assert [job.requests for job in store.queue(finished=0)][:1] == [3]
 
 
 def test_a_lease_that_runs_out_returns_the_job_and_the_old_holder_cannot_finish_it(store_url):
     with open_store(store_url) as store:
-        job = store.enqueue(tiny(), shape_of(tiny()))
+        job = store.enqueue(tiny(), batch_key(tiny()))
         (held,) = store.claim("A", "x", lease_s=0.2, batch=1)
         assert store.renew("A", 0.2, {held.id: (0.4, {"phase": "training"})}) == set()
         assert store.claim("B", "x", 60) == []  # A's lease holds
@@ -95,18 +96,18 @@ def test_a_lease_that_runs_out_returns_the_job_and_the_old_holder_cannot_finish_
 
 def test_a_job_whose_trainers_keep_dying_fails_and_withdrawn_requests_cancel(store_url):
     with open_store(store_url) as store:
-        job = store.enqueue(tiny(), shape_of(tiny()))
+        job = store.enqueue(tiny(), batch_key(tiny()))
         for attempt in range(MAX_ATTEMPTS):
             (held,) = store.claim(f"W{attempt}", "x", lease_s=0.05)
             assert held.attempts == attempt + 1
             time.sleep(0.15)
         assert store.claim("W", "x", 60) == []
         assert store.latest(tiny().hash).state == FAILED and "3 trainers" in store.job(job.id).error
-        store.enqueue(tiny(seed=1), shape_of(tiny()))
-        store.enqueue(tiny(seed=1), shape_of(tiny()))
+        store.enqueue(tiny(seed=1), batch_key(tiny()))
+        store.enqueue(tiny(seed=1), batch_key(tiny()))
         assert not store.withdraw(tiny(seed=1).hash)  # one of two requests withdrawn: still queued
         assert store.withdraw(tiny(seed=1).hash) and store.latest(tiny(seed=1).hash).state == CANCELLED
-        again = store.enqueue(tiny(seed=1), shape_of(tiny()))  # asked again: a new job
+        again = store.enqueue(tiny(seed=1), batch_key(tiny()))  # asked again: a new job
         assert again.state == QUEUED and again.requests == 1
 
 
@@ -114,7 +115,7 @@ def test_concurrent_claims_never_share_a_job(store_url):
     """Four connections claim from 40 jobs at once: each job is claimed by exactly one."""
     with open_store(store_url) as store:
         for seed in range(40):
-            store.enqueue(tiny(seed=seed, steps=2 + seed % 4), shape_of(tiny(seed=seed, steps=2 + seed % 4)))
+            store.enqueue(tiny(seed=seed, steps=2 + seed % 4), batch_key(tiny(seed=seed, steps=2 + seed % 4)))
     claimed: dict[str, list[int]] = {}
 
     def drain(name: str) -> None:
@@ -138,7 +139,7 @@ def test_a_worker_trains_queued_jobs_of_one_shape_as_one_batch(store_url):
         seeds = [tiny(seed=s) for s in range(3)]
         other = tiny(encoding="alibi")
         for config in (seeds[0], other, *seeds[1:]):
-            store.enqueue(config, shape_of(config))
+            store.enqueue(config, batch_key(config))
         events = []
         worker = Worker(store, name="W", device="cpu", lease_s=30, batch=8, on_event=events.append)
         assert worker.run(until_empty=True) == 4
@@ -152,12 +153,17 @@ def test_a_worker_trains_queued_jobs_of_one_shape_as_one_batch(store_url):
         assert store.workers(60) == []  # a worker leaves the table when it stops
 
 
-def test_shapes_agree_with_what_trains_as_one_batch():
-    """Jobs share a shape exactly when only their seeds differ (and knobs that do not apply to the encoding)."""
-    assert shape_of(tiny(seed=0)) == shape_of(tiny(seed=7))
-    assert shape_of(tiny()) != shape_of(tiny(steps=3)) and shape_of(tiny()) != shape_of(tiny(encoding="alibi"))
-    # the RoPE base does not apply to ALiBi: the same experiment, the same shape
-    assert shape_of(tiny(encoding="alibi", rope_base=10.0)) == shape_of(tiny(encoding="alibi"))
+def test_a_claim_takes_what_trains_as_one_batch(store_url):
+    """The jobs a worker claims together are one of ``batch_groups``' groups: configs equal but for the seed."""
+    configs = [tiny(seed=0), tiny(encoding="alibi", rope_base=10.0), tiny(seed=5), tiny(steps=3),
+               tiny(encoding="alibi", seed=2)]
+    with open_store(store_url) as store:
+        store.enqueue_all([(c, batch_key(c)) for c in configs])
+        claims = []
+        while jobs := store.claim("W", "x", 60, batch=8):
+            claims.append([job.hash for job in jobs])
+    assert claims == [[c.hash for c in group] for group in batch_groups(configs)]
+    assert len(claims) == 3
 
 
 # --- workers as processes, one killed mid-job -----------------------------------------------------------------
@@ -187,7 +193,7 @@ def test_two_workers_drain_ten_jobs_while_one_is_killed_mid_job(store_url):
     configs = [long] + [tiny(seed=seed) for seed in range(9)]
     with open_store(store_url) as store:
         for config in configs:
-            store.enqueue(config, shape_of(config))
+            store.enqueue(config, batch_key(config))
         workers = {name: start_worker(store_url, name) for name in ("A", "B")}
         try:
             # one worker claims the long job (alone: no other job has its shape) and reports progress on it; once
@@ -253,7 +259,7 @@ def test_a_schema_1_store_is_migrated_with_its_runs(tmp_path):
         assert store.get(record.hash) == record and store.count() == 1
         assert store._fetchall("SELECT value FROM store_meta")[0][0] == "2"
         assert store._tables() == {"store_meta", "runs", "results", "queue", "workers"}
-        assert store.enqueue(tiny(), shape_of(tiny())).state == QUEUED
+        assert store.enqueue(tiny(), batch_key(tiny())).state == QUEUED
 
 
 def test_a_schema_1_postgres_store_is_migrated_once_by_two_instances_opening_it(postgres_url):  # noqa: F811
@@ -277,7 +283,7 @@ def test_a_schema_1_postgres_store_is_migrated_once_by_two_instances_opening_it(
 
 def test_queued_job_rows_read_back_whole():
     with open_store(":memory:") as store:
-        job = store.enqueue(tiny(), shape_of(tiny()))
+        job = store.enqueue(tiny(), batch_key(tiny()))
         assert isinstance(job, QueuedJob) and ExperimentConfig.from_json(job.config) == tiny()
         assert job.status is None and job.worker is None and job.requested_at == pytest.approx(store.now(), abs=5)
 

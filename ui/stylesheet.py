@@ -16,9 +16,34 @@ from ui.table import TABLE_CSS
 # A container keyed with this prefix runs its widgets (they keep their values and URL parameters) but is not shown.
 HIDDEN_KEY_PREFIX = "pe-hidden-"
 
+# Widths at most this (CSS pixels) are a phone's: a 390 px phone, or a narrow window.
+NARROW_WIDTH_PX = 640
+
+# On a phone nothing is cut off at the edge of the screen: it wraps, or it scrolls inside its own box.
+PHONE_CSS = f"""/* A display formula breaks after a relation or an operator where the line is too narrow (KaTeX sets each
+   breakable part of it as a box of its own); a part that cannot break scrolls inside the formula's box. */
+.katex-display > .katex {{white-space: normal}}
+.katex-display {{overflow-x: auto; overflow-y: hidden}}
+/* Markdown tables and code blocks scroll inside their own box. */
+[data-testid="stMarkdownContainer"] table {{display: block; max-width: 100%; overflow-x: auto}}
+[data-testid="stMarkdownContainer"] pre, [data-testid="stCode"] pre {{max-width: 100%; overflow-x: auto}}
+/* A long link (an address, a code name) breaks anywhere rather than running off the screen. */
+[data-testid="stMarkdownContainer"] a, [data-testid="stCaptionContainer"] a {{overflow-wrap: anywhere}}
+/* A page link's label wraps instead of ending in an ellipsis. */
+[data-testid="stMain"] [data-testid="stPageLink-NavLink"] span, [data-testid="stMain"] [data-testid="stPageLink-NavLink"] p
+  {{white-space: normal}}
+@media (max-width: {NARROW_WIDTH_PX}px) {{
+  /* plotly's toolbar sits on a figure's top edge, over its panel titles and labels: on a phone, where a tap shows
+     it and the figure has no room beside it, it is not shown (the Export menu under each figure downloads it). */
+  .modebar-container {{display: none !important}}
+  /* Streamlit clips text boxes at their edge: what cannot wrap there (a long inline formula) scrolls instead. */
+  [data-testid="stMarkdownContainer"], [data-testid="stCaptionContainer"] {{overflow-x: auto; overflow-y: hidden}}
+}}"""
+
 APP_CSS = "\n".join((
     f'[class*="st-key-{HIDDEN_KEY_PREFIX}"] {{display: none}}',
     TABLE_CSS,
+    PHONE_CSS,
 ))
 
 

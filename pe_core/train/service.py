@@ -32,12 +32,12 @@ import torch
 from pe_core.device import compute_device, stored_device_label
 from pe_core.jobs import Job, JobLimiter, server_limiter
 from pe_core.train.config import ExperimentConfig
-from pe_core.train.experiment import ExperimentRun, Status
+from pe_core.train.experiment import ExperimentRun, Status, batch_key
 from pe_core.train.loop import cpu_threads
 from pe_core.train.schema import RunRecord
 from pe_core.train.shipped import seed_store
 from pe_core.train.store import CANCELLED, FAILED, QUEUED, RUNNING, QueuedJob, RunStore, StoreError, open_store
-from pe_core.train.worker import LEASE_S, PROGRESS_S, WORKER_ALIVE_S, shape_of, status_fields
+from pe_core.train.worker import LEASE_S, PROGRESS_S, WORKER_ALIVE_S, status_fields
 
 MAX_PAUSED = 8
 POLL_S = 1.0  # how often a job that another trainer runs reads its row
@@ -148,7 +148,7 @@ class TrainingService:
             record = self.stored(config)
             if record is not None:
                 return record
-            row = self.store.claim_hash(config, shape_of(config), self.owner, label, LEASE_S)
+            row = self.store.claim_hash(config, batch_key(config), self.owner, label, LEASE_S)
             if row is not None:
                 break
             held = self.store.latest(key)
@@ -189,7 +189,7 @@ class TrainingService:
     def _follow(self, configs: Sequence[ExperimentConfig], job: Job) -> RunRecord | int | None:
         """Queue ``configs`` for the workers and follow their rows until every one is stored: the record (one
         config) or how many were stored (several); None if stopped first. ``job.store_jobs`` holds the rows."""
-        self.store.enqueue_all([(c, shape_of(c)) for c in configs if c.hash not in self.store])
+        self.store.enqueue_all([(c, batch_key(c)) for c in configs if c.hash not in self.store])
         job.batch = (1, len(configs)) if len(configs) > 1 else None
         while True:
             rows = {c.hash: self.store.latest(c.hash) for c in configs}

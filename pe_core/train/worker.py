@@ -2,8 +2,8 @@
 
 A worker (a GPU box beside a class server, or a spare core) registers in the store's
 ``workers`` table and loops: claim the oldest queued job together with the queued jobs of the
-same shape (``shape_of``: they train as one batch), train them, store each record and close its
-job in one transaction. A thread renews the leases and writes each job's progress every few
+same shape (``pe_core.train.experiment.batch_key``: they differ only in their seed), train them
+as one batch (``run_experiments``), store each record and close its job in one transaction. A thread renews the leases and writes each job's progress every few
 seconds, so every app instance shows how far it got and when it should end. A worker that dies
 stops renewing: its leases run out and another worker (or an app instance) takes the jobs
 again; a worker that comes back after losing a lease drops that job without storing it.
@@ -16,20 +16,18 @@ instead of training them itself; with none, the app's own trainer stays the defa
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import NamedTuple
 
 import torch
 
 from pe_core.data import Corpus, load_corpus
 from pe_core.device import compute_device, stored_device_label
 from pe_core.train.config import ExperimentConfig
-from pe_core.train.experiment import ExperimentRun, Status
+from pe_core.train.experiment import Status, run_experiments
 from pe_core.train.loop import cpu_threads
 from pe_core.train.schema import RunRecord
 from pe_core.train.store import DONE, FAILED, QueuedJob, RunStore, describe_location
@@ -41,37 +39,10 @@ MAX_BATCH = 40  # jobs claimed together (the default grid: 8 encodings × 5 seed
 IDLE_POLL_S = 1.0
 
 
-def shape_of(config: ExperimentConfig) -> str:
-    """What jobs must share to train as one batch: every knob but the seed (the seeds of one experiment)."""
-    values = config.canonical().to_json()
-    values.pop("seed")
-    return json.dumps(values, sort_keys=True, separators=(",", ":"))
-
-
 def status_fields(status: Status) -> dict:
     """A ``Status`` as the queue keeps it (its optimiser record left out)."""
     return {"phase": status.phase, "encoding": status.encoding, "method": status.method, "step": status.step,
             "total": status.total}
-
-
-class RunUpdate(NamedTuple):  # placeholder for pe_core.train's batched entry point (same fields)
-    config: ExperimentConfig
-    status: Status
-    record: RunRecord | None
-    stopped: bool = False
-    experiment: ExperimentRun | None = None
-
-
-def run_experiments(configs, corpus=None, device=None, *, should_stop=None, max_batch=None) -> Iterator[RunUpdate]:
-    for config in configs:
-        experiment = ExperimentRun(config, corpus, device)
-        for status in experiment.work():
-            if should_stop is not None and should_stop(config.hash):
-                yield RunUpdate(config, status, None, True, experiment)
-                break
-            yield RunUpdate(config, status, None)
-        else:
-            yield RunUpdate(config, status, experiment.record())
 
 
 def default_name() -> str:
@@ -116,6 +87,7 @@ class Worker:
     def run(self, *, until_empty: bool = False) -> int:
         """Claim and train until ``stop()`` (or, with ``until_empty``, until nothing is left to claim); returns
         how many runs this worker stored. Jobs held when it stops go back to the queue."""
+        self.corpus = self.corpus or load_corpus()  # before the first claim: a lease is not spent on it
         self.store.register_worker(self.name, self.label)
         beat = threading.Thread(target=self._beat, name=f"lease-{self.name}", daemon=True)
         beat.start()
