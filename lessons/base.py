@@ -65,6 +65,9 @@ class Control:
     # A highlight: the setting only marks something on figures (a pair, a position) and never changes what is
     # computed, so results and the unmarked figures are shared by every value of it (``FigureSpec.highlight``).
     highlight: bool = False
+    # A gate: the setting only bounds another (a limit on it the reader can raise, such as the plan's longest
+    # target), so it changes no figure itself; it decides whether the other setting's value is accepted.
+    gate: bool = False
 
     def shown(self, text: Any) -> str:
         if self.format is not None:
@@ -100,6 +103,7 @@ def setting(
     examples: Sequence = (),
     number_format: str | None = None,
     highlight: bool = False,
+    gate: bool = False,
 ) -> Any:
     """A ``Settings`` field with its control. The widget is inferred when not given: a bool is a
     toggle, a tuple with options a multiselect, options a select slider, a range a slider,
@@ -124,7 +128,7 @@ def setting(
         raise ValueError(f"setting {key!r}: a {widget} needs options")
     conditions = tuple((name, tuple(accepted)) for name, accepted in (when or {}).items())
     control = Control(label, key, widget, group, options, min_value, max_value, step, help, format, conditions,
-                      max_selections, horizontal, placeholder, tuple(examples), number_format, highlight)
+                      max_selections, horizontal, placeholder, tuple(examples), number_format, highlight, gate)
     return dataclasses.field(default=default, metadata={"control": control})
 
 

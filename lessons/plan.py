@@ -1,5 +1,6 @@
 """Plan a context extension: each method's parameters for a model and a target length, the base the length
-needs (Men et al. 2024), what stays unseen, and config blocks transformers loads."""
+needs (Men et al. 2024), what stays unseen, which kinds of layer change and why, and the whole patched config.json
+in the model's own schema."""
 
 from __future__ import annotations
 
@@ -11,14 +12,28 @@ import math
 import torch
 
 from figures import practitioner as draw
+from figures.layers import TITLE as LAYER_MAP_TITLE
 from i18n import N_, _, sentences
 from lessons.base import FigureSpec, Lesson, SettingsError, figure_registry, setting
 from lessons.model_source import MODEL, ModelSettings, config_of, spec_of
 from pe_core.base_bound import base_lower_bound, similarity_envelope
-from pe_core.plan import MAX_TARGET, PLAN_METHODS, Plan, dynamic_base, plan, plan_json, unrotated_pairs
+from pe_core.config import extended_length
+from pe_core.layers import layer_type_title
+from pe_core.plan import (
+    MAX_TARGET,
+    PLAN_METHODS,
+    TARGET_CEILING,
+    Plan,
+    composition_text,
+    dynamic_base,
+    layer_type_name,
+    plan,
+    plan_json,
+    unrotated_pairs,
+)
 
 TARGET = "target"
-DEFAULT_SCALE = 4  # a target of 0 means this many times the training length
+DEFAULT_SCALE = 4  # a target of 0 means this many times the length the model's config is built for
 SIMILARITY_BINS = 600
 COARSE_STEPS = 50  # the bound at the lengths between L and L′ (the figure's curve) on a 4.7 % grid
 PARAMETER_TITLES = {
@@ -27,14 +42,26 @@ PARAMETER_TITLES = {
     "high_freq_factor": N_("high_freq_factor"), "kept_pairs": N_("pairs kept (λ < L/4)"),
     "smoothed_pairs": N_("pairs blended"), "divided_pairs": N_("pairs divided by s (λ > L)"),
     "base_at_target": N_("base at L′"), "base_at_target_factor_s": N_("base at L′ if factor = s"),
+    "shipped_factor": N_("factor it ships"),
 }
 
 
 @dataclasses.dataclass(frozen=True)
 class Settings(ModelSettings):
-    target: int = setting(0, N_("Target length L′ (0: 4 × the training length)"), key="target", widget="number",
-                          group=TARGET, min_value=0, max_value=MAX_TARGET, step=1024, examples=(65_536,),
-                          help=N_("The context length you want to run the model at."))
+    target: int = setting(0, N_("Target length L′ (0: 4 × the length the model is built for)"), key="target",
+                          widget="number", group=TARGET, min_value=0, max_value=TARGET_CEILING, step=1024,
+                          examples=(65_536,), help=N_("The context length you want to run the model at."))
+    limit: int = setting(MAX_TARGET, N_("Longest target allowed"), key="limit", widget="number", group=TARGET,
+                         min_value=MAX_TARGET, max_value=TARGET_CEILING, step=MAX_TARGET, examples=(1 << 22,), gate=True,
+                         help=N_("A plan sums Σᵢ cos(m·θᵢ) at every distance m < L′ for every method, so its time "
+                                 "grows with L′: seconds at 1,048,576 tokens, minutes near 16,777,216. Raise this to "
+                                 "plan a longer target."))
+
+    @classmethod
+    def extremes(cls) -> Settings:
+        """The heaviest plan a reader gets without raising the limit (target = the default limit): raising it is a
+        choice to wait minutes, which the limit's own help says, not a setting to benchmark or stress-test."""
+        return dataclasses.replace(super().extremes(), target=MAX_TARGET, limit=MAX_TARGET)
 
 
 class Result:
@@ -43,14 +70,17 @@ class Result:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.config = config_of(settings.source, settings.preset, settings.config)
-        spec = spec_of(self.config)
-        length = spec.original_max_position_embeddings
-        self.target = settings.target or DEFAULT_SCALE * length
-        if self.target > MAX_TARGET:
-            raise SettingsError(_("{scale} × L = {target:,} is beyond the {cap:,} tokens plans go to; give a target "
-                                  "length.").format(scale=DEFAULT_SCALE, target=self.target, cap=MAX_TARGET))
+        spec_of(self.config)  # a config that cannot be read says why first
         try:
-            self.plan: Plan = plan(self.config, self.target)
+            self.target = settings.target or DEFAULT_SCALE * extended_length(self.config)
+        except ValueError as err:
+            raise SettingsError(str(err)) from err
+        if self.target > settings.limit:
+            raise SettingsError(_("L′ = {target:,} is beyond the longest target allowed, {cap:,} tokens: raise "
+                                  "“Longest target allowed” (up to {ceiling:,}) to plan it; a plan's time grows with "
+                                  "L′.").format(target=self.target, cap=settings.limit, ceiling=TARGET_CEILING))
+        try:
+            self.plan: Plan = plan(self.config, self.target, max_target=settings.limit)
         except ValueError as err:
             raise SettingsError(str(err)) from err
 
@@ -134,9 +164,36 @@ class Result:
             _("The ABF row suggests {abf:,.0f}: the first two-digit base at or above b* that keeps B(m) ≥ 0.").format(
                 abf=plan_.method("abf").parameters["base"])])
 
-    def block_json(self, method: str, legacy: bool = False) -> str:
+    def config_json(self, method: str, legacy: bool = False) -> str | None:
+        """The whole patched config.json of one method, or None where older readers' keys cannot say it."""
         chosen = self.plan.method(method)
-        return json.dumps(chosen.legacy_block if legacy else chosen.block, indent=2)
+        config = chosen.legacy_config if legacy else chosen.config
+        return None if config is None else json.dumps(config, indent=2, ensure_ascii=False)
+
+    def layer_lines(self) -> list[str]:
+        """One line per kind of layer: how many, and what the plan does to it and why."""
+        plan_ = self.plan
+        total = sum(len(note.kind.layers) for note in plan_.layers)  # 0: the config gives no layer count
+        lines = []
+        for note in plan_.layers:
+            which = f"{layer_type_title(note.kind.layer_type)} (`{layer_type_name(note.kind)}`)"
+            if total:
+                which = _("{layer_type}, {count} of {total} layers").format(
+                    layer_type=which, count=len(note.kind.layers), total=total)
+            lines.append(_("**{which}**: {why}").format(which=which, why=note.text(plan_.planned.layer_type)))
+        return lines
+
+    def composition(self) -> str | None:
+        return composition_text(self.plan)
+
+    def layer_rows(self) -> tuple[list, int, int]:
+        """The layer map figure's rows (thick outline: the layers the plan changes), layer count and L′."""
+        from lessons.rope_setup import kind_rows
+
+        plan_ = self.plan
+        rows = kind_rows(plan_.layer_map, plan_.planned, self.target)
+        rows = [row._replace(chosen=note.changed) for row, note in zip(rows, plan_.layers, strict=True)]
+        return rows, plan_.layer_map.num_layers, self.target
 
     def plan_json(self) -> str:
         return json.dumps(plan_json(self.plan), indent=1, ensure_ascii=False)
@@ -184,7 +241,25 @@ def _bound_caption(result: Result) -> str:
              "exist between grid points.").format(bound=bound)
 
 
+def _layers(result: Result, style):
+    from figures.layers import layer_map_figure
+
+    rows, num_layers, context = result.layer_rows()
+    return layer_map_figure(rows, num_layers=num_layers, context=context)
+
+
+def _layers_caption(result: Result) -> str:
+    text = _("Each bar is one layer, as tall as the tokens it can attend to at L′ = {target:,}; hatched bars apply no "
+             "position encoding. A thick outline marks the layers the plan's configs change.").format(
+        target=result.target)
+    if not result.plan.planned.layers:
+        text += " " + _("The config gives no layer count, so the kinds are shown without their positions.")
+    return text
+
+
 FIGURES = figure_registry(
+    FigureSpec("layers", LAYER_MAP_TITLE, _layers, groups=(MODEL, TARGET),
+               caption=_layers_caption),
     FigureSpec("ratio", draw.PLAN_RATIO_TITLE, _ratio, groups=(MODEL, TARGET)),
     FigureSpec("unseen", draw.PLAN_UNSEEN_TITLE, _unseen, groups=(MODEL, TARGET),
                caption=N_("Pairs: any position whose angle m·θ′ᵢ (mod 2π) lies beyond the arc pretraining swept. "
@@ -203,7 +278,8 @@ LESSON = Lesson(
     compute=compute,
     figures=FIGURES,
     summary=N_("For a model and a target length: PI, NTK-aware, dynamic NTK, YaRN, Llama-3 and ABF parameters, the "
-               "base the length needs (Men et al. 2024), what stays unseen, and rope_parameters blocks to download."),
+               "base the length needs (Men et al. 2024), what stays unseen, which layers change and why, and the "
+               "whole patched config.json to download."),
     max_results=8,
 )
 

@@ -17,8 +17,9 @@ st.markdown(_(
     "Which rope_scaling do you set to run a model at N tokens? Pick the model and the length. For each method - "
     "Position Interpolation ({pi}), NTK-aware ({ntk}), dynamic NTK ({dynamic}), YaRN ({yarn}), Llama-3 scaling "
     "({llama3}) and a base change with continued training, ABF ({abf}) - this page gives the parameters, what each "
-    "leaves unseen, and the config.json keys transformers loads (tested by loading every block into transformers "
-    "and comparing its θᵢ with ours)."
+    "leaves unseen, which kinds of layer change and why, and the whole patched config.json, in the model's own "
+    "schema (tested by loading every config into the model's own transformers config and rotary classes and "
+    "comparing their θᵢ with ours, layer type by layer type)."
 ).format(pi=cite("pi"), ntk=cite("ntk_aware"), dynamic=cite("dynamic_ntk"), yarn=cite("yarn"), llama3=cite("llama3"),
          abf=cite("abf")))
 
@@ -37,6 +38,20 @@ st.info(_("**{model}**: {rotary} of {head} dimensions rotated, base {base:,.0f},
           "(its own RoPE: {rope_type}). Target L′ = {target:,}, so s = L′/L = {scale:g}.").format(
     model=result.model, rotary=train.rotary_dim, head=train.head_dim, base=train.base, length=plan.train_length,
     rope_type=plan.spec.rope_type, target=plan.target, scale=plan.scale), icon=":material/straighten:")
+composition = result.composition()
+if composition:
+    st.markdown(composition)
+
+# --- the layers -----------------------------------------------------------------------------------
+st.header(_("Which layers change"))
+st.markdown(_(
+    "Today's models mix kinds of layer: sliding windows, full attention, layers without position encoding. A "
+    "longer context brings longer distances only to the layers that attend over all of it, so the plan scales "
+    "the {layers} layers and says, kind by kind, why the others need nothing. The numbers and figures below "
+    "describe the {layers} layers."
+).format(layers=f"`{plan.planned.layer_type}`"))
+st.markdown("\n".join(f"- {line}" for line in result.layer_lines()))
+page.figure("layers")
 
 # --- the base ---------------------------------------------------------------------------------------
 st.header(_("The base this length needs"))
@@ -64,20 +79,29 @@ page.figure("ratio")
 page.figure("unseen")
 page.figure("similarity")
 
-# --- the blocks -----------------------------------------------------------------------------------
-st.header(_("Config blocks"))
+# --- the configs ----------------------------------------------------------------------------------
+st.header(_("Patched config.json"))
+where = plan.layout.where
 st.markdown(_(
-    "Replace the model's RoPE keys (rope_theta, rope_scaling or rope_parameters) with these. transformers 5 reads "
+    "Each method's whole config.json: the model's file with its RoPE keys written anew, every block explicit "
+    "(never null), per layer type where the model keeps RoPE per layer type. transformers 5 reads "
     "`rope_parameters`; older readers (transformers 4, most inference servers) read `rope_theta` and `rope_scaling`."
-))
+) + (" " + _("The language model's keys stay under `{where}`, where this model keeps them.").format(where=where)
+     if where else ""))
 legacy = params.toggle(_("Older readers' keys (rope_theta + rope_scaling)"), "legacy")
+if legacy and not plan.layout.schema.legacy:
+    st.info(_("This model's older keys cannot name each layer type's RoPE, so only `rope_parameters` "
+              "(transformers ≥ 5) are written."), icon=":material/info:")
+    legacy = False
 tabs = st.tabs([_(method.title) for method in plan.methods])
 for tab, method in zip(tabs, plan.methods, strict=True):
     with tab:
-        text = result.block_json(method.method, legacy)
+        text = result.config_json(method.method, legacy)
         st.code(text, language="json")
-        st.download_button(_("Download this block"), text, file_name=f"rope-{method.method}-{plan.target}.json",
-                           mime="application/json", key=f"plan_block_{method.method}")
+        st.download_button(_("Download this config.json"), text,
+                           file_name=f"config-{method.method}-{plan.target}.json", mime="application/json",
+                           key=f"plan_config_{method.method}")
 st.download_button(_("Download the whole plan (JSON)"), result.plan_json(), file_name=f"rope-plan-{plan.target}.json",
                    mime="application/json")
-st.caption(_("The same plan from a terminal: `python -m pe_core.plan CONFIG --target N [--json] [--out FILE]`."))
+st.caption(_("The same plan from a terminal: `python -m pe_core.plan CONFIG --target N [--max-target N] [--json] "
+             "[--out FILE]`."))

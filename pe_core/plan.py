@@ -1,15 +1,25 @@
 """Plan a context extension: for a model and a target length L′, each method's parameters, the base
-the length needs (Men et al. 2024), what each method leaves unseen, and a config block transformers loads.
+the length needs (Men et al. 2024), what each method leaves unseen, and the whole patched config.json.
 
-The model's pretraining RoPE is plain RoPE with its base b, rotary dimensions d and training length
-L (``original_max_position_embeddings`` for a scaled config, ``max_position_embeddings`` otherwise);
-a model that already ships scaling (Llama 3.1, Qwen2.5 + YaRN) is planned from that pretraining
-RoPE, and the new block replaces its rope_scaling. s = L′/L.
+A model is planned layer type by layer type (``pe_core.config.layer_map``): the plan scales the layers that
+context extension scales (``LayerMap.default_kind``: Gemma 3's full-attention layers, say) and says why each
+other kind needs nothing - a sliding window never meets a distance longer than itself, a NoPE or
+linear-attention layer has no RoPE - or, where the model keeps one RoPE for every layer (gpt-oss), that the
+block changes those too.
 
-For every method the plan gives the ``RopeSpec`` our engine evaluates and the config keys to set
-(``max_position_embeddings`` and ``rope_parameters`` for transformers ≥ 5, ``rope_theta`` and
-``rope_scaling`` for older readers): ``apply_block(config, block)`` is the model's config with them,
-and ``from_hf_config`` of it is the same spec (tests load it into transformers and compare θ).
+The planned layers' pretraining RoPE is plain RoPE with their base b, rotary dimensions d and training
+length L (``original_max_position_embeddings`` for a scaled config, ``max_position_embeddings`` otherwise);
+s = L′/L. Scaling the model already ships composes with the plan: every block scales the same L by s in
+total (Gemma 3 ships linear ×8 on L = 16,384; L′ = 524,288 is ×32 in total, ×4 more), and the first row,
+direct extrapolation, keeps the shipped RoPE as it is.
+
+Each method's config is the whole config.json the reader started from, in the model's own schema: the text
+model's keys stay where the model nests them (``text_config``), ``rope_parameters`` are written per layer type
+where the model's class reads them per layer type (every layer type's block explicit: the unchanged ones as
+the class read them), and a block is never ``null`` (gpt-oss's class reads a missing block as its built-in
+YaRN ×32). Two generations of keys: ``rope_parameters`` (transformers ≥ 5) and ``rope_theta`` +
+``rope_scaling`` for older readers, where those keys can say it. The tests load every config into the
+model's own transformers config and rotary classes and compare θ layer type by layer type.
 
 "Unseen" compares with the angles pretraining produced: pair i saw the arc [0, L·θᵢ] (all of the
 circle once L·θᵢ ≥ 2π, the YaRN paper's convention, §3.2). At L′ a position m is unseen for pair i
@@ -20,6 +30,7 @@ the share of angles counts (position, pair) angles over all L′ positions and a
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import math
 import sys
@@ -30,7 +41,17 @@ import torch
 
 from i18n import N_, _
 from pe_core.base_bound import base_lower_bound, first_negative_distance
-from pe_core.config import from_hf_config
+from pe_core.config import extended_length, layer_map, text_config_of
+from pe_core.layers import (
+    CHUNKED,
+    SLIDING,
+    TEXT_MODEL_TYPES,
+    LayerKind,
+    LayerMap,
+    effective_config,
+    family_of,
+    layer_types_of,
+)
 from pe_core.rope import RopeSpec, check_length, default_inv_freq, ntk_aware_base, rope_frequencies
 
 PLAN_METHODS = ("direct", "pi", "ntk", "dynamic", "yarn", "llama3", "abf")
@@ -38,22 +59,87 @@ PLAN_TITLES = {
     "direct": N_("Direct extrapolation"), "pi": N_("Position Interpolation"), "ntk": N_("NTK-aware"),
     "dynamic": N_("Dynamic NTK"), "yarn": N_("YaRN"), "llama3": N_("Llama-3 scaling"), "abf": N_("Base change (ABF)"),
 }
+# The longest target a plan accepts unless the reader raises the limit (``max_target``, ``--max-target``, the
+# page's control): a plan sums Σᵢ cos(m·θᵢ) at every distance m < L′ for each method and scans bases for b*(L′),
+# so its time grows with L′ (about 13 s at 1,048,576 and 38 s at 4,194,304 for a 128-dim head on a busy 2-core
+# machine).
 MAX_TARGET = 1 << 20
+# The highest the limit goes: 16,777,216 tokens, above the longest context a model has announced (Llama 4
+# Scout's 10M); a plan there takes minutes.
+TARGET_CEILING = 1 << 24
 YARN_BETA_FAST, YARN_BETA_SLOW = 32.0, 1.0
 LLAMA3_LOW, LLAMA3_HIGH = 1.0, 4.0
 _ROPE_KEYS = ("rope_scaling", "rope_parameters", "rope_theta")
+# Keys of a block that say how the model lays out its rotary pairs, not how it scales: a planned block keeps them.
+_LAYOUT_KEYS = ("mrope_section", "mrope_interleaved", "partial_rotary_factor")
+_TYPE_NAMES = {"mrope": "default", "su": "longrope", "dynamic_ntk": "dynamic"}  # old names transformers still reads
+
+
+class Schema(NamedTuple):
+    """How a model family's config class is written to (the reading side is ``pe_core.layers.FAMILIES``)."""
+
+    per_layer_type: bool = False  # rope_parameters keyed by layer type; a flat block would be ignored
+    legacy: bool = True  # older readers' keys (rope_theta, rope_scaling) can say the whole RoPE
+    local_theta_key: str | None = None  # older readers' key for the sliding layers' base
+
+
+# Gemma3TextConfig reads a flat rope_parameters block as no block at all (it keeps one per layer type) and its
+# rope_scaling as the full-attention layers'; OLMo 3's older keys have no name for the sliding layers' base (its
+# transformers 5 class takes it from the class default, not rope_theta); Gemma 4 has only rope_parameters.
+SCHEMAS = {
+    "gemma3_text": Schema(per_layer_type=True, local_theta_key="rope_local_base_freq"),
+    "olmo3": Schema(per_layer_type=True, legacy=False),
+    "gemma4_text": Schema(per_layer_type=True, legacy=False),
+}
+# Layers a plan leaves alone, and why; or changes, and why (N_(); {span} is the window or chunk in tokens,
+# {planned} the planned layers' type).
+REASONS = {
+    "scaled": N_("changed: they attend over the whole context, so they meet every distance up to L′."),
+    "scaled_bounded": N_("changed, as the model's own scaling is on them; but they attend within {span:,} tokens, "
+                         "so they never meet a longer distance, whatever L′."),
+    "shared": N_("changed too: this model keeps one RoPE for all its layers. They attend within {span:,} tokens, "
+                 "so they never meet a longer distance and would need no change."),
+    "shared_full": N_("changed too: this model keeps one RoPE for all its layers."),
+    "window": N_("unchanged: they attend within {span:,} tokens, so they never meet a longer distance, whatever "
+                 "L′; they keep their own RoPE."),
+    "nope": N_("unchanged: no position encoding (NoPE), so there is no RoPE to change."),
+    "linear": N_("unchanged: linear attention encodes no positions."),
+    "other": N_("unchanged: the plan scales the {planned} layers only; these keep their own RoPE."),
+}
+
+
+class Layout(NamedTuple):
+    """Where a model's config keeps its RoPE, and each layer type's block as the model's class reads it."""
+
+    where: str | None  # the key the text model's config sits under (text_config, ...), or None
+    schema: Schema
+    blocks: dict  # layer type -> its block as the class reads it (explicit: rope_type and rope_theta, never null)
+    shipped_v5: bool  # the config already says rope_parameters (transformers ≥ 5) rather than rope_scaling
+
+
+class LayerNote(NamedTuple):
+    """One kind of layer and what the plan does to it."""
+
+    kind: LayerKind
+    changed: bool
+    reason: str  # a key of REASONS
+
+    def text(self, planned: str) -> str:
+        return _(REASONS[self.reason]).format(span=self.kind.span or 0, planned=planned)
 
 
 class MethodPlan(NamedTuple):
     method: str
     title: str  # N_()
-    spec: RopeSpec  # what our engine evaluates
+    spec: RopeSpec  # what our engine evaluates for the planned layers
     seq_len: int  # the length it is evaluated at (dynamic NTK depends on it)
     inv_freq: torch.Tensor  # θ′ at L′
     attention_factor: float
     parameters: dict  # name -> value, for the table (numbers, or the bands as text)
-    block: dict  # config keys for transformers ≥ 5: max_position_embeddings, rope_parameters
-    legacy_block: dict  # the same for older readers: max_position_embeddings, rope_theta, rope_scaling
+    rope: dict  # the planned layers' block (rope_type, rope_theta, and the method's keys)
+    max_positions: int  # the config's max_position_embeddings
+    config: dict  # the whole patched config.json, keys for transformers ≥ 5 (rope_parameters)
+    legacy_config: dict | None  # the same with older readers' keys (rope_theta + rope_scaling); None: they cannot say it
     unseen_pairs: float  # share of rotated pairs with angles pretraining never produced at L′
     unseen_angles: float  # share of (position, pair) angles at L′ that pretraining never produced
     first_negative: int | None  # first distance m < L′ where Σᵢ cos(m·θ′ᵢ) < 0 (Men et al.'s criterion), or None
@@ -61,17 +147,31 @@ class MethodPlan(NamedTuple):
 
 class Plan(NamedTuple):
     config: dict
-    spec: RopeSpec  # the model's own RoPE
+    spec: RopeSpec  # the planned layers' RoPE as the model ships it
     train_spec: RopeSpec  # its pretraining RoPE (plain, base b, length L)
     train_length: int  # L
     target: int  # L′
     base_bound: float | None  # b*(L′): None when any base works (half or more pairs unrotated)
     train_bound: float | None  # b*(L), for comparison with the model's own base
     methods: tuple[MethodPlan, ...]
+    built_for: int  # the length the model's config is built for as shipped (pe_core.config.extended_length)
+    planned: LayerKind  # the layers the plan scales
+    layers: tuple[LayerNote, ...]  # every kind of layer, changed or not, and why (in layer_map's order)
+    layout: Layout
+    layer_map: LayerMap
 
     @property
     def scale(self) -> float:
         return self.target / self.train_length
+
+    @property
+    def shipped_factor(self) -> float:
+        """The factor of the scaling the model ships on the planned layers (1 for plain RoPE)."""
+        return self.spec.factor if self.spec.rope_type not in ("default", "proportional") else 1.0
+
+    @property
+    def changed_types(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(note.kind.layer_type for note in self.layers if note.changed))
 
     def method(self, name: str) -> MethodPlan:
         return next(m for m in self.methods if m.method == name)
@@ -134,22 +234,105 @@ def unseen_shares(train_inv_freq: torch.Tensor, train_length: int, inv_freq: tor
     return pairs, angles, counts
 
 
-def apply_block(config: Mapping, block: Mapping) -> dict:
-    """The model's config with a plan's block in place of its RoPE keys."""
-    updated = {key: value for key, value in config.items() if key not in _ROPE_KEYS}
-    if "original_max_position_embeddings" in updated:  # Phi-3 keeps it at the top level, where it wins
-        scaling = block.get("rope_parameters") or block.get("rope_scaling") or {}
-        if "original_max_position_embeddings" in scaling:
-            updated["original_max_position_embeddings"] = scaling["original_max_position_embeddings"]
-    updated.update(block)
-    return updated
+def model_layout(config: Mapping) -> Layout:
+    """Where ``config`` keeps its RoPE and each layer type's block as the model's class reads it."""
+    text, where = text_config_of(config)
+    model_type = text.get("model_type")
+    values, family = effective_config(text)
+    if values.get("layer_types") is None and not isinstance(values.get("num_hidden_layers"), int):
+        values["num_hidden_layers"] = 64  # any count shows every layer type of the family's pattern
+    layer_types = layer_types_of(values, family)
+    blocks = {}
+    for layer_type, block in family.parameters(values, layer_types).items():
+        block = copy.deepcopy(dict(block or {}))
+        name = block.pop("type", None)
+        block.setdefault("rope_type", name or "default")
+        block["rope_type"] = _TYPE_NAMES.get(block["rope_type"], block["rope_type"])
+        block.setdefault("rope_theta", values.get("rope_theta", 10_000.0))
+        blocks[layer_type] = block
+    given = text.get("rope_parameters")
+    nested = isinstance(given, Mapping) and any(key in layer_types for key in given)
+    schema = SCHEMAS.get(TEXT_MODEL_TYPES.get(model_type, model_type), Schema())
+    if nested and not schema.per_layer_type:
+        schema = schema._replace(per_layer_type=True, legacy=False)
+    return Layout(where, schema, blocks, given is not None)
 
 
-def _blocks(rope_type: str, base: float, max_positions: int, scaling: dict) -> tuple[dict, dict]:
-    parameters = {"rope_type": rope_type, "rope_theta": base, **scaling}
-    legacy = {"max_position_embeddings": max_positions, "rope_theta": base,
-              "rope_scaling": {"rope_type": rope_type, **scaling} if rope_type != "default" else None}
-    return {"max_position_embeddings": max_positions, "rope_parameters": parameters}, legacy
+def patched_config(config: Mapping, layout: Layout, changed: Sequence[str], rope: Mapping, max_positions: int,
+                   legacy: bool = False, head_dim: int | None = None) -> dict:
+    """The whole config.json with ``rope`` on the ``changed`` layer types, in the model's own schema.
+
+    Every RoPE key the model's class reads (rope_theta, rope_scaling, rope_parameters, the sliding layers'
+    base) is written anew; the rest of the file stays as it was, the text model's part where the model nests it.
+    ``head_dim`` is written when the file leaves it out: transformers' YaRN and dynamic NTK read
+    ``getattr(config, "head_dim", hidden_size // num_attention_heads)``, which is None in a class that stores
+    a missing head_dim as None (MixtralConfig), and fail.
+    """
+    text = dict(config[layout.where]) if layout.where else dict(config)
+    schema = layout.schema
+    if head_dim is not None and text.get("head_dim") is None:
+        text["head_dim"] = head_dim
+    for key in (*_ROPE_KEYS, schema.local_theta_key):
+        text.pop(key, None)
+    text["max_position_embeddings"] = max_positions
+    rope = dict(rope)
+    if "original_max_position_embeddings" in text and "original_max_position_embeddings" in rope:
+        text["original_max_position_embeddings"] = rope["original_max_position_embeddings"]  # Phi-3's wins there
+    if legacy:
+        if not schema.legacy:
+            raise ValueError(_("Older readers' keys cannot say this model's RoPE; use rope_parameters."))
+        partial = rope.pop("partial_rotary_factor", None)
+        if partial is not None:
+            text["partial_rotary_factor"] = partial
+        text["rope_theta"] = rope.pop("rope_theta")
+        text["rope_scaling"] = rope  # explicit, never null: {"rope_type": "default"} for plain RoPE
+        if schema.local_theta_key:
+            text[schema.local_theta_key] = layout.blocks[SLIDING]["rope_theta"]
+    elif schema.per_layer_type:
+        text["rope_parameters"] = {layer_type: dict(rope) if layer_type in changed else copy.deepcopy(block)
+                                   for layer_type, block in layout.blocks.items()}
+    else:
+        text["rope_parameters"] = rope
+    if layout.where:
+        return {**config, layout.where: text}
+    return text
+
+
+def _layer_notes(kinds: Sequence[LayerKind], planned: LayerKind, schema: Schema) -> tuple[LayerNote, ...]:
+    """Each kind of layer, whether the planned block reaches it, and why."""
+    notes = []
+    for kind in kinds:
+        bounded = _bounded(kind)
+        if not kind.has_rope:
+            reason, changed = ("linear" if kind.span_kind == "linear" else "nope"), False
+        elif kind is planned:
+            reason, changed = ("scaled_bounded" if bounded else "scaled"), True
+        elif not schema.per_layer_type:
+            reason, changed = ("shared" if bounded else "shared_full"), True
+        else:
+            reason, changed = ("window" if bounded else "other"), False
+        notes.append(LayerNote(kind, changed, reason))
+    return tuple(notes)
+
+
+def _bounded(kind: LayerKind) -> bool:
+    """Does this kind attend within a window or chunk (never meeting a longer distance)?"""
+    return kind.span is not None and kind.layer_type in (SLIDING, CHUNKED)
+
+
+def planned_kind(layers: LayerMap) -> LayerKind:
+    """The layers a plan scales: those context extension scales (``LayerMap.default_kind``), or of the kinds that
+    share their RoPE, one that attends over the whole context (gpt-oss: its full-attention layers, not its windows)."""
+    default = layers.default_kind
+    if _bounded(default):
+        for kind in layers.rotary_kinds:
+            if not _bounded(kind) and kind.spec == default.spec:
+                return kind
+    return default
+
+
+def _rope(rope_type: str, base: float, carried: Mapping, **scaling) -> dict:
+    return {"rope_type": rope_type, "rope_theta": base, **scaling, **carried}
 
 
 def dynamic_base(spec: RopeSpec, length: int) -> float:
@@ -160,58 +343,87 @@ def dynamic_base(spec: RopeSpec, length: int) -> float:
     return spec.base * ((spec.factor * current / train) - (spec.factor - 1)) ** (dim / (dim - 2))
 
 
-def _method(name: str, train: RopeSpec, target: int, abf_base: float) -> tuple[RopeSpec, dict, tuple[dict, dict]]:
-    """(spec, parameters for the table, (block, legacy block)) for one method."""
+def _method(name: str, train: RopeSpec, target: int, abf_base: float, shipped: RopeSpec, shipped_rope: dict,
+            shipped_max: int, carried: Mapping) -> tuple[RopeSpec, dict, dict, int]:
+    """(spec, parameters for the table, the planned layers' block, max_position_embeddings) for one method."""
     L, s, b, d = train.original_max_position_embeddings, target / train.original_max_position_embeddings, \
         train.base, train.rotary_dim
     if name == "direct":
-        return train, {"base": b}, _blocks("default", b, target, {})
+        # the model as it ships: its own RoPE, scaling included, run at L′ (dynamic NTK keeps its L)
+        parameters = {"base": b}
+        if shipped.rope_type not in ("default", "proportional"):
+            parameters["shipped_factor"] = shipped.factor
+        # a shipped scaling derives its factor or lengths from max_position_embeddings (LongRoPE's attention
+        # factor, YaRN's implicit factor, dynamic NTK's L): its config stays as it ships
+        return shipped, parameters, dict(shipped_rope), shipped_max if shipped.rope_type != "default" else target
     if name == "pi":
         return (train.replace(rope_type="linear", factor=s), {"factor": s},
-                _blocks("linear", b, target, {"factor": s}))
+                _rope("linear", b, carried, factor=s), target)
     if name == "ntk":
         new_base = ntk_aware_base(b, s, d)
-        return (train.replace(base=new_base), {"factor": s, "base": new_base},
-                _blocks("default", new_base, target, {}))
+        return train.replace(base=new_base), {"factor": s, "base": new_base}, _rope("default", new_base, carried), target
     if name == "dynamic":
         # factor 1: at length l the base is b·(l/L)^(d/(d−2)), static NTK for s = l/L; max_position_embeddings
         # must stay L, which transformers' dynamic NTK reads as the pretraining length
         spec = train.replace(rope_type="dynamic", factor=1.0)
         return (spec, {"factor": 1.0, "base_at_target": dynamic_base(spec, target),
                        "base_at_target_factor_s": dynamic_base(train.replace(rope_type="dynamic", factor=s), target)},
-                _blocks("dynamic", b, L, {"factor": 1.0}))
+                _rope("dynamic", b, carried, factor=1.0), L)
     if name == "yarn":
         spec = train.replace(rope_type="yarn", factor=s, beta_fast=YARN_BETA_FAST, beta_slow=YARN_BETA_SLOW)
-        scaling = {"factor": s, "original_max_position_embeddings": L, "beta_fast": YARN_BETA_FAST,
-                   "beta_slow": YARN_BETA_SLOW}
+        rope = _rope("yarn", b, carried, factor=s, original_max_position_embeddings=L, beta_fast=YARN_BETA_FAST,
+                     beta_slow=YARN_BETA_SLOW)
         return spec, {"factor": s, "beta_fast": YARN_BETA_FAST, "beta_slow": YARN_BETA_SLOW,
-                      "attention_factor": rope_frequencies(spec).attention_factor}, _blocks("yarn", b, target, scaling)
+                      "attention_factor": rope_frequencies(spec).attention_factor}, rope, target
     if name == "llama3":
         spec = train.replace(rope_type="llama3", factor=s, low_freq_factor=LLAMA3_LOW, high_freq_factor=LLAMA3_HIGH)
         wavelength = 2 * math.pi / default_inv_freq(b, d)
         kept = int((wavelength < L / LLAMA3_HIGH).sum())
         divided = int((wavelength > L / LLAMA3_LOW).sum())
-        scaling = {"factor": s, "low_freq_factor": LLAMA3_LOW, "high_freq_factor": LLAMA3_HIGH,
-                   "original_max_position_embeddings": L}
+        rope = _rope("llama3", b, carried, factor=s, low_freq_factor=LLAMA3_LOW, high_freq_factor=LLAMA3_HIGH,
+                     original_max_position_embeddings=L)
         return spec, {"factor": s, "low_freq_factor": LLAMA3_LOW, "high_freq_factor": LLAMA3_HIGH,
                       "kept_pairs": kept, "smoothed_pairs": train.num_pairs - kept - divided,
-                      "divided_pairs": divided}, _blocks("llama3", b, target, scaling)
+                      "divided_pairs": divided}, rope, target
     if name == "abf":
-        return (train.replace(base=abf_base), {"base": abf_base},
-                _blocks("default", abf_base, target, {}))
+        return train.replace(base=abf_base), {"base": abf_base}, _rope("default", abf_base, carried), target
     raise ValueError(f"method must be one of {', '.join(PLAN_METHODS)} (got {name!r}).")
 
 
-def plan(config: Mapping, target: int, *, methods: Sequence[str] = PLAN_METHODS, with_bound: bool = True) -> Plan:
-    """The plan for running ``config``'s model at ``target`` tokens."""
+def check_limit(max_target: int) -> int:
+    """The limit on targets, checked: an integer from 2 up to ``TARGET_CEILING``."""
+    if isinstance(max_target, bool) or not isinstance(max_target, int) or not 2 <= max_target <= TARGET_CEILING:
+        raise ValueError(_("The limit on target lengths goes up to {ceiling:,} tokens (got {limit!r}); a plan's time "
+                           "grows with L′.").format(ceiling=TARGET_CEILING, limit=max_target))
+    return max_target
+
+
+def plan(config: Mapping, target: int, *, methods: Sequence[str] = PLAN_METHODS, with_bound: bool = True,
+         max_target: int = MAX_TARGET) -> Plan:
+    """The plan for running ``config``'s model at ``target`` tokens (at most ``max_target``)."""
     check_length("target", target)
-    spec = from_hf_config(config)
+    check_limit(max_target)
+    layers = layer_map(config)
+    planned = planned_kind(layers)
+    spec = planned.spec
+    if spec.rope_type == "proportional":
+        raise ValueError(_("The {layer_type!r} layers of this model use Gemma 4's proportional RoPE (θ over the whole "
+                           "{head}-dimension head, {rotary} of them rotated); the plan's methods are written for plain "
+                           "RoPE, so it cannot plan them yet.").format(
+            layer_type=planned.layer_type, head=spec.head_dim, rotary=spec.rotary_dim))
     L = spec.original_max_position_embeddings
     if target <= L:
         raise ValueError(_("The target length must exceed the training length L = {length:,} (got {target:,}).")
                          .format(length=L, target=target))
-    if target > MAX_TARGET:
-        raise ValueError(_("Plans go up to {cap:,} tokens (got {target:,}).").format(cap=MAX_TARGET, target=target))
+    if target > max_target:
+        raise ValueError(_("L′ = {target:,} is beyond the limit of {cap:,} tokens; raise the limit (up to {ceiling:,}) "
+                           "to plan it: a plan's time grows with L′.").format(
+            target=target, cap=max_target, ceiling=TARGET_CEILING))
+    layout = model_layout(config)
+    notes = _layer_notes(layers.kinds, planned, layout.schema)
+    changed = tuple(note.kind.layer_type for note in notes if note.changed)
+    shipped_rope = dict(layout.blocks[planned.layer_type])
+    carried = {key: shipped_rope[key] for key in _LAYOUT_KEYS if key in shipped_rope}
     train = RopeSpec(head_dim=spec.head_dim, base=spec.base, original_max_position_embeddings=L,
                      partial_rotary_factor=spec.partial_rotary_factor)
     constant = unrotated_pairs(train)
@@ -219,15 +431,23 @@ def plan(config: Mapping, target: int, *, methods: Sequence[str] = PLAN_METHODS,
     train_bound = base_lower_bound(L, train.rotary_dim, constant) if with_bound else None
     abf = abf_base(train.base, bound, target, train.rotary_dim, constant) if with_bound else train.base
     train_theta = default_inv_freq(train.base, train.rotary_dim)
-    planned = []
+    text = text_config_of(config)[0]
+    head_dim = spec.head_dim if family_of(text.get("model_type")).head_dim_key == "head_dim" else None
+    shipped_max = text.get("max_position_embeddings") or target
+    planned_methods = []
     for name in methods:
-        method_spec, parameters, (block, legacy) = _method(name, train, target, abf)
+        method_spec, parameters, rope, max_positions = _method(name, train, target, abf, spec, shipped_rope, shipped_max, carried)
         frequencies = rope_frequencies(method_spec, target)
         pairs, angles, _counts = unseen_shares(train_theta, L, frequencies.inv_freq, target)
         negative = first_negative_distance(frequencies.inv_freq, target, float(constant)) if with_bound else None
-        planned.append(MethodPlan(name, PLAN_TITLES[name], method_spec, target, frequencies.inv_freq,
-                                  frequencies.attention_factor, parameters, block, legacy, pairs, angles, negative))
-    return Plan(dict(config), spec, train, L, target, bound, train_bound, tuple(planned))
+        whole = patched_config(config, layout, changed, rope, max_positions, head_dim=head_dim)
+        legacy = patched_config(config, layout, changed, rope, max_positions, legacy=True, head_dim=head_dim) \
+            if layout.schema.legacy else None
+        planned_methods.append(MethodPlan(name, PLAN_TITLES[name], method_spec, target, frequencies.inv_freq,
+                                          frequencies.attention_factor, parameters, rope, max_positions, whole,
+                                          legacy, pairs, angles, negative))
+    return Plan(dict(config), spec, train, L, target, bound, train_bound, tuple(planned_methods),
+                extended_length(config), planned, notes, layout, layers)
 
 
 # ---- output ---------------------------------------------------------------------------------------
@@ -239,11 +459,50 @@ def _value_text(value) -> str:
     return str(value)
 
 
+def layer_type_name(kind: LayerKind) -> str:
+    """A kind of layer as the reader picks it: transformers' layer type, marked when it has no RoPE."""
+    return kind.layer_type if kind.has_rope else _("{layer_type} (no RoPE)").format(layer_type=kind.layer_type)
+
+
+def layer_lines(result: Plan) -> list[str]:
+    """One line per kind of layer: how many, and what the plan does to it and why."""
+    lines = []
+    for note in result.layers:
+        count = len(note.kind.layers)
+        which = (_("{layer_type}, {count} of {total} layers").format(
+            layer_type=layer_type_name(note.kind), count=count, total=sum(len(n.kind.layers) for n in result.layers))
+            if count else layer_type_name(note.kind))
+        lines.append(_("{which}: {why}").format(which=which, why=note.text(result.planned.layer_type)))
+    return lines
+
+
+def composition_text(result: Plan) -> str | None:
+    """How the plan composes with scaling the model ships, or None when it ships plain RoPE at this length."""
+    sentences = []
+    shipped = result.shipped_factor
+    if shipped > 1:
+        sentences.append(_("The model ships {rope_type} ×{factor:g} on L = {length:,} (built for {built:,} tokens); "
+                           "L′ = {target:,} is ×{scale:g} in total on the same L, ×{more:.3g} more than it ships. Each "
+                           "block but direct extrapolation's replaces the shipped scaling with that total; direct "
+                           "extrapolation keeps it.").format(
+            rope_type=result.spec.rope_type, factor=shipped, length=result.train_length, built=result.built_for,
+            target=result.target, scale=result.scale, more=result.scale / shipped))
+    if result.target <= result.built_for:
+        sentences.append(_("As shipped, the model's config is already built for {built:,} tokens, at least L′: these "
+                           "blocks scale no more than it does.").format(built=result.built_for))
+    return " ".join(sentences) or None
+
+
 def plan_text(result: Plan) -> str:
     spec = result.train_spec
-    lines = [f"Model RoPE: {result.spec.rope_type}, base {spec.base:,.6g}, {spec.rotary_dim} of {spec.head_dim} "
-             f"dimensions rotated, trained at L = {result.train_length:,}; target L′ = {result.target:,} "
-             f"(s = {result.scale:g})."]
+    lines = [f"Model RoPE ({result.planned.layer_type} layers): {result.spec.rope_type}, base {spec.base:,.6g}, "
+             f"{spec.rotary_dim} of {spec.head_dim} dimensions rotated, trained at L = {result.train_length:,}; "
+             f"target L′ = {result.target:,} (s = {result.scale:g})."]
+    composition = composition_text(result)
+    if composition:
+        lines.append(composition)
+    lines.append("Layers:")
+    lines += [f"  {line}" for line in layer_lines(result)]
     if result.base_bound is None:
         lines.append("Base lower bound (Men et al. 2024): none needed; half or more of the pairs are not rotated.")
     else:
@@ -256,8 +515,11 @@ def plan_text(result: Plan) -> str:
         lines.append(f"{m.title:<24} {m.unseen_pairs:>12.1%} {m.unseen_angles:>14.2%} {negative:>16}  {parameters}")
     lines.append("")
     for m in result.methods:
-        lines.append(f"# {m.title}: config.json keys (transformers ≥ 5)")
-        lines.append(json.dumps(m.block, indent=1))
+        where = f" (inside {result.layout.where})" if result.layout.where else ""
+        lines.append(f"# {m.title}: the RoPE keys of the patched config.json{where}, transformers ≥ 5 "
+                     f"(--json or --out gives the whole file, and older readers' keys)")
+        text = m.config[result.layout.where] if result.layout.where else m.config
+        lines.append(json.dumps({key: text[key] for key in ("max_position_embeddings", "rope_parameters")}, indent=1))
     return "\n".join(lines)
 
 
@@ -268,13 +530,18 @@ def plan_json(result: Plan) -> dict:
     return {
         "model": {"rope_type": result.spec.rope_type, "base": result.train_spec.base,
                   "rotary_dim": result.train_spec.rotary_dim, "head_dim": result.train_spec.head_dim,
-                  "train_length": result.train_length},
+                  "train_length": result.train_length, "built_for": result.built_for,
+                  "shipped_factor": result.shipped_factor, "planned_layer_type": result.planned.layer_type},
         "target": result.target, "scale": result.scale,
+        "layers": [{"layer_type": note.kind.layer_type, "rope": note.kind.has_rope, "layers": len(note.kind.layers),
+                    "span": note.kind.span, "changed": note.changed,
+                    "why": note.text(result.planned.layer_type)} for note in result.layers],
+        "composition": composition_text(result),
         "base_lower_bound": clean(result.base_bound), "base_lower_bound_at_train_length": clean(result.train_bound),
         "methods": {m.method: {"parameters": {k: clean(v) for k, v in m.parameters.items()},
                                "attention_factor": m.attention_factor, "unseen_pairs": m.unseen_pairs,
                                "unseen_angles": m.unseen_angles, "similarity_sum_negative_at": m.first_negative,
-                               "config": m.block, "config_legacy": m.legacy_block}
+                               "rope": m.rope, "config": m.config, "config_legacy": m.legacy_config}
                     for m in result.methods},
     }
 
@@ -288,12 +555,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                                      description="Plan a RoPE context extension for a model and a target length.")
     parser.add_argument("config", help="a preset name (e.g. 'Llama-3-8B'), a path to config.json, or its JSON text")
     parser.add_argument("--target", type=int, required=True, metavar="N", help="the context length to reach")
+    parser.add_argument("--max-target", type=int, default=MAX_TARGET, metavar="N",
+                        help=f"the longest target to accept (default {MAX_TARGET:,}, at most {TARGET_CEILING:,}); "
+                             "a plan's time grows with the target")
     parser.add_argument("--json", action="store_true", help="print the plan as JSON")
-    parser.add_argument("--out", metavar="FILE", help="also write the JSON plan (with every config block) here")
+    parser.add_argument("--out", metavar="FILE", help="also write the JSON plan (with every patched config.json) here")
     args = parser.parse_args(argv)
     use_server_threads()  # small tensors: one thread is fastest on a small machine
     try:
-        result = plan(read_config(args.config), args.target)
+        result = plan(read_config(args.config), args.target, max_target=args.max_target)
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -89,6 +89,8 @@ def test_every_setting_changes_a_figure_that_declares_its_group(lesson_name):
         group = lesson.settings.controls()[name].group
         dependent = [f for f, spec in lesson.figures.items() if spec.groups is None or group in spec.groups]
         assert dependent, f"no figure reads group {group!r} of setting {name}"
+        if lesson.settings.controls()[name].gate:  # a limit on another setting: its own page test raises it
+            continue
         if not any(figure_json(lesson, f, base) != figure_json(lesson, f, changed) for f in dependent):
             silent.append(f"{name}={value!r}")
         for f in lesson.figures:  # figures outside the group cannot see it

@@ -1,13 +1,16 @@
-"""The extension plan: every block loads into transformers and reproduces our θ for every preset and 2×–32×,
-the unseen shares against a position-by-position count, the ABF base and dynamic NTK, and the CLI."""
+"""The extension plan: every patched config.json, for every public config in tests/data/model_configs and every
+preset, loads into the model's own transformers config and rotary classes and gives, layer type by layer type,
+the θ the plan says (the planned layers' new θ, the others' own); the layer notes, the composition with shipped
+scaling, the raisable limit on targets; the unseen shares against a position-by-position count, the ABF base
+and dynamic NTK, and the CLI."""
 
 from __future__ import annotations
 
-import copy
 import io
 import json
 import logging
 import math
+from pathlib import Path
 
 import pytest
 import torch
@@ -15,9 +18,12 @@ import torch
 from pe_core import default_inv_freq, from_hf_config, load_presets, ntk_aware_base, preset_by_name, rope_frequencies
 from pe_core.base_bound import base_lower_bound, criterion_holds
 from pe_core.check import close
+from pe_core.config import layer_map
 from pe_core.plan import (
+    MAX_TARGET,
     PLAN_METHODS,
-    apply_block,
+    TARGET_CEILING,
+    composition_text,
     dynamic_base,
     main,
     plan,
@@ -25,20 +31,20 @@ from pe_core.plan import (
     round_up,
     unseen_shares,
 )
+from tests import model_classes
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 PRESETS = load_presets()
+CONFIGS = Path(__file__).parent / "data" / "model_configs"
+PUBLISHED = {path.stem: json.loads(path.read_text()) for path in sorted(CONFIGS.glob("*.json"))}
+# Gemma 4's full-attention layers use proportional RoPE, which the plan refuses by name (tested below).
+PLANNED = {name: config for name, config in PUBLISHED.items() if "gemma-4" not in name}
+CASES = {**PLANNED, **{preset.name: preset.config for preset in PRESETS}}
 SCALES = (2, 4, 8, 16, 32)
 
 
 def train_length(config: dict) -> int:
     return from_hf_config(config).original_max_position_embeddings
-
-
-@pytest.fixture(scope="module")
-def transformers_rope():
-    parity = pytest.importorskip("tests.test_rope_parity")
-    return parity.transformers_frequencies
 
 
 @pytest.fixture
@@ -54,27 +60,54 @@ def transformers_warnings():
     logger.removeHandler(handler)
 
 
-@pytest.mark.parametrize("preset", PRESETS, ids=[p.name for p in PRESETS])
-@pytest.mark.parametrize("scale", SCALES)
-def test_every_block_reproduces_in_transformers(preset, scale, transformers_rope, transformers_warnings):
-    from transformers import LlamaConfig
+def expected_frequencies(result, method, note) -> tuple[torch.Tensor, float]:
+    """What the plan says a kind of layer rotates with once ``method``'s config is loaded."""
+    if note.changed:
+        return method.inv_freq, method.attention_factor
+    own = rope_frequencies(note.kind.spec, result.target)
+    return own.inv_freq, own.attention_factor
 
-    result = plan(preset.config, scale * train_length(preset.config), with_bound=False)
+
+def configs_of(method) -> list[dict]:
+    return [method.config] + ([method.legacy_config] if method.legacy_config is not None else [])
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_every_patched_config_gives_the_planned_theta_in_the_models_own_classes(name, transformers_warnings):
+    config = CASES[name]
+    result = plan(config, 4 * train_length(config), with_bound=False, max_target=TARGET_CEILING)
     assert [m.method for m in result.methods] == list(PLAN_METHODS)
     for method in result.methods:
-        for block in (method.block, method.legacy_block):
-            config = apply_block(preset.config, block)
-            inv_freq, attention = transformers_rope(config, result.target)
-            assert bool(close(inv_freq.to(torch.float64), method.inv_freq).all()), (method.method, block)
-            assert float(attention) == pytest.approx(method.attention_factor, rel=1e-6)
-            ours = rope_frequencies(from_hf_config(config), result.target)
-            assert bool(close(ours.inv_freq, method.inv_freq).all())
-            loaded = copy.deepcopy(config)
-            if "qk_rope_head_dim" in loaded:
-                loaded["head_dim"] = loaded.pop("qk_rope_head_dim")
+        for patched in configs_of(method):
             before = transformers_warnings.tell()
-            LlamaConfig(**loaded)
-            assert transformers_warnings.getvalue()[before:] == "", (method.method, block)
+            module = model_classes.rotary(model_classes.model_config(patched))
+            if method.method != "direct":  # direct extrapolation keeps the shipped block, warnings and all
+                assert transformers_warnings.getvalue()[before:] == "", (method.method, patched)
+            ours = layer_map(patched)
+            for note in result.layers:
+                if not note.kind.has_rope:
+                    assert not ours.kind(note.kind.key).has_rope
+                    continue
+                expected, attention = expected_frequencies(result, method, note)
+                theirs, their_attention = model_classes.frequencies(module, note.kind.layer_type, result.target)
+                where = (method.method, note.kind.layer_type, patched)
+                assert theirs.shape == expected.shape, where
+                assert bool(close(theirs, expected).all()), where
+                assert their_attention == pytest.approx(attention, rel=1e-6), where
+                reread = rope_frequencies(ours.kind(note.kind.layer_type).spec, result.target)
+                assert bool(close(reread.inv_freq, expected).all()), where  # and the app reads it back the same
+
+
+@pytest.mark.parametrize("preset", PRESETS, ids=[p.name for p in PRESETS])
+@pytest.mark.parametrize("scale", SCALES)
+def test_every_scale_of_every_preset_reproduces_in_transformers(preset, scale):
+    result = plan(preset.config, scale * train_length(preset.config), with_bound=False, max_target=TARGET_CEILING)
+    for method in result.methods:
+        for patched in configs_of(method):
+            module = model_classes.rotary(model_classes.model_config(patched))
+            theirs, attention = model_classes.frequencies(module, "full_attention", result.target)
+            assert bool(close(theirs, method.inv_freq).all()), (method.method, patched)
+            assert attention == pytest.approx(method.attention_factor, rel=1e-6)
 
 
 def test_the_warning_catcher_catches(transformers_warnings):
@@ -83,6 +116,77 @@ def test_the_warning_catcher_catches(transformers_warnings):
     LlamaConfig(hidden_size=256, num_attention_heads=4, rope_parameters={"rope_type": "linear", "factor": 2.0,
                                                                          "rope_theta": 1e4, "no_such_key": 1})
     assert "Unrecognized keys" in transformers_warnings.getvalue()
+
+
+def test_gemma3_scales_its_full_attention_layers_on_top_of_the_shipped_linear_x8():
+    config = PUBLISHED["google--gemma-3-4b-it"]
+    result = plan(config, 524_288, with_bound=False)
+    assert (result.train_length, result.built_for, result.shipped_factor, result.scale) == (16_384, 131_072, 8.0, 32.0)
+    assert result.changed_types == ("full_attention",)
+    notes = {note.kind.layer_type: note for note in result.layers}
+    assert notes["sliding_attention"].reason == "window" and "1,024 tokens" in notes["sliding_attention"].text("full")
+    assert "×32 in total on the same L, ×4 more than it ships" in composition_text(result)
+    pi = result.method("pi")
+    text = pi.config["text_config"]
+    assert "rope_scaling" not in text and text["max_position_embeddings"] == 524_288
+    assert text["rope_parameters"] == {"full_attention": {"rope_type": "linear", "rope_theta": 1_000_000.0,
+                                                          "factor": 32.0},
+                                       "sliding_attention": {"rope_type": "default", "rope_theta": 10_000.0}}
+    assert pi.config["vision_config"] == config["vision_config"]  # the rest of the file as it was
+    legacy = pi.legacy_config["text_config"]
+    assert (legacy["rope_theta"], legacy["rope_local_base_freq"]) == (1_000_000.0, 10_000.0)
+    assert legacy["rope_scaling"] == {"rope_type": "linear", "factor": 32.0}
+    flat = {**config, "text_config": {**text, "rope_parameters": pi.rope}}  # what the old plan wrote
+    theirs, _attention = model_classes.frequencies(model_classes.rotary(model_classes.model_config(flat)),
+                                                   "full_attention")
+    torch.testing.assert_close(theirs, default_inv_freq(1e6, 256), rtol=2e-6, atol=0)  # Gemma 3's class ignores it
+    direct = result.method("direct")
+    assert direct.parameters == {"base": 1_000_000.0, "shipped_factor": 8.0}
+    assert direct.config["text_config"]["rope_parameters"]["full_attention"]["factor"] == 8.0  # the ×8 kept
+    torch.testing.assert_close(direct.inv_freq, default_inv_freq(1e6, 256) / 8, rtol=1e-12, atol=0)
+
+
+def test_gpt_oss_plain_rope_is_an_explicit_default_block_never_null():
+    config = PUBLISHED["openai--gpt-oss-20b"]
+    result = plan(config, 4 * 4096, with_bound=False)
+    assert result.planned.layer_type == "full_attention"  # of the two kinds sharing one RoPE, the unbounded one
+    assert set(result.changed_types) == {"full_attention", "sliding_attention"}
+    assert {note.reason for note in result.layers} == {"scaled", "shared"}
+    for name in ("ntk", "abf"):
+        method = result.method(name)
+        assert method.config["rope_parameters"]["rope_type"] == "default"
+        assert method.legacy_config["rope_scaling"] == {"rope_type": "default"}
+        null = {**method.legacy_config, "rope_scaling": None}  # what the old plan wrote
+        theirs, _attention = model_classes.frequencies(model_classes.rotary(model_classes.model_config(null)),
+                                                       "full_attention")
+        assert not bool(close(theirs, method.inv_freq).all())  # null is gpt-oss's built-in YaRN ×32, not plain RoPE
+
+
+def test_layers_without_rope_are_left_alone_and_said_so():
+    exaone = plan(PUBLISHED["LGAI-EXAONE--EXAONE-4.0-32B"], 65_536, with_bound=False)
+    reasons = {note.kind.key: (note.changed, note.reason) for note in exaone.layers}
+    assert reasons == {"sliding_attention": (True, "scaled_bounded"), "full_attention_nope": (False, "nope")}
+    qwen_next = plan(PUBLISHED["Qwen--Qwen3-Next-80B-A3B-Thinking"], 4 * 262_144, with_bound=False)
+    assert {note.reason for note in qwen_next.layers} == {"scaled", "linear"}
+
+
+def test_olmo3_writes_rope_parameters_per_layer_type_only():
+    result = plan(PUBLISHED["allenai--Olmo-3.1-32B-Instruct"], 4 * 8192, with_bound=False)
+    assert result.changed_types == ("full_attention",) and result.method("yarn").legacy_config is None
+    blocks = result.method("abf").config["rope_parameters"]
+    assert blocks["sliding_attention"] == {"rope_type": "default", "rope_theta": 500_000}
+
+
+def test_multimodal_sections_are_kept_in_every_block():
+    result = plan(PUBLISHED["Qwen--Qwen2.5-VL-7B-Instruct"], 4 * 128_000, with_bound=False)
+    for method in result.methods:
+        assert method.config["rope_parameters"]["mrope_section"] == [16, 24, 24], method.method
+        assert method.legacy_config["rope_scaling"]["mrope_section"] == [16, 24, 24], method.method
+
+
+def test_gemma4_proportional_rope_is_refused_by_name():
+    with pytest.raises(ValueError, match="proportional RoPE"):
+        plan(PUBLISHED["google--gemma-4-26B-A4B"], 1 << 20)
 
 
 def brute_unseen(train_theta: torch.Tensor, length: int, theta: torch.Tensor, target: int) -> torch.Tensor:
@@ -122,7 +226,7 @@ def test_dynamic_ntk_and_ntk_bases():
     ntk = result.method("ntk").parameters["base"]
     assert ntk == pytest.approx(ntk_aware_base(10_000.0, 4.0, 128))
     dynamic = result.method("dynamic")
-    assert dynamic.block["max_position_embeddings"] == 4096  # transformers reads it as the pretraining length
+    assert dynamic.max_positions == dynamic.config["max_position_embeddings"] == 4096  # read as the pretraining length
     assert dynamic_base(dynamic.spec, 16384) == pytest.approx(ntk)
     assert dynamic_base(dynamic.spec, 2048) == 10_000.0
     assert dynamic.parameters["base_at_target_factor_s"] == pytest.approx(10_000.0 * 13 ** (128 / 126))
@@ -153,12 +257,16 @@ def test_partial_rotary_plans_need_no_bound_when_half_is_unrotated():
     assert all(m.first_negative is None for m in result.methods)
 
 
-def test_bad_targets_are_refused():
+def test_bad_targets_are_refused_and_the_limit_can_be_raised():
     config = preset_by_name("Llama-2-7B").config
     with pytest.raises(ValueError, match="must exceed the training length"):
         plan(config, 4096)
-    with pytest.raises(ValueError, match="up to"):
-        plan(config, 1 << 21)
+    with pytest.raises(ValueError, match="beyond the limit of 1,048,576 tokens; raise the limit"):
+        plan(config, MAX_TARGET + 1, with_bound=False)
+    assert plan(config, MAX_TARGET + 1, with_bound=False, max_target=MAX_TARGET + 1).target == MAX_TARGET + 1
+    for limit in (TARGET_CEILING + 1, 1, 2.5, True):
+        with pytest.raises(ValueError, match="goes up to 16,777,216 tokens"):
+            plan(config, 8192, max_target=limit)
 
 
 def test_plan_json_is_plain_json():
@@ -179,3 +287,7 @@ def test_cli(capsys, tmp_path):
     assert "must exceed" in capsys.readouterr().err
     assert main(["{not json", "--target", "100"]) == 2
     assert "not valid JSON" in capsys.readouterr().err
+    assert main(["Llama-2-7B", "--target", str(2 * MAX_TARGET)]) == 2
+    assert "raise the limit (up to 16,777,216)" in capsys.readouterr().err
+    assert main(["Llama-2-7B", "--target", "16384", "--max-target", str(TARGET_CEILING * 2)]) == 2
+    assert "goes up to 16,777,216" in capsys.readouterr().err

@@ -1,0 +1,93 @@
+"""A config.json built into its model's own transformers config and rotary classes: the reference that the layer
+map and the plan are tested against (never a stand-in LlamaConfig, unless the config names no model type)."""
+
+from __future__ import annotations
+
+import copy
+import importlib
+
+import torch
+
+# The text model's rotary class of each model type, as its modeling file names it.
+ROTARY_CLASSES = {
+    "llama": "llama.modeling_llama.LlamaRotaryEmbedding",
+    "mistral": "mistral.modeling_mistral.MistralRotaryEmbedding",
+    "mixtral": "mixtral.modeling_mixtral.MixtralRotaryEmbedding",
+    "qwen2": "qwen2.modeling_qwen2.Qwen2RotaryEmbedding",
+    "qwen3": "qwen3.modeling_qwen3.Qwen3RotaryEmbedding",
+    "qwen3_moe": "qwen3_moe.modeling_qwen3_moe.Qwen3MoeRotaryEmbedding",
+    "qwen3_next": "qwen3_next.modeling_qwen3_next.Qwen3NextRotaryEmbedding",
+    "qwen2_5_vl_text": "qwen2_5_vl.modeling_qwen2_5_vl.Qwen2_5_VLRotaryEmbedding",
+    "qwen2_vl_text": "qwen2_vl.modeling_qwen2_vl.Qwen2VLRotaryEmbedding",
+    "qwen3_vl_text": "qwen3_vl.modeling_qwen3_vl.Qwen3VLTextRotaryEmbedding",
+    "qwen3_5_text": "qwen3_5.modeling_qwen3_5.Qwen3_5TextRotaryEmbedding",
+    "gemma2": "gemma2.modeling_gemma2.Gemma2RotaryEmbedding",
+    "gemma3_text": "gemma3.modeling_gemma3.Gemma3RotaryEmbedding",
+    "gemma4_text": "gemma4.modeling_gemma4.Gemma4TextRotaryEmbedding",
+    "olmo3": "olmo3.modeling_olmo3.Olmo3RotaryEmbedding",
+    "exaone4": "exaone4.modeling_exaone4.Exaone4RotaryEmbedding",
+    "cohere2": "cohere2.modeling_cohere2.Cohere2RotaryEmbedding",
+    "llama4_text": "llama4.modeling_llama4.Llama4TextRotaryEmbedding",
+    "gpt_oss": "gpt_oss.modeling_gpt_oss.GptOssRotaryEmbedding",
+    "gpt_neox": "gpt_neox.modeling_gpt_neox.GPTNeoXRotaryEmbedding",
+    "stablelm": "stablelm.modeling_stablelm.StableLmRotaryEmbedding",
+    "phi": "phi.modeling_phi.PhiRotaryEmbedding",
+    "phi3": "phi3.modeling_phi3.Phi3RotaryEmbedding",
+    "glm4": "glm4.modeling_glm4.Glm4RotaryEmbedding",
+    "glm4_moe": "glm4_moe.modeling_glm4_moe.Glm4MoeRotaryEmbedding",
+    "deepseek_v3": "deepseek_v3.modeling_deepseek_v3.DeepseekV3RotaryEmbedding",
+    "deepseek_v2": "deepseek_v2.modeling_deepseek_v2.DeepseekV2RotaryEmbedding",
+    "hunyuan_v1_dense": "hunyuan_v1_dense.modeling_hunyuan_v1_dense.HunYuanDenseV1RotaryEmbedding",
+    "hunyuan_v1_moe": "hunyuan_v1_moe.modeling_hunyuan_v1_moe.HunYuanMoEV1RotaryEmbedding",
+}
+# Model types whose architecture is another's (Kimi K2's auto_map names DeepseekV3Config).
+SAME_ARCHITECTURE = {"kimi_k2": "deepseek_v3"}
+# Rope types whose frequencies depend on the sequence length: the class recomputes them in its forward pass.
+LENGTH_DEPENDENT = ("dynamic", "longrope")
+
+
+def model_config(config: dict):
+    """The model's own text config class, built from the file exactly as from_pretrained would.
+
+    A config without a model type (the app's presets keep only the RoPE keys) is read as LlamaConfig reads it,
+    as the layer map reads it; DeepSeek's rotary width then goes to head_dim, as DeepseekV3Config maps it.
+    """
+    import transformers
+
+    config = copy.deepcopy(config)
+    model_type = config.pop("model_type", None)
+    if model_type is None:
+        model_type = "llama"
+        if "qk_rope_head_dim" in config:
+            config["head_dim"] = config.pop("qk_rope_head_dim")
+    model_type = SAME_ARCHITECTURE.get(model_type, model_type)
+    built = transformers.CONFIG_MAPPING[model_type].from_dict(config)
+    return built.get_text_config(decoder=True)
+
+
+def rotary(text_config):
+    """The model's own rotary module for this text config (cheap: two small buffers per layer type)."""
+    path = ROTARY_CLASSES[text_config.model_type]
+    module, name = path.rsplit(".", 1)
+    rotary_class = getattr(importlib.import_module(f"transformers.models.{module}"), name)
+    return rotary_class(config=text_config)
+
+
+def frequencies(module, layer_type: str, seq_len: int | None = None) -> tuple[torch.Tensor, float]:
+    """(θ as float64, attention factor) that ``module`` uses on ``layer_type`` layers at a sequence of ``seq_len``.
+
+    Classes that keep RoPE per layer type hold ``{layer_type}_inv_freq``; the others one ``inv_freq`` for every
+    layer. Dynamic NTK and LongRoPE recompute θ in the forward pass, so one position at ``seq_len − 1`` is run.
+    """
+    per_type = hasattr(module, f"{layer_type}_inv_freq")
+    rope_type = module.rope_type[layer_type] if per_type else module.rope_type
+    if seq_len is not None and rope_type in LENGTH_DEPENDENT:
+        positions = torch.tensor([[seq_len - 1]])
+        probe = torch.zeros(1)
+        module(probe, positions, layer_type=layer_type) if per_type else module(probe, positions)
+    if per_type:
+        inv_freq = getattr(module, f"{layer_type}_inv_freq")
+        attention = getattr(module, f"{layer_type}_attention_scaling")
+    else:
+        inv_freq, attention = module.inv_freq, module.attention_scaling
+    return inv_freq.to(torch.float64), float(attention)
