@@ -87,7 +87,8 @@ else:
     columns[0].button(label, type="primary", icon=":material/play_arrow:", disabled=busy, on_click=request)
     columns[1].button(_("Stop"), icon=":material/stop:", disabled=not busy, on_click=stop)
     running, waiting = service.limiter.load()
-    columns[2].caption(_("Server: {running} run(s) training, {waiting} waiting; at most {limit} at a time, so a "
+    columns[2].caption(lesson.workers_text() if service.workers() else
+                       _("Server: {running} run(s) training, {waiting} waiting; at most {limit} at a time, so a "
                          "class shares one machine.").format(running=running, waiting=waiting,
                                                              limit=service.limiter.max_running))
     if paused is not None and not busy:

@@ -8,6 +8,7 @@ lease stores nothing; two worker processes drain ten jobs while one of them is k
 from __future__ import annotations
 
 import collections
+import hashlib
 import json
 import os
 import re
@@ -50,8 +51,9 @@ def tiny(**changes) -> ExperimentConfig:
 def store_url(request, tmp_path):
     if request.param == "sqlite":
         return str(tmp_path / "runs.sqlite3")
-    return _fresh_database(request.getfixturevalue("postgres_url"), f"queue_{request.node.name[-12:-1]}".lower()
-                           .replace("[", "_").replace("-", "_"))
+    # a database per test (PostgreSQL names are at most 63 characters)
+    name = "queue_" + hashlib.sha256(request.node.name.encode()).hexdigest()[:16]
+    return _fresh_database(request.getfixturevalue("postgres_url"), name)
 
 
 def test_identical_requests_coalesce_and_a_claim_takes_one_shape(store_url):
@@ -389,6 +391,8 @@ def test_the_training_page_follows_a_workers_progress_and_lists_the_queue(servic
     service.store.register_worker("gpu-box", "CUDA (NVIDIA H200)")
     config = lesson.LESSON.config(lesson.Settings.from_mapping(TINY))
     at = run_page(PAGE, TINY)
+    # beside the train button: who trains (the worker), not this server's own slots
+    assert any(c.value.startswith("1 training worker drains the store's queue") for c in at.caption)
     next(b for b in at.button if b.label == "Train this experiment").click().run()
     job = at.session_state["tt_job"]
     wait_until(lambda: getattr(job, "store_job", None) is not None, "the page's job follows the queue")
