@@ -807,15 +807,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     """``python -m pe_core.check CONFIG --inv-freq FILE``: exit 0 on a match, 1 on a mismatch, 2 on bad input."""
     from pe_core.config import layer_map
     from pe_core.device import use_server_threads
-    from pe_core.inputs import read_config, read_numbers
+    from pe_core.inputs import read_config, read_inv_freq
     from pe_core.layers import layer_type_title
 
     parser = argparse.ArgumentParser(
         prog="python -m pe_core.check",
         description="Check a RoPE implementation's inverse frequencies against transformers and name the bug.")
     parser.add_argument("config", help="a preset name (e.g. 'Llama-3.1-8B'), a path to config.json, or its JSON text")
-    parser.add_argument("--inv-freq", required=True, metavar="FILE",
-                        help="your θᵢ: .json, .csv, .txt, .npy or .pt; one per pair, or one per rotated dimension")
+    parser.add_argument("--inv-freq", metavar="FILE",
+                        help="your θᵢ: .json, .csv, .txt, .npy, or a .pt / .bin / .safetensors state dict with inv_freq "
+                             "buffers; one per pair, or one per rotated dimension")
+    parser.add_argument("--probe", metavar="DIR",
+                        help="write seeded queries, keys and positions (and a script that runs your rotary on them) "
+                             "to DIR; with --rotated, the probe in DIR is the one checked against")
+    parser.add_argument("--rotated", metavar="FILE",
+                        help="your rotary's output on the probe: rotated q and k, or cos and sin tables "
+                             "(.pt, .safetensors or .npz)")
+    parser.add_argument("--seed", type=int, default=0, help="the probe's seed (default 0)")
     parser.add_argument("--attention-factor", type=float, metavar="X",
                         help="the factor your RoPE multiplies cos and sin by (transformers' attention_scaling)")
     parser.add_argument("--seq-len", type=int, metavar="N", help="the sequence length your θᵢ were computed for")
@@ -838,10 +846,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise ValueError(_("The {layer_type!r} layers of this model apply no position encoding (NoPE): there "
                                "are no θᵢ to check.").format(layer_type=kind.layer_type))
         spec = kind.spec
+        if args.probe is not None or args.rotated is not None:
+            from pe_core.probe import probe_main
+
+            return probe_main(args, kind)
+        if args.inv_freq is None:
+            raise ValueError("give --inv-freq FILE (your θᵢ), --probe DIR (write the rotation probe) or --rotated FILE.")
         path = Path(args.inv_freq)
         if not path.is_file():
             raise ValueError(f"{args.inv_freq}: no such file.")
-        numbers = read_numbers(path.read_bytes(), path.name)
+        numbers, key = read_inv_freq(path.read_bytes(), path.name,
+                                     kind.layer_type if len(model.rotary_kinds) > 1 else None)
         if args.seq_len is not None and args.seq_len < 1:
             raise ValueError(f"--seq-len must be a positive integer (got {args.seq_len}).")
         report = check(spec, numbers, args.attention_factor, args.seq_len, args.layout or kind.layout, args.form)
@@ -849,13 +864,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     if args.json:
-        print(json.dumps({**report_json(report), "layer_type": kind.layer_type, "layers": list(kind.layers)},
-                         indent=1, ensure_ascii=False))
+        print(json.dumps({**report_json(report), "layer_type": kind.layer_type, "layers": list(kind.layers),
+                          "inv_freq_key": key}, indent=1, ensure_ascii=False))
     else:
         if len(model.kinds) > 1:
             print(_("Layers checked: {title} ({count} of {total}; --layer-type {layer_type})").format(
                 title=layer_type_title(kind.layer_type), count=len(kind.layers), total=model.num_layers,
                 layer_type=kind.layer_type))
+        if key is not None:
+            print(_("θᵢ read from {key}").format(key=key))
         print(report_text(report))
     return 0 if report.verdict == "match" else 1
 

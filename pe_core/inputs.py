@@ -17,13 +17,17 @@ import re
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 import torch
 
 from i18n import _
 
-NUMBER_FILE_TYPES = ("json", "csv", "txt", "npy", "pt", "pth")
+NUMBER_FILE_TYPES = ("json", "csv", "txt", "npy", "pt", "pth", "bin", "safetensors")
+TENSOR_FILE_TYPES = ("pt", "pth", "bin", "safetensors", "npz")
 MAX_FILE_BYTES = 8 * 1024 * 1024
+# transformers keeps the θ a dynamic or LongRoPE module started from beside the live ones: never the buffer in use
+_ORIGINAL = "original_inv_freq"
 MAX_NUMBERS = 65_536
 # A state dict may hold the buffer under a longer name (model.layers.0.self_attn.rotary_emb.inv_freq).
 _TENSOR_KEYS = ("inv_freq", "theta", "freqs", "frequencies")
@@ -106,13 +110,51 @@ def _numbers_from_json(data, where: str) -> tuple[float, ...]:
     return _finite_numbers(values, where)
 
 
-def _numbers_from_tensor(value, where: str) -> tuple[float, ...]:
+class NumbersRead(NamedTuple):
+    values: tuple[float, ...]
+    key: str | None  # the state-dict entry they were read from (None: the file held only the numbers)
+
+
+def flat_tensors(value, prefix: str = "") -> dict[str, torch.Tensor]:
+    """Every tensor in a (nested) state dict, by its dotted name."""
+    found = {}
     if isinstance(value, Mapping):
-        keys = [k for k in value if any(str(k).endswith(name) for name in _TENSOR_KEYS)]
+        for key, item in value.items():
+            found.update(flat_tensors(item, f"{prefix}{key}."))
+    elif isinstance(value, torch.Tensor):
+        found[prefix.rstrip(".")] = value
+    return found
+
+
+def inv_freq_key(tensors: Mapping[str, torch.Tensor], where: str, layer_type: str | None = None) -> str:
+    """The entry of a state dict that holds the θᵢ: an ``inv_freq`` buffer (``model.rotary_emb.inv_freq``), the
+    one of ``layer_type`` where a model keeps one per layer type (Gemma 3's ``full_attention_inv_freq``), or the
+    one many layers share. Ambiguous or missing: a ``ValueError`` listing the keys."""
+    keys = [key for key in tensors
+            if any(key.endswith(name) for name in _TENSOR_KEYS) and not key.endswith(_ORIGINAL)]
+    if not keys:
+        raise ValueError(_("{where} holds no tensor named inv_freq (keys: {keys}).").format(
+            where=where, keys=", ".join(list(tensors)[:8])))
+    per_type = [key for key in keys if key.rsplit(".", 1)[-1].endswith("_inv_freq")]
+    if layer_type is not None and per_type:
+        keys = [key for key in per_type if key.rsplit(".", 1)[-1] == f"{layer_type}_inv_freq"]
         if not keys:
-            raise ValueError(_("{where} holds no tensor named inv_freq (keys: {keys}).").format(
-                where=where, keys=", ".join(map(str, list(value)[:8]))))
-        value = value[keys[0]]
+            raise ValueError(_("{where} has no inv_freq for {layer_type} layers; its inv_freq entries are "
+                               "{keys}.").format(where=where, layer_type=layer_type, keys=", ".join(per_type)))
+    first = tensors[keys[0]]
+    if any(tensors[key].shape != first.shape or not torch.equal(tensors[key], first) for key in keys[1:]):
+        hint = _(" (pick one with --layer-type)") if per_type else ""
+        raise ValueError(_("{where} holds several different inv_freq tensors{hint}: {keys}.").format(
+            where=where, hint=hint, keys=", ".join(keys)))
+    return keys[0]
+
+
+def _numbers_from_tensor(value, where: str, layer_type: str | None = None) -> NumbersRead:
+    key = None
+    if isinstance(value, Mapping):
+        tensors = flat_tensors(value)
+        key = inv_freq_key(tensors, where, layer_type)
+        value = tensors[key]
     if not isinstance(value, torch.Tensor):
         raise ValueError(_("{where} must hold a tensor of θᵢ (got {kind}).").format(where=where,
                                                                               kind=type(value).__name__))
@@ -123,11 +165,18 @@ def _numbers_from_tensor(value, where: str) -> tuple[float, ...]:
     if squeezed.dim() != 1:
         raise ValueError(_("{where} holds a tensor of shape {shape}; give a 1-D list of θᵢ.").format(
             where=where, shape=tuple(value.shape)))
-    return _finite_numbers(squeezed.to(torch.float64).tolist(), where)
+    return NumbersRead(_finite_numbers(squeezed.to(torch.float64).tolist(), where), key)
 
 
 def read_numbers(data: bytes, filename: str) -> tuple[float, ...]:
-    """The numbers in a file's bytes; the type comes from the name (.json, .csv, .txt, .npy, .pt, .pth)."""
+    """The numbers in a file's bytes; the type comes from the name (.json, .csv, .txt, .npy, .pt, .pth, .bin,
+    .safetensors: a state dict's inv_freq buffer)."""
+    return read_inv_freq(data, filename).values
+
+
+def read_inv_freq(data: bytes, filename: str, layer_type: str | None = None) -> NumbersRead:
+    """The θᵢ in a file's bytes and, for a state dict, the key they were read from (the ``layer_type``'s own
+    buffer where the model keeps one per layer type)."""
     name = Path(filename).name or _("the file")
     kind = Path(filename).suffix.lower().lstrip(".")
     if kind not in NUMBER_FILE_TYPES:
@@ -143,7 +192,9 @@ def read_numbers(data: bytes, filename: str) -> tuple[float, ...]:
         except UnicodeDecodeError as err:
             raise ValueError(_("{name} is not text (byte {byte} is not UTF-8); save the numbers as text, or as "
                                ".npy / .pt.").format(name=name, byte=err.start)) from err
-        return parse_numbers(text, name)
+        return NumbersRead(parse_numbers(text, name), None)
+    if kind == "safetensors":
+        return _numbers_from_tensor(read_tensors(data, filename), name, layer_type)
     if kind == "npy":
         import numpy as np  # only to read the file format; the numbers go on as floats
 
@@ -159,14 +210,62 @@ def read_numbers(data: bytes, filename: str) -> tuple[float, ...]:
         if array.dtype.kind not in "fiu":
             raise ValueError(_("{name} holds {dtype} values; θᵢ are numbers.").format(name=name, dtype=array.dtype))
         return _numbers_from_tensor(torch.as_tensor(array.astype("float64")), name)
+    return _numbers_from_tensor(_torch_file(data, name), name, layer_type)
+
+
+def _torch_file(data: bytes, name: str):
     try:
         with warnings.catch_warnings():  # an unusual pickle protocol warns before it fails: the message below says it
             warnings.simplefilter("ignore")
-            value = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
+            return torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
     except Exception as err:  # noqa: BLE001 - torch raises many kinds for a corrupt or unsafe file
         raise ValueError(_("{name} could not be read as a torch file (only tensors and dicts of tensors are loaded): "
                            "{error}").format(name=name, error=str(err).splitlines()[0][:160])) from err
-    return _numbers_from_tensor(value, name)
+
+
+def read_tensors(data: bytes, filename: str, max_bytes: int = MAX_FILE_BYTES) -> dict[str, torch.Tensor]:
+    """Named tensors from a file's bytes: a PyTorch file (.pt, .pth, .bin: a tensor, a (nested) dict of tensors, or
+    a pair of tensors, read as q and k), a .safetensors file or a NumPy .npz archive."""
+    name = Path(filename).name or _("the file")
+    kind = Path(filename).suffix.lower().lstrip(".")
+    if kind not in TENSOR_FILE_TYPES:
+        raise ValueError(_("{name}: unknown file type; give one of {types}.").format(
+            name=name, types=", ".join("." + t for t in TENSOR_FILE_TYPES)))
+    if len(data) > max_bytes:
+        raise ValueError(_("{name} is {size:.1f} MB; at most {limit:.0f} MB is read.").format(
+            name=name, size=len(data) / 1e6, limit=max_bytes / 1e6))
+    if not data:
+        raise ValueError(_("{name} is empty.").format(name=name))
+    if kind == "safetensors":
+        try:
+            from safetensors import SafetensorError
+            from safetensors.torch import load
+        except ImportError as err:
+            raise ValueError(_("{name}: reading .safetensors needs the safetensors package (pip install "
+                               "safetensors), or save the tensors with torch.save as .pt.").format(name=name)) from err
+        try:
+            return dict(load(data))
+        except (SafetensorError, ValueError, RuntimeError) as err:
+            raise ValueError(_("{name} could not be read as .safetensors: {error}").format(
+                name=name, error=str(err).splitlines()[0][:160])) from err
+    if kind == "npz":
+        import numpy as np
+
+        try:
+            with np.load(io.BytesIO(data), allow_pickle=False) as archive:
+                return {key: torch.as_tensor(archive[key]) for key in archive.files}
+        except Exception as err:  # noqa: BLE001 - numpy raises several kinds for a corrupt archive
+            raise ValueError(_("{name} could not be read as .npz: {error}").format(
+                name=name, error=str(err).splitlines()[0][:160])) from err
+    value = _torch_file(data, name)
+    if isinstance(value, (tuple, list)) and len(value) == 2 and all(isinstance(v, torch.Tensor) for v in value):
+        return {"q": value[0], "k": value[1]}
+    if isinstance(value, torch.Tensor):
+        return {"tensor": value}
+    tensors = flat_tensors(value)
+    if not tensors:
+        raise ValueError(_("{name} holds no tensors.").format(name=name))
+    return tensors
 
 
 def numbers_text(values: Sequence[float]) -> str:

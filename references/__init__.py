@@ -233,6 +233,35 @@ _ALL = (
               "https://github.com/vllm-project/vllm/pull/27431",
               note=N_("Phi-3.5 produced random tokens past the switch between LongRoPE's short and long factors."),
               date="2025-10-23"),
+    # -- public bug threads and code: the rotation probe's bug classes -----------------------------------------
+    Reference("probe_positions", "garrett361", "prime-rl #3466", 2026,
+              "fix(trainer): zero-index position_ids fallback in LM-head wrapper",
+              "GitHub PrimeIntellect-ai/prime-rl, pull request #3466",
+              "https://github.com/PrimeIntellect-ai/prime-rl/pull/3466",
+              note=N_("A fallback built position ids from 1 instead of 0: invisible to q·k, wrong wherever absolute "
+                      "positions count."), date="2026-09-02"),
+    Reference("probe_cache_precision", "KeremTurgutlu, ArthurZucker, jph00", "transformers #25681", 2023,
+              "LlamaRotaryEmbedding (wrong cache value when casting model to float16/bfloat16)",
+              "GitHub huggingface/transformers, issue #25681",
+              "https://github.com/huggingface/transformers/issues/25681",
+              note=N_("The cos/sin cache went wrong when the model was cast to half precision: the buffers it is built "
+                      "from were cast too."), date="2023-08-23"),
+    Reference("probe_partial_rotary", "t8", "cascadia #69", 2026,
+              "feat(shard): partial rotary support + config-first arch rejection",
+              "GitHub labscommunity/cascadia, pull request #69", "https://github.com/labscommunity/cascadia/pull/69",
+              note=N_("θ zero-padded to the whole head and the whole head rotated: the cos/sin values matched, but "
+                      "112 of 128 rotated dimensions had the wrong partner."), date="2026-06-03"),
+    Reference("hf_rotary_apply", "Hugging Face", "transformers' modeling_llama", 2025,
+              "modeling_llama.py: LlamaRotaryEmbedding.forward (cos, sin × attention_scaling), apply_rotary_pos_emb",
+              "GitHub huggingface/transformers",
+              "https://github.com/huggingface/transformers/blob/main/src/transformers/models/llama/modeling_llama.py",
+              note=N_("cos and sin carry the attention factor and rotate q and k alike, so q·k is scaled by its "
+                      "square.")),
+    Reference("probe_mrope_sections", "shan-chen-feng", "xLLM #746", 2026,
+              "bugfix: fix mrope calculation in the multimodal situation", "GitHub xLLM-AI/xllm, pull request #746",
+              "https://github.com/xLLM-AI/xllm/pull/746",
+              note=N_("After cat(cos, cos) the M-RoPE sections must be taken from both halves of the table."),
+              date="2026-01-16"),
     # -- maths ----------------------------------------------------------------------------------
     Reference("kluyver", "Kluyver", "Kluyver 1906", 1906, "A local probability problem",
               "Proc. Royal Netherlands Academy of Arts and Sciences 8, 341–350",

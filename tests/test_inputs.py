@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from pe_core.inputs import numbers_text, parse_numbers, read_config, read_numbers
+from pe_core.inputs import numbers_text, parse_numbers, read_config, read_inv_freq, read_numbers, read_tensors
 
 VALUES = [1.0, 0.8659643530845642, 0.7498942017555237, 1.1920928955078125e-07]
 
@@ -106,3 +106,105 @@ def test_read_config(tmp_path):
         read_config("no-such-model")
     with pytest.raises(ValueError, match="JSON object"):
         read_config("[1, 2]")
+
+
+# ---- state dicts: a checkpoint's or a module's inv_freq buffers -------------------------------------------------
+
+
+def safetensors_bytes(tensors: dict) -> bytes:
+    from safetensors.torch import save
+
+    return save(tensors)
+
+
+def gemma3_module_state(full: torch.Tensor, sliding: torch.Tensor) -> dict:
+    """A Gemma 3 rotary module's buffers, as transformers names them (one θ per layer type, and the originals)."""
+    return {"model.rotary_emb.full_attention_inv_freq": full,
+            "model.rotary_emb.full_attention_original_inv_freq": full * 8,
+            "model.rotary_emb.sliding_attention_inv_freq": sliding,
+            "model.rotary_emb.sliding_attention_original_inv_freq": sliding.clone()}
+
+
+def test_a_module_state_dict_is_read_by_its_inv_freq_key():
+    theta = torch.tensor(VALUES, dtype=torch.float64)
+    state = {"model.embed_tokens.weight": torch.ones(4, 2), "model.rotary_emb.inv_freq": theta,
+             "model.rotary_emb.original_inv_freq": theta * 4}
+    for name, data in (("model.pt", pt(state)), ("model.bin", pt(state)),
+                       ("model.safetensors", safetensors_bytes(state)), ("nested.pt", pt({"state_dict": state}))):
+        read = read_inv_freq(data, name)
+        assert read.values == tuple(VALUES), name
+        assert read.key.endswith("rotary_emb.inv_freq") and "original" not in read.key
+    assert read_inv_freq(pt(theta), "theta.pt").key is None
+
+
+def test_per_layer_type_buffers_are_picked_by_layer_type():
+    full = torch.tensor(VALUES, dtype=torch.float32) / 8
+    sliding = torch.tensor(VALUES, dtype=torch.float32)
+    data = safetensors_bytes(gemma3_module_state(full, sliding))
+    read = read_inv_freq(data, "gemma3.safetensors", "sliding_attention")
+    assert read.key == "model.rotary_emb.sliding_attention_inv_freq"
+    assert read.values == tuple(sliding.double().tolist())
+    assert read_inv_freq(data, "gemma3.safetensors", "full_attention").values == tuple(full.double().tolist())
+    with pytest.raises(ValueError, match="full_attention_inv_freq.*sliding_attention_inv_freq.*--layer-type"):
+        read_inv_freq(data, "gemma3.safetensors")  # two different θ and no layer type: the keys are listed
+    with pytest.raises(ValueError, match="no inv_freq for chunked_attention layers"):
+        read_inv_freq(data, "gemma3.safetensors", "chunked_attention")
+
+
+def test_per_layer_copies_of_one_buffer_are_one_reading():
+    theta = torch.tensor(VALUES, dtype=torch.float64)
+    state = {f"model.layers.{i}.self_attn.rotary_emb.inv_freq": theta.clone() for i in range(3)}
+    assert read_inv_freq(pt(state), "old.pt").key == "model.layers.0.self_attn.rotary_emb.inv_freq"
+    state["model.layers.2.self_attn.rotary_emb.inv_freq"] = theta * 2
+    with pytest.raises(ValueError, match="several different inv_freq"):
+        read_inv_freq(pt(state), "old.pt")
+
+
+def test_read_tensors_reads_every_container():
+    q, k = torch.randn(1, 2, 3, 4), torch.randn(1, 2, 3, 4)
+    buffer = io.BytesIO()
+    np.savez(buffer, q=q.numpy(), k=k.numpy())
+    for name, data in (("out.pt", pt({"q": q, "k": k})), ("out.pt", pt((q, k))),
+                       ("out.safetensors", safetensors_bytes({"q": q, "k": k})), ("out.npz", buffer.getvalue())):
+        tensors = read_tensors(data, name)
+        assert torch.equal(tensors["q"], q) and torch.equal(tensors["k"], k), name
+    with pytest.raises(ValueError, match="could not be read as .safetensors"):
+        read_tensors(b"\x08\x00\x00\x00\x00\x00\x00\x00{broken}", "out.safetensors")
+    with pytest.raises(ValueError, match="unknown file type"):
+        read_tensors(b"1", "out.csv")
+
+
+def test_safetensors_without_the_package_says_how_to_proceed(monkeypatch):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_safetensors(name, *args, **kwargs):
+        if name.startswith("safetensors"):
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+    monkeypatch.setattr(builtins, "__import__", no_safetensors)
+    with pytest.raises(ValueError, match="needs the safetensors package"):
+        read_numbers(b"12345678", "model.safetensors")
+
+
+def test_check_cli_reads_the_layer_types_own_buffer(tmp_path, capsys):
+    from pathlib import Path
+
+    from pe_core import rope_frequencies
+    from pe_core.check import main
+    from pe_core.config import layer_map
+
+    config_path = Path(__file__).parent / "data" / "model_configs" / "google--gemma-3-27b-it.json"
+    model = layer_map(json.loads(config_path.read_text()))
+    theta = {kind.layer_type: rope_frequencies(kind.spec).inv_freq.to(torch.float32) for kind in model.rotary_kinds}
+    state = tmp_path / "rotary.safetensors"
+    state.write_bytes(safetensors_bytes(gemma3_module_state(theta["full_attention"], theta["sliding_attention"])))
+    for layer_type in ("sliding_attention", "full_attention"):
+        assert main([str(config_path), "--inv-freq", str(state), "--layer-type", layer_type, "--json"]) == 0
+        result = json.loads(capsys.readouterr().out)
+        assert result["verdict"] == "match"
+        assert result["inv_freq_key"] == f"model.rotary_emb.{layer_type}_inv_freq"
+    # without --layer-type: the layers context extension scales (full attention), and the key is named
+    assert main([str(config_path), "--inv-freq", str(state)]) == 0
+    assert "model.rotary_emb.full_attention_inv_freq" in capsys.readouterr().out
