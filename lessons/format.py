@@ -30,3 +30,8 @@ def number_text(value: float) -> str:
 def superscript(number: int) -> str:
     """63 -> '⁶³': an exponent in running text (2¹³, β⁶³)."""
     return str(number).translate(str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻"))
+
+
+def subscript(number: int) -> str:
+    """63 -> '₆₃': an index in running text (θ₆₃)."""
+    return str(number).translate(str.maketrans("0123456789-", "₀₁₂₃₄₅₆₇₈₉₋"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 from typing import NamedTuple
 
 import torch
@@ -12,7 +13,7 @@ import torch
 from figures import precision as draw
 from i18n import N_, _, sentences
 from lessons.base import FigureSpec, Lesson, Part, SettingsError, cached, figure_registry, override, setting
-from lessons.format import length_text
+from lessons.format import length_text, subscript
 from lessons.rope_setup import RopeSettings, RopeSetup, layer_map_part, layer_map_spec, rope_setup
 from pe_core import precision as pp
 from pe_core.methods import MethodSetup
@@ -179,6 +180,19 @@ class Result:
         counted = self.summary("bfloat16").exact
         return PowerOfTwoCheck(exponent, bits, 2**bits + (exponent - bits) * 2 ** (bits - 1), counted,
                                counted / length)
+
+    def head_sentence(self) -> str:
+        """What the collisions mean for the head set in the sidebar (its d and b), so the part on exact positions
+        answers the sidebar's first controls too: every pair of the head shares a collided position's angle."""
+        pairs, base = self.setup.head_dim // 2, self.setup.base
+        return _("A head of d = {d} rotates {pairs} pairs by m·θᵢ, and positions stored as one value get the same "
+                 "angle in every pair: from its fastest pair (θ₀ = 1, a turn every {fastest:.1f} positions) to its "
+                 "slowest (θ{last} = {slowest:.3g}, a turn every {period} positions), a head whose positions are "
+                 "in bfloat16 tells only {distinct} of the {length} positions apart.").format(
+            d=self.setup.head_dim, pairs=pairs, fastest=2 * math.pi, last=subscript(pairs - 1),
+            slowest=base ** (-(2 * pairs - 2) / (2 * pairs)),
+            period=length_text(round(2 * math.pi * base ** ((2 * pairs - 2) / (2 * pairs)))),
+            distinct=length_text(self.summary("bfloat16").distinct), length=length_text(self.length))
 
     @functools.cached_property
     def window(self) -> pp.CollisionWindow:

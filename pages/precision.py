@@ -49,6 +49,7 @@ def exact_part() -> None:
         _("largest collision group"): s.largest_group,
         _("overflowed to inf"): s.overflowed,
     } for s in result.summaries]).set_index(_("dtype")), width="stretch")
+    st.markdown(result.head_sentence())
     page.figure("exact-fraction")
 
     st.markdown(_(

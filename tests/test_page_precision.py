@@ -267,3 +267,17 @@ def test_the_view_buttons_zoom_to_the_edges():
     at.button[1].click().run()
     zoom = figure_titled(at, "Positions 16,777,200…16,777,263 stored in float32")
     assert min(min(xs) for xs in value_groups(zoom).values()) == 2**24
+
+
+def test_the_sidebars_first_slider_moves_the_first_part():
+    """The head dim d heads the sidebar; the part the page opens on states what the collisions do to that head."""
+    from benchmarks.harness import run_page
+
+    def head_sentence(at) -> str:
+        return next(m.value for m in at.markdown if m.value.startswith("A head of d ="))
+
+    at = run_page(PAGE)  # the first part, as the page opens
+    assert "d = 128 rotates 64 pairs" in head_sentence(at)
+    assert f"θ₆₃ = {10_000 ** (-126 / 128):.3g}" in head_sentence(at) and "897 of the 8,192" in head_sentence(at)
+    next(s for s in at.select_slider if s.label == "Head dim d").set_value(64).run()
+    assert "d = 64 rotates 32 pairs" in head_sentence(at) and "θ₃₁" in head_sentence(at)
