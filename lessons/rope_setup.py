@@ -152,7 +152,10 @@ def rope_setup(settings: RopeSettings) -> RopeSetup:
         except ValueError as err:
             raise SettingsError(str(err)) from err
         head_dim, base = spec.rotary_dim, spec.base
-        if kind.span:  # a window or chunk bounds the distances a layer ever sees: that span is its L
+        if kind.span and spec.rope_type in ("default", "proportional"):
+            # an unscaled window or chunk bounds the distances a layer ever sees: that span is its L (θ does not
+            # depend on L for these types, so the spec may say so too)
+            spec = spec.replace(original_max_position_embeddings=kind.span)
             train_length = kind.span
             target_length = UNSCALED_MODEL_SCALE * train_length
         else:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from i18n import _
-from pe_core.config import context_length_of, from_hf_config
+from pe_core.config import context_length_of, from_hf_config, text_config_of
 from pe_core.rope import RopeSpec
 
 PRESETS_FILE = Path(__file__).with_name("presets.json")
@@ -38,7 +38,7 @@ def load_presets() -> tuple[Preset, ...]:
             source=item.get("source", ""),
             config=item["config"],
             spec=from_hf_config(item["config"]),
-            context_length=context_length_of(item["config"]),
+            context_length=context_length_of(text_config_of(item["config"])[0]),
         )
         for item in raw["presets"]
     )

@@ -36,6 +36,16 @@ def float32_tolerance(spec) -> float:
 
 
 def transformers_frequencies(config: dict, seq_len: int | None) -> tuple[torch.Tensor, float]:
+    """θ and attention factor as transformers builds them: with the model's own config and rotary classes when the
+    config names its model type (the layers context extension scales), else as LlamaConfig reads the RoPE keys."""
+    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
+    if "model_type" in text or "model_type" in config:
+        from pe_core.config import layer_map
+        from tests.test_layers import _buffers, _model_config, _rotary
+
+        kind = layer_map(config).default_kind
+        assert kind.spec.rope_type not in ("dynamic", "longrope"), "length-dependent: run the class's forward pass"
+        return _buffers(_rotary(_model_config(config)), kind.layer_type)
     config = copy.deepcopy(config)
     if "qk_rope_head_dim" in config:  # DeepSeek's config class maps this to head_dim
         config["head_dim"] = config.pop("qk_rope_head_dim")
