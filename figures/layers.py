@@ -57,6 +57,8 @@ def layer_maps_figure(first: ModelLayers, second: ModelLayers) -> go.Figure:
         _add_bars(figure, model.kinds, row=row, group=model.label, first_colour=offset)
         _axes(figure, model.kinds, num_layers=model.num_layers, context=model.context, row=row)
         offset += len(model.kinds)
+    figure.update_xaxes(title_text=None, row=1, col=1)  # the lower plot's "layer" names both axes
+    figure.update_yaxes(title_text=_("tokens"))
     figure.update_layout(barmode="overlay", bargap=0.1, showlegend=True, height=760, margin=dict(b=170),
                          legend=dict(orientation="h", x=0, xanchor="left", y=-0.1, yanchor="top", font=dict(size=12)))
     return figure

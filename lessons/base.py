@@ -405,6 +405,9 @@ class FigureSpec:
     selects: str | None = None
     select_axis: str = "x"
     highlight: Callable[[go.Figure, Any, Any], None] | None = None
+    # (setting, value) pairs the gallery draws the figure at when its defaults show nothing worth seeing
+    # (a layer map at the sliders' defaults is one bar)
+    showcase: tuple[tuple[str, Any], ...] = ()
 
     def caption_for(self, result: Any) -> str | None:
         if self.caption is None:

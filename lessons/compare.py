@@ -187,7 +187,8 @@ FIGURES = figure_registry(
     FigureSpec("layer-maps", draw_layers.COMPARE_TITLE, _layer_maps, groups=GROUPS,
                caption=N_("Each bar is one layer, as tall as the tokens it can attend to; hollow, hatched bars apply "
                           "no position encoding. The table and the other figures compare the outlined kinds: the "
-                          "layers context extension scales.")),
+                          "layers context extension scales."),
+               showcase=(("preset_a", "Gemma-3-4B-it"), ("preset_b", "EXAONE-4.0-32B"))),
 )
 
 LESSON = Lesson(

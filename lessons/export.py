@@ -161,7 +161,8 @@ def gallery(out: Path, lessons: Mapping[str, Lesson] | None = None, *, scale: fl
             for style_name, style in (("screen", SCREEN), ("slide", FigureStyle(slide=True))):
                 file = f"{lesson.name}_{name}_{style_name}.png"
                 try:
-                    (out / file).write_bytes(render(lesson.figure(name, style=style), "png", scale=scale))
+                    shown = lesson.settings(**dict(spec.showcase)) if spec.showcase else None
+                    (out / file).write_bytes(render(lesson.figure(name, shown, style=style), "png", scale=scale))
                     record["files"][style_name] = file
                 except Exception as err:  # noqa: BLE001 - a broken figure is reported in the sheet
                     record["error"] = f"{type(err).__name__}: {err}"

@@ -288,13 +288,16 @@ def _layer_map_figure(result, style) -> object:
     return layer_map_figure(rows, num_layers=num_layers, context=context)
 
 
+SHOWCASE_HYBRID = (("source", "preset"), ("preset", "Gemma-3-4B-it"))  # the gallery's layer map: a hybrid model
+
+
 def layer_map_spec():
     """The layer map as a figure of a lesson whose result carries its ``RopeSetup`` as ``.setup``."""
     from figures.layers import TITLE
     from lessons.base import FigureSpec
 
     return FigureSpec("layer-map", TITLE, _layer_map_figure, groups=(GROUP,),
-                      caption=lambda result: layer_map_caption(result.setup))
+                      caption=lambda result: layer_map_caption(result.setup), showcase=SHOWCASE_HYBRID)
 
 
 def layer_map_part():
