@@ -88,7 +88,7 @@ def _axes(figure: go.Figure, kinds: Sequence[KindRow], *, num_layers: int, conte
     figure.update_xaxes(title_text=_("layer"), range=[-0.6, max(num_layers, 1) - 0.4], showgrid=False,
                         zeroline=False, **where)
     figure.update_yaxes(title_text=_("tokens it can attend to"), type="log", gridcolor=GRID, dtick=1,
-                        range=[max(0.0, _log10(min(reaches)) - 1), _log10(max(context, *reaches)) + 0.35], **where)
+                        range=[max(0.0, min(_log10(min(reaches)) - 1, 2)), _log10(max(context, *reaches)) + 0.35], **where)
 
 
 def _log10(value: float) -> float:

@@ -246,7 +246,7 @@ def _kind_label(kind: LayerKind, num_layers: int) -> str:
     parts.append(_("base {base}").format(base=base_text(spec.base)))
     parts.append(_("{rotated}/{head} dims rotated").format(rotated=spec.rotary_dim, head=spec.head_dim))
     if spec.rope_type != "default":
-        parts.append(f"{spec.rope_type} ×{spec.factor:g}")
+        parts.append(f"{spec.rope_type} ×{spec.factor:g}" if spec.factor != 1 else spec.rope_type)
     return " · ".join(parts)
 
 
