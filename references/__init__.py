@@ -263,6 +263,27 @@ _ALL = (
               note=N_("After cat(cos, cos) the M-RoPE sections must be taken from both halves of the table."),
               date="2026-01-16"),
     # -- maths ----------------------------------------------------------------------------------
+    # -- multimodal RoPE ----------------------------------------------------------------------------
+    Reference("qwen2_vl", "Wang, Bai, Tan, et al.", "Wang et al. 2024", 2024,
+              "Qwen2-VL: Enhancing Vision-Language Model's Perception of the World at Any Resolution", "arXiv",
+              _arxiv("2409.12191"), "2409.12191",
+              N_("M-RoPE: each token gets a time, a height and a width position, and the head's pairs are split among "
+                 "them.")),
+    Reference("qwen2_5_vl", "Bai, Chen, Liu, et al.", "Bai et al. 2025a", 2025, "Qwen2.5-VL Technical Report", "arXiv",
+              _arxiv("2502.13923"), "2502.13923", N_("Qwen2.5-VL keeps M-RoPE's blocks of pairs per axis.")),
+    Reference("qwen3_vl", "Bai, Cai, Chen, et al.", "Bai et al. 2025b", 2025, "Qwen3-VL Technical Report", "arXiv",
+              _arxiv("2511.21631"), "2511.21631",
+              N_("M-RoPE with time, height and width taking turns pair by pair (mrope_interleaved), so each has "
+                 "fast and slow pairs; video time as text timestamps.")),
+    Reference("mrope_interleave", "Huang, Liu, Song, Hou, Chang, Lin, Bai", "Huang et al. 2025", 2025,
+              "Revisiting Multimodal Positional Encoding in Vision-Language Models", "arXiv", _arxiv("2510.23095"),
+              "2510.23095", N_("Why every axis should have the full range of frequencies: M-RoPE's axes taking turns pair by pair "
+                 "against its blocks.")),
+    Reference("qwen2_vl_code", "Hugging Face", "transformers' modeling_qwen2_vl", 2025,
+              "modeling_qwen2_vl.py: get_rope_index, get_vision_position_ids", "GitHub huggingface/transformers",
+              "https://github.com/huggingface/transformers/blob/main/src/transformers/models/qwen2_vl/"
+              "modeling_qwen2_vl.py",
+              note=N_("The positions of text and image tokens that the M-RoPE page computes and is tested against.")),
     Reference("kluyver", "Kluyver", "Kluyver 1906", 1906, "A local probability problem",
               "Proc. Royal Netherlands Academy of Arts and Sciences 8, 341–350",
               "https://dwc.knaw.nl/DL/publications/PU00013859.pdf",

@@ -53,6 +53,9 @@ PAGES = (
              "inference cost computed."), lesson="caveats"),
     PageInfo("pages/precision.py", N_("Low-precision positions"), ":material/blur_on:", N_("RoPE and its extensions"),
              N_("Why bfloat16 positions collide above 256 and what that does to RoPE's angles."), lesson="precision"),
+    PageInfo("pages/mrope.py", N_("Multimodal RoPE"), ":material/view_in_ar:", N_("RoPE and its extensions"),
+             N_("Which pairs carry time, height and width in Qwen2.5-VL, Qwen3-VL and Qwen3.5, and the positions of "
+                "an image's tokens."), lesson="mrope"),
     PageInfo("pages/family.py", N_("The wider family"), ":material/family_history:", N_("Other encodings"),
              N_("Sinusoidal, learned, ALiBi, T5 buckets, ReRoPE, Dual Chunk Attention and log-n scaling."),
              lesson="family"),
