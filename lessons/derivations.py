@@ -1,8 +1,11 @@
-"""Derivations (sympy-checked): the two figures the derivations page draws, and the verdicts it shows.
+"""Derivations (sympy-checked): the page's parts, the two figures it draws, and the verdicts it shows.
 
 The derivations themselves (statement, steps, ``verify()``) live in ``derivations/``, the only
 place sympy is used; this lesson computes the figures' numbers with ``pe_core`` and caches each
-sympy verdict once per process (``verification``), so neither the page nor the CLI recomputes them.
+sympy verdict (``verification``): once per process in memory, and on disk across server starts, under a
+digest of the code the verdicts depend on, so a restarted server shows a part without redoing its
+symbolic work. The page is split into parts (``PARTS``), one tab each, and only the open part's
+claims are verified when it opens (all of them took 13 s on a fresh 2-core server).
 ``derivations`` is imported only when a verdict is asked for: listing lessons stays free of sympy.
 """
 
@@ -10,7 +13,15 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
+import importlib
+import json
+import logging
+import os
+import tempfile
+import threading
 import time
+from pathlib import Path
 from typing import NamedTuple
 
 import plotly.graph_objects as go
@@ -18,7 +29,7 @@ import torch
 
 from figures import derivations as draw
 from i18n import N_, _
-from lessons.base import FigureSpec, Lesson, LessonSettings, cached, figure_registry, setting
+from lessons.base import FigureSpec, Lesson, LessonSettings, Part, cached, figure_registry, setting
 from lessons.format import base_text, scale_text
 from pe_core import RopeSpec, rope_frequencies
 from pe_core.angles import BlendComparison, blend_comparison
@@ -104,6 +115,24 @@ FIGURES = figure_registry(
 # The derivation each figure illustrates (the page draws the figure under that derivation's check).
 FIGURE_OF = {"ntk_aware_base": ("ntk-vs-pi", NTK), "yarn_ramp_blend": ("ntk-by-parts-blend", BLEND)}
 
+# The page's parts, in reading order, and the derivations/ topic modules each shows. The first part is a short one:
+# it is what a fresh server verifies before the page first shows.
+PARTS = (
+    Part("plane", N_("In 2D"), N_("RoPE in two dimensions"), figures=()),
+    Part("d-dims", N_("In d dims"), N_("RoPE in d dimensions, from relative positions, in code"), figures=()),
+    Part("extension", N_("Extension"), N_("Context extension: PI, NTK-aware, YaRN and their caveats"),
+         figures=("ntk-vs-pi", "ntk-by-parts-blend")),
+    Part("decay", N_("Decay & β"), N_("Long-range decay and RoPE as a β-base number"), figures=()),
+    Part("others", N_("Other encodings"), N_("Sinusoidal, ALiBi and the other position encodings"), figures=()),
+)
+PART_TOPICS = {
+    "plane": ("rope_2d",),
+    "d-dims": ("rope_blocks", "rope_from_relative", "rope_code"),
+    "extension": ("context_extension", "yarn", "caveats"),
+    "decay": ("decay", "beta_base"),
+    "others": ("sinusoidal", "alibi", "relative_lineage", "absolute_schemes"),
+}
+
 LESSON = Lesson(
     name="derivations",
     title=N_("Derivations (sympy-checked)"),
@@ -111,7 +140,14 @@ LESSON = Lesson(
     compute=compute,
     figures=FIGURES,
     summary=N_("Every formula the app uses, derived step by step and verified by sympy."),
+    parts=PARTS,
 )
+
+
+def part_topics(slug: str) -> tuple[tuple[str, tuple], ...]:
+    """The topics part ``slug`` shows, as (title, derivations that hold), in reading order (imports sympy)."""
+    modules = [importlib.import_module(f"derivations.{name}") for name in PART_TOPICS[slug]]
+    return tuple((module.TOPIC, module.DERIVATIONS) for module in modules)
 
 
 # --- sympy verdicts, once per process ----------------------------------------------------------------
@@ -125,16 +161,98 @@ class Verdict(NamedTuple):
     seconds: float  # how long the check took when it ran
 
 
+# ---- verdicts on disk, across server starts ----
+ROOT = Path(__file__).resolve().parent.parent
+VERDICTS_ENV = "PE_VERDICT_CACHE"  # a folder for the verdicts (default .cache/ in the checkout); "off": none
+# what a verdict can depend on: the derivations, the app's RoPE code some of them compare with, and this file
+_VERDICT_SOURCES = ("derivations", "pe_core", "lessons/derivations.py")
+_disk_lock = threading.Lock()
+log = logging.getLogger(__name__)
+
+
+@functools.cache
+def _code_digest() -> str:
+    import sympy
+    import torch as torch_module
+
+    digest = hashlib.sha256(f"sympy {sympy.__version__} torch {torch_module.__version__}".encode())
+    for source in _VERDICT_SOURCES:
+        path = ROOT / source
+        for file in sorted(path.rglob("*.py")) if path.is_dir() else [path]:
+            digest.update(str(file.relative_to(ROOT)).encode())
+            digest.update(file.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def verdict_file() -> Path | None:
+    """Where this code's verdicts are kept (None when turned off)."""
+    folder = os.environ.get(VERDICTS_ENV, str(ROOT / ".cache"))
+    if folder == "off":
+        return None
+    return Path(folder) / f"verdicts-{_code_digest()}.json"
+
+
+def _key(slug: str, value: int | None) -> str:
+    return slug if value is None else f"{slug}@{value}"
+
+
+@functools.cache
+def _stored() -> dict[str, Verdict]:
+    """The verdicts kept on disk for this code (read once per process; new ones are added as they are made)."""
+    path = verdict_file()
+    try:
+        kept = json.loads(path.read_text()) if path is not None and path.exists() else {}
+        return {key: Verdict(*fields) for key, fields in kept.items()}
+    except (OSError, ValueError, TypeError) as error:
+        log.warning("ignoring the stored verdicts %s (%s)", path, error)
+        return {}
+
+
+def _store(key: str, verdict: Verdict) -> None:
+    """Add a verdict to the file (written whole, then renamed into place: several servers may share it)."""
+    path = verdict_file()
+    with _disk_lock:
+        stored = _stored()
+        stored[key] = verdict
+        if path is None:
+            return
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with tempfile.NamedTemporaryFile("w", dir=path.parent, suffix=".part", delete=False) as partial:
+                json.dump({k: list(v) for k, v in stored.items()}, partial)
+            Path(partial.name).replace(path)
+        except OSError as error:  # a read-only checkout: verdicts are then kept in memory only
+            log.warning("cannot keep verdicts in %s (%s)", path, error)
+
+
 @cached(max_entries=256)
 def verification(slug: str, value: int | None = None) -> Verdict:
-    """sympy's verdict on derivation ``slug`` (at parameter ``value``, e.g. d = 6), computed once per process."""
+    """sympy's verdict on derivation ``slug`` (at parameter ``value``, e.g. d = 6): computed once for this code,
+    then read from memory, or from disk after a restart."""
+    key = _key(slug, value)
+    kept = _stored().get(key)
+    if kept is not None:
+        return kept
     import derivations
 
     derivation = derivations.get(slug)
     start = time.perf_counter()
     result = derivation.verify(**({} if value is None else {derivation.parameter.name: value}))
-    return Verdict(result.holds, result.residual_latex, result.checked, result.counterexample,
+    made = Verdict(result.holds, result.residual_latex, result.checked, result.counterexample,
                    time.perf_counter() - start)
+    _store(key, made)
+    return made
+
+
+def verify_part(slug: str, head_dim: int | None = None) -> list[Verdict]:
+    """Every verdict part ``slug`` shows (its claims and their wrong variants; the block proofs at ``head_dim``,
+    default the page's default d)."""
+    import derivations
+    from derivations.rope_blocks import HEAD_DIM
+
+    chosen = HEAD_DIM.default if head_dim is None else head_dim
+    return [verdict(item, chosen) for _title, members in part_topics(slug) for claim in members
+            for item in (claim, *derivations.variants_of(claim.slug))]
 
 
 def verdict(derivation, head_dim: int) -> Verdict:

@@ -1,4 +1,5 @@
-"""Derivations (sympy-checked): every formula the app teaches, derived step by step and verified on load."""
+"""Derivations (sympy-checked): every formula the app teaches, derived step by step and verified by sympy, in parts
+(one tab each) whose claims are checked when the part opens."""
 
 import time
 
@@ -83,8 +84,8 @@ def show_derivation(derivation: derivations.Derivation, head_dim: int) -> lesson
 
 st.title(_("Derivations, checked by sympy"))
 st.markdown(_(
-    "Every formula the other pages use, derived step by step. Each claim below is **checked by sympy when the "
-    "page loads**: both sides are built from symbols, their difference is simplified, and the claim counts as "
+    "Every formula the other pages use, derived step by step. Each claim below is **checked by sympy when its "
+    "part opens**: both sides are built from symbols, their difference is simplified, and the claim counts as "
     "verified only if that residual is exactly zero (a few also compare the app's own RoPE code against the exact "
     "values). Where a widely shared write-up states something different, its version is checked too, and sympy's "
     "verdict is shown next to it."
@@ -96,14 +97,27 @@ with st.sidebar:
     st.caption(_("The block-diagonal proofs are built as explicit d × d matrices for this d."))
 
 start = time.perf_counter()
-claims, variants = [], []
-for topic, members in derivations.REGISTRY.items():
-    st.header(_(topic), divider="gray")
-    for derivation in members:
-        claims.append(show_derivation(derivation, head_dim))
-        variants += [show_variant(variant, head_dim) for variant in derivations.variants_of(derivation.slug)]
+claims: list[lesson.Verdict] = []
+variants: list[lesson.Verdict] = []
+shown_variants: list[derivations.Derivation] = []
 
-summary = lesson.summary(claims, variants, sum(v.counterfactual for v in derivations.WRONG_VARIANTS))
+
+def draw_part(slug: str) -> None:
+    """The part's topics, each claim with its check and the write-ups that state it otherwise."""
+    part = next(part for part in lesson.PARTS if part.slug == slug)
+    for topic, members in lesson.part_topics(slug):
+        if topic != part.title:  # a part of one topic is headed by it already
+            st.subheader(_(topic), divider="gray")
+        for derivation in members:
+            claims.append(show_derivation(derivation, head_dim))
+            for variant in derivations.variants_of(derivation.slug):
+                variants.append(show_variant(variant, head_dim))
+                shown_variants.append(variant)
+
+
+page.parts({part.slug: lambda slug=part.slug: draw_part(slug) for part in lesson.PARTS})
+
+summary = lesson.summary(claims, variants, sum(variant.counterfactual for variant in shown_variants))
 status = _("**{verified} of {claims} claims verified by sympy**; {refuted} of {variants} wrong variants refuted "
            "({stated} as write-ups state them, {counterfactual} counterfactual). The symbolic work took {seconds:.1f} s "
            "once and is cached; this view took {ms:.0f} ms.").format(

@@ -9,7 +9,8 @@ import time
 import pytest
 
 import derivations  # imported first: the page's file name shadows the package when pages/ is on sys.path
-from tests.conftest import figure_titled, run_page
+from lessons import derivations as lesson
+from tests.conftest import figure_titled, run_page, run_whole_page
 
 PAGE = "pages/maths.py"
 VERIFIED = "verified by sympy"
@@ -35,7 +36,8 @@ def line_for(at, title: str, mark: str) -> str:
 
 @pytest.fixture(scope="module")
 def default_page():
-    return run_page(PAGE)
+    """Every part, one after another (the page's last tab): every claim and figure."""
+    return run_whole_page(PAGE)
 
 
 def test_every_claim_shows_as_verified(default_page):
@@ -62,11 +64,16 @@ def test_every_write_up_variant_shows_as_refuted_with_its_source(default_page):
 
 def test_topics_steps_and_notes_are_shown(default_page):
     at = default_page
-    assert [h.value for h in at.header] == list(derivations.TOPICS)
+    assert [h.value for h in at.header] == [part.title for part in lesson.PARTS]
+    shown = [part.title for part in lesson.PARTS if len(lesson.PART_TOPICS[part.slug]) == 1]
+    shown += [s.value for s in at.subheader]
+    assert sorted(shown) == sorted(derivations.TOPICS)  # every topic once, under its part
     assert len(at.expander) == len(derivations.DERIVATIONS)
     first_step = derivations.get("relative_linear_phase").steps[0].text
     assert any(m.value == f"1. {first_step}" for m in at.markdown)
-    notes = [d for claim in derivations.DERIVATIONS for d in claim.notes]
+    in_part_order = [claim for part in lesson.PARTS for _topic, claims in lesson.part_topics(part.slug)
+                     for claim in claims]
+    notes = [d for claim in in_part_order for d in claim.notes]
     assert [i.value for i in at.info] == notes
 
 
@@ -82,9 +89,56 @@ def test_figures_carry_the_checked_values(default_page):
     assert math.isclose(implemented[50], 1.6) and math.isclose(paper[50], 2.5)
 
 
+def test_parts_show_every_topic_once():
+    modules = [name for part in lesson.PARTS for name in lesson.PART_TOPICS[part.slug]]
+    topics = [topic for part in lesson.PARTS for topic, _members in lesson.part_topics(part.slug)]
+    assert sorted(topics) == sorted(derivations.TOPICS) and len(set(modules)) == len(modules)
+    for part in lesson.PARTS:  # a part of one topic is titled by it
+        if len(lesson.PART_TOPICS[part.slug]) == 1:
+            assert part.title == lesson.part_topics(part.slug)[0][0]
+
+
+def test_the_page_opens_on_its_first_part_and_verifies_only_that():
+    at = run_page(PAGE)
+    assert not at.exception and not at.error
+    first = lesson.PARTS[0]
+    members = [claim for _topic, claims in lesson.part_topics(first.slug) for claim in claims]
+    wrong = [variant for claim in members for variant in derivations.variants_of(claim.slug)]
+    assert 0 < len(members) < len(derivations.DERIVATIONS)
+    assert [h.value for h in at.header] == [first.title]
+    assert len(marked_lines(at, VERIFIED)) == len(members)
+    assert at.success[0].value.startswith(f"**{len(members)} of {len(members)} claims verified by sympy**; "
+                                          f"{len(wrong)} of {len(wrong)}")
+    assert [tab.label for tab in at.tabs] == [part.tab for part in lesson.PARTS] + ["Whole page"]
+
+
+def test_a_linked_part_opens_with_its_figure():
+    at = run_page(PAGE, {"part": "extension"})
+    assert not at.exception and not at.error
+    assert [h.value for h in at.header] == [lesson.PARTS[2].title]
+    figure_titled(at, "NTK-aware vs PI")
+
+
+def test_verdicts_are_kept_on_disk_for_this_code(tmp_path, monkeypatch):
+    monkeypatch.setenv(lesson.VERDICTS_ENV, str(tmp_path))
+    monkeypatch.setattr(lesson, "_stored", lesson._stored.__wrapped__)  # read the file on every call
+    lesson.verification.cache.clear()
+    made = lesson.verify_part("plane")
+    assert [path.name for path in tmp_path.iterdir()] == [lesson.verdict_file().name]
+    assert lesson._code_digest() in lesson.verdict_file().name  # another version of the code has its own file
+    lesson.verification.cache.clear()  # as after a restart: the verdicts come from the file, sympy is not asked
+
+    def no_sympy(slug):
+        raise AssertionError(f"{slug} was verified again")
+
+    monkeypatch.setattr(derivations, "get", no_sympy)
+    assert lesson.verify_part("plane") == made
+    lesson.verification.cache.clear()
+
+
 @pytest.mark.parametrize("d", [2, 8])
 def test_block_proofs_follow_d_from_the_url(d):
-    at = run_page(PAGE, {"d": str(d)})
+    at = run_page(PAGE, {"d": str(d), "part": "d-dims"})
     assert not at.exception and not at.warning
     assert at.select_slider(key="d").value == d
     for slug in BLOCK_SLUGS:
@@ -102,7 +156,7 @@ def test_slider_change_reverifies_at_the_new_d(default_page):
 
 
 def test_garbage_url_falls_back_with_a_note():
-    at = run_page(PAGE, {"d": "banana"})
+    at = run_page(PAGE, {"d": "banana", "part": "d-dims"})
     assert not at.exception
     assert any("banana" in w.value for w in at.warning)
     for slug in BLOCK_SLUGS:
@@ -120,7 +174,7 @@ def test_warm_rerun_is_fast(default_page):
 
 
 def test_figure_controls_follow_the_url():
-    at = run_page(PAGE, {"nd": "16", "ns": "4×", "bs": "16×"})
+    at = run_page(PAGE, {"nd": "16", "ns": "4×", "bs": "16×", "part": "extension"})
     assert not at.exception and not at.warning
     ntk = figure_titled(at, "NTK-aware vs PI")
     assert "d = 16, s = 4" in ntk["layout"]["title"]["text"]
@@ -140,7 +194,7 @@ def test_sources_are_public_citations(default_page):
 def test_words_in_the_formulas_are_chinese_in_the_chinese_interface():
     from tests.visible_text import run_page_with_sidebar
 
-    at = run_page_with_sidebar(PAGE, {"lang": "zh"})
+    at = run_page_with_sidebar(PAGE, {"lang": "zh", "part": "all"})
     assert not at.exception, [e.message for e in at.exception]
     shown = "\n".join(element.value for element in at.latex)
     for word in (r"\text{前后两半}", r"\text{复数}", r"\text{缓存}", r"\text{预填充}", r"\text{其他情况}", r"\text{头}"):
