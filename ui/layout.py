@@ -9,12 +9,12 @@ from collections.abc import Callable
 import streamlit as st
 
 from i18n import _
+from ui import warmup
 from ui.chart import preload_library
 from ui.export import sidebar_controls
 from ui.figure import reset_page_figures
 from ui.language import BOUND_VALUES, language_switch, use_session_language
 from ui.stylesheet import draw_stylesheet
-from ui.warmup import warm_up_in_background
 
 _DEVICE_SLOT = "_device_slot"
 
@@ -33,6 +33,7 @@ def start_page(*, charts: bool) -> None:
             preload_library()
         st.session_state[_DEVICE_SLOT] = st.empty()
     sidebar_controls()
+    warmup.page_started()  # the background warm-up waits while a page runs
 
 
 def lazy_expander(label: str, key: str, draw: Callable[[], None], **kwargs) -> None:
@@ -46,15 +47,17 @@ def lazy_expander(label: str, key: str, draw: Callable[[], None], **kwargs) -> N
 
 
 def finish_page() -> None:
-    """Call last in app.py: say where the page computed, and warm the other pages' caches once per server.
+    """Call last in app.py (also when the run stopped early): say where the page computed, and warm the other pages'
+    caches once per server.
 
     Pages that compute nothing (Home, the Glossary) never import torch, so a cold server shows them
     without paying for it; the device is named once a page has computed with it.
     """
+    warmup.page_finished()
     if "torch" in sys.modules:
         from pe_core.device import device_label
 
         slot = st.session_state.get(_DEVICE_SLOT)
         if slot is not None:
             slot.caption(_("Compute device: **{device}**").format(device=device_label()))
-    warm_up_in_background()
+    warmup.warm_up_in_background()
