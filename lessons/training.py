@@ -640,6 +640,34 @@ def missing_runs(settings: Settings) -> list[ExperimentConfig]:
     return [c for c in grid.configs() if c.hash not in store]
 
 
+def store_text(settings: Settings | None = None) -> str:
+    """What the store holds of an experiment's seed table (the default one: the runs that ship with the app) and
+    what training the rest costs, both read from the store (its runs' measured times on their devices)."""
+    from pe_core.train import Grid
+    from pe_core.train.shipped import shipped
+
+    settings = settings or Settings()
+    config = experiment_config(settings.applicable())
+    total = len(Grid(base=config.replace(seed=DEFAULT_SEEDS[0]), seeds=DEFAULT_SEEDS).configs())
+    missing = missing_runs(settings)
+    texts = [ngettext("{stored} of this experiment's {total} run (every encoding × {seeds} seeds) is stored.",
+                      "{stored} of this experiment's {total} runs (every encoding × {seeds} seeds) are stored.",
+                      total).format(stored=total - len(missing), total=total, seeds=len(DEFAULT_SEEDS))]
+    ships = shipped()
+    if ships is not None and config.replace(seed=DEFAULT_SEEDS[0]).family == ships.grid.base.family:
+        texts.append(_("{count} of them shipped with the app (trained on {device}).").format(
+            count=len(ships.records), device=shown_device_label(ships.training_device)))
+    run_s = service().estimate_s(config)
+    if run_s is not None:
+        texts.append(_("A new run of this size takes about {time}, going by the stored runs' times.").format(
+            time=duration_text(run_s)))
+        if missing:
+            texts.append(ngettext("The {count} missing run takes about {all}.", "The {count} missing runs take about {all}: "
+                                  "the seeds of an encoding train together as one batch.", len(missing)).format(
+                count=len(missing), all=duration_text(run_s * len(missing))))
+    return sentences(texts)
+
+
 def stored_runs(limit: int = 500) -> list[dict]:
     """The browse view's rows: one per stored run, newest first."""
     rows = []

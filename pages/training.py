@@ -9,7 +9,7 @@ from ui.formula import show_formula
 from ui.layout import lazy_expander
 from ui.lesson import LessonPage
 
-from i18n import N_, _, sentences
+from i18n import N_, _, ngettext, sentences
 from lessons import training as lesson
 from pe_core.device import shown_device_label
 from pe_core.jobs import QUEUED, ServerBusy
@@ -70,6 +70,7 @@ record = lesson.LESSON.stored(settings)
 job = st.session_state.get(JOB)
 busy = job is not None and not job.finished
 st.header(_("Train, or show the stored run"))
+st.caption(lesson.store_text(settings))
 if record is not None:
     st.success(_("This experiment is in the run store: trained on {device}, {created}. Its results are in the "
                  "parts below; nobody needs to train it again.").format(device=shown_device_label(record.device),
@@ -165,6 +166,10 @@ def any_run_missing() -> bool:
 
 def missing_seeds_button(key: str) -> None:
     if any_run_missing():
+        missing = len(lesson.missing_runs(settings))
+        st.caption(ngettext("This table's means leave out {count} run that is not stored yet; train it to complete "
+                            "the table.", "This table's means leave out {count} runs that are not stored yet; train "
+                            "them to complete the table.", missing).format(count=missing))
         st.button(_("Train the missing seeds and encodings"), icon=":material/playlist_add:", disabled=busy,
                   on_click=request_missing, key=key)
 
