@@ -37,11 +37,13 @@ FREQUENCY_TITLE = N_("Frequency θᵢ per pair")
 RATIO_TITLE = N_("Interpolation ratio θ′ᵢ / θᵢ per pair")
 RAMP_TITLE = N_("NTK-by-parts: the YaRN paper's γ(r) against the reference code's ramp")
 
-VIEW_TITLES = {"log": N_("log₁₀ angle (rad)"), "angle": N_("angle m·θ (rad)"), "mod": N_("angle mod 2π (rad)"),
+VIEW_TITLES = {"trained": N_("log₂ of m·θ′ᵢ / L·θᵢ"), "log": N_("log₁₀ angle (rad)"), "angle": N_("angle m·θ (rad)"), "mod": N_("angle mod 2π (rad)"),
                "cos": N_("cos(m·θ)")}
 REACH_TITLES = (N_("full turn seen in training"), N_("within the trained range"), N_("beyond any trained angle"))
 REACH_COLOURS = ("#E8E8E8", "#56B4E9", HIGHLIGHT)
-VIEW_COLOURSCALES = {"log": SEQUENTIAL, "angle": SEQUENTIAL, "mod": CYCLIC, "cos": DIVERGING}
+# the trained share runs from blue (inside the angles training turned) through white (its end) to red (beyond)
+VIEW_COLOURSCALES = {"trained": DIVERGING + "_r", "log": SEQUENTIAL, "angle": SEQUENTIAL, "mod": CYCLIC,
+                     "cos": DIVERGING}
 PAPER_COLOUR = "#E69F00"
 CODE_COLOUR = "#0072B2"
 
@@ -125,7 +127,7 @@ def angle_heatmaps(
         bottom, ceiling = -step / 2, top + step / 2
         headroom = 0.07 * (ceiling - bottom) if mark_unseen else 0.0  # room for the unseen-pair markers
         if train_length <= top:
-            traces.append(_beyond_training_hatch(train_length - 0.5, ceiling, len(pairs), axes))
+            traces.append(_beyond_training_hatch(train_length - 0.5, ceiling, len(pairs), axes, view))
         unseen = np.flatnonzero(_array(panel.unseen, bool))
         if mark_unseen and len(unseen):
             traces.append(go.Scatter(
@@ -164,12 +166,18 @@ def _last_in_column(grid: list[tuple[int, int, HeatmapPanel]], row: int, col: in
     return all(r <= row for r, c, _ in grid if c == col)
 
 
-def _beyond_training_hatch(start: float, stop: float, pairs: int, axes: dict) -> go.Scatter:
+# The hatch over positions m ≥ L: white on the dark colour scales; grey on the trained share, which is white at 0.
+HATCH_COLOURS = {"trained": ("#777777", "rgba(90,90,90,0.35)")}
+WHITE_HATCH = ("white", "rgba(255,255,255,0.45)")
+
+
+def _beyond_training_hatch(start: float, stop: float, pairs: int, axes: dict, view: str = "log") -> go.Scatter:
     """Hatch positions m ≥ L and outline the boundary, so the untrained region shows in every view."""
+    line, hatch = HATCH_COLOURS.get(view, WHITE_HATCH)
     return go.Scatter(
         x=[-0.5, pairs - 0.5, pairs - 0.5, -0.5, -0.5], y=[start, start, stop, stop, start],
-        mode="lines", fill="toself", line=dict(color="white", width=2, dash="dash"), fillcolor="rgba(0,0,0,0)",
-        fillpattern=dict(shape="/", fgcolor="rgba(255,255,255,0.45)", size=14, solidity=0.12),
+        mode="lines", fill="toself", line=dict(color=line, width=2, dash="dash"), fillcolor="rgba(0,0,0,0)",
+        fillpattern=dict(shape="/", fgcolor=hatch, size=14, solidity=0.12),
         name=_("beyond training (m ≥ L)"), showlegend=False, hoverinfo="skip", **axes,
     )
 

@@ -45,7 +45,8 @@ SCRUB_HEATMAP_ROWS = 64  # each of the in-figure slider's nine frames carries it
 
 POSITION_CHOICES = (10, 16, 32, 64, 128, 256, 0)  # 0: every position 0 .. L′−1, sampled for drawing
 SECOND_SCALES = (0.0, *SCALES)  # 0: no second row
-VIEW_LABELS = {"log": N_("log angle"), "angle": N_("angle"), "mod": N_("mod 2π"), "cos": N_("cos")}
+VIEW_LABELS = {"trained": N_("against training"), "log": N_("log angle"), "angle": N_("angle"), "mod": N_("mod 2π"),
+               "cos": N_("cos")}
 LENGTH_MODES = ("generation", "whole")
 LENGTH_MODE_TITLES = {"generation": N_("as generated"), "whole": N_("whole sequence")}
 HEATMAP, LINES, PICK = "heatmap", "lines", "pick"
@@ -67,10 +68,14 @@ def _second_scale_text(scale: float) -> str:
 
 @dataclasses.dataclass(frozen=True)
 class Settings(RopeSettings):
-    view: str = setting("log", N_("Colour by"), key="view", widget="radio", group=HEATMAP, options=VIEWS,
+    # The default colours what a method changes: the log of the angle itself is mostly each pair's own θᵢ, the same
+    # six decades under every method, so the methods' panels looked alike.
+    view: str = setting("trained", N_("Colour by"), key="view", widget="radio", group=HEATMAP, options=VIEWS,
                         format=lambda v: _(VIEW_LABELS[v]),
-                        help=N_("log₁₀ of the angle m·θᵢ in radians; the raw angle; the angle folded into [0, 2π); "
-                                "or cos(m·θᵢ), what the query and key actually see."))
+                        help=N_("The angle m·θ′ᵢ against the largest angle L·θᵢ its pair turned in training (log₂: "
+                                "above 0 is further than training went; a pair that turned a whole turn in training "
+                                "stays at 0 or below); log₁₀ of the angle in radians; the raw angle; the angle folded "
+                                "into [0, 2π); or cos(m·θᵢ), what the query and key actually see."))
     mark_unseen: bool = setting(True, N_("Mark unseen-angle pairs ▼"), key="mark", group=HEATMAP)
     positions_shown: int = setting(0, N_("Positions on the y axis: the first N, or all of 0 … L′−1"), key="pos",
                                    group=HEATMAP, options=POSITION_CHOICES, format=_positions_text)
@@ -175,6 +180,10 @@ def _heatmap_caption(result: Result) -> str:
         parts.append(_("Rows are evenly spaced positions (exact angles at those positions; fast pairs alias when "
                        "rows skip positions - choose 'first N' to see every position)."))
     parts.append(_("All panels share one colour scale."))
+    if result.settings.view == "trained":
+        parts.append(_("Colour: the angle m·θ′ᵢ against the largest angle L·θᵢ its pair turned in training - blue "
+                       "inside it, white at its end, red beyond (a pair that turned a whole turn in training has seen "
+                       "every direction and stays white at most)."))
     if result.shows_untrained_rows:
         parts.append(_("Hatched: positions m ≥ L, never seen in training."))
     return sentences(parts)

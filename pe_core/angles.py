@@ -31,7 +31,7 @@ from pe_core.rope import (
 # Rope types whose θ depends on the current sequence length (transformers recomputes them as it grows).
 LENGTH_DEPENDENT_TYPES = ("dynamic", "longrope")
 
-VIEWS = ("log", "angle", "mod", "cos")
+VIEWS = ("trained", "log", "angle", "mod", "cos")
 
 # Reach states per pair, in the order the summary figure colours them.
 FULL_TURN, WITHIN_TRAINING, BEYOND_TRAINING = 0, 1, 2
@@ -88,12 +88,28 @@ def angle_view(angles: torch.Tensor, view: str) -> torch.Tensor:
     raise ValueError(_("view must be one of {choices} (got {view!r}).").format(choices=', '.join(VIEWS), view=view))
 
 
+def trained_share(angles: torch.Tensor, reach: AngleReach) -> torch.Tensor:
+    """The "trained" view: log₂ of m·θ′ᵢ over L·θᵢ, the largest angle pair i turned in training (NaN at m = 0).
+
+    Above 0 a pair turns further than training ever turned it; a pair that turned a whole turn in training has
+    seen every direction, so it is shown at 0 at most. Unlike the log of the angle itself, whose six decades come
+    from the pairs' own θᵢ and look alike for every method, this colours what a method changes.
+    """
+    share = (torch.where(angles > 0, angles, torch.nan) / reach.train_max_angle[None, :]).log2()
+    return torch.where((reach.state == FULL_TURN)[None, :], share.clamp(max=0.0), share)
+
+
 def view_range(view: str, values: list[torch.Tensor]) -> tuple[float, float]:
-    """One colour range shared by every panel: fixed for mod 2π and cos, the data's extent otherwise."""
+    """One colour range shared by every panel: fixed for mod 2π and cos, centred on 0 (the trained range's end)
+    for the trained share, the data's extent otherwise."""
     if view == "mod":
         return 0.0, 2 * math.pi
     if view == "cos":
         return -1.0, 1.0
+    if view == "trained":  # as far below 0 as the furthest reach above it, and at least one doubling either way
+        furthest = max((float(v[torch.isfinite(v)].max()) for v in values if torch.isfinite(v).any()), default=1.0)
+        bound = max(furthest, 1.0)
+        return -bound, bound
     finite = [v[torch.isfinite(v)] for v in values]
     finite = [v for v in finite if v.numel()]
     if not finite:
@@ -190,7 +206,8 @@ def heatmap_panels(
         reach = angle_reach(reference, setup.frequencies().inv_freq, spec.original_max_position_embeddings,
                             target_length)
         scale = target_length / spec.original_max_position_embeddings
-        panels.append((setup.method, setup.title, scale, target_length, positions, angle_view(angles, view), reach.unseen))
+        values = trained_share(angles, reach) if view == "trained" else angle_view(angles, view)
+        panels.append((setup.method, setup.title, scale, target_length, positions, values, reach.unseen))
     shared = view_range(view, [values for *_, values, _ in panels])
     return tuple(HeatmapPanel(*panel, shared) for panel in panels)
 

@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 
+from figures import frequencies as ff
 from lessons.frequencies import MAX_HEATMAP_CELLS, MAX_HEATMAP_ROWS
 from pe_core import METHOD_TITLES, METHODS, load_presets
 from tests.conftest import chart_figures, figure_titled, open_expander, run_page, run_whole_page
@@ -42,9 +43,14 @@ def assert_shared_scale(maps: dict[str, dict], layout: dict) -> None:
     assert len(ranges) == 1
     low, high = ranges.pop()
     assert (layout["coloraxis"]["cmin"], layout["coloraxis"]["cmax"]) == (low, high)
+    # the default view is centred on 0, the end of the trained range: angles far inside it share the darkest blue
+    saturates_below = layout["coloraxis"]["colorbar"]["title"]["text"] == ff.VIEW_TITLES["trained"]
+    if saturates_below:
+        assert low == -high and high >= 1.0
     for trace in maps.values():
         values = z(trace)
-        assert np.nanmin(values) >= low - 1e-6 * abs(low) - 1e-9 and np.nanmax(values) <= high + 1e-6 * abs(high)
+        assert saturates_below or np.nanmin(values) >= low - 1e-6 * abs(low) - 1e-9
+        assert np.nanmax(values) <= high + 1e-6 * abs(high)
 
 
 def test_defaults():
@@ -54,17 +60,36 @@ def test_defaults():
     maps = heatmaps(at)
     assert list(maps) == ["Direct extrapolation", "Position Interpolation", "NTK-aware"]
     assert_shared_scale(maps, figure_titled(at, TITLES[0])["layout"])
-    direct, pi, ntk = (z(maps[name]) for name in maps)  # log10 of the angle by default
+    # by default each angle against the largest its pair turned in training, log₂(m·θ′ᵢ / (L·θᵢ)), L = 4,096
+    direct, pi, ntk = (z(maps[name]) for name in maps)
     positions = np.asarray(maps["Direct extrapolation"]["y"])
     assert positions[0] == 0 and positions[-1] == 16_383 and len(positions) == MAX_HEATMAP_ROWS
+    whole_turn = 4096 * theta(128, 10_000.0) >= 2 * math.pi  # these pairs saw every direction: 0 at most
+    share = np.log2(positions[1:, None] / 4096) * np.ones(64)
+    np.testing.assert_allclose(direct[1:], np.where(whole_turn, np.minimum(share, 0), share), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(pi[1:], np.log2(positions[1:, None] / (4 * 4096)) * np.ones(64), rtol=1e-5, atol=1e-6)
+    assert direct[-1, -1] == pytest.approx(math.log2(16_383 / 4096), rel=1e-6)  # red: twice as far as training
+    assert np.nanmax(pi) < 0  # PI never leaves the trained range
+    np.testing.assert_allclose(ntk[1:, -1], pi[1:, -1], rtol=1e-6)  # NTK's slowest pair is interpolated like PI's
+    np.testing.assert_allclose(ntk[1:, 0], direct[1:, 0], rtol=1e-6)  # and its fastest pair kept
+    assert np.isnan(direct[0]).all()  # m = 0: no angle to compare
+    ratio = figure_titled(at, TITLES[3])["data"]
+    np.testing.assert_allclose(ratio[1]["y"], 0.25, rtol=1e-12)
+    np.testing.assert_allclose(ratio[2]["y"][-1], 0.25, rtol=1e-12)
+
+
+def test_log_angle_view():
+    at = run_whole_page(PAGE, {"view": "log angle"})
+    assert_page_ok(at)
+    maps = heatmaps(at)
+    assert_shared_scale(maps, figure_titled(at, TITLES[0])["layout"])
+    direct, pi, ntk = (z(maps[name]) for name in maps)
+    positions = np.asarray(maps["Direct extrapolation"]["y"])
     np.testing.assert_allclose(10 ** direct[1:], np.outer(positions[1:], theta(128, 10_000.0)), rtol=1e-5)
     # PI's top-right angle is direct's divided by s = 4; NTK's slowest column equals PI's.
     assert 10 ** pi[-1, -1] == pytest.approx(10 ** direct[-1, -1] / 4, rel=1e-5)
     np.testing.assert_allclose(ntk[1:, -1], pi[1:, -1], rtol=1e-6)
     np.testing.assert_allclose(ntk[1:, 0], direct[1:, 0], rtol=1e-6)  # fastest pair untouched
-    ratio = figure_titled(at, TITLES[3])["data"]
-    np.testing.assert_allclose(ratio[1]["y"], 0.25, rtol=1e-12)
-    np.testing.assert_allclose(ratio[2]["y"][-1], 0.25, rtol=1e-12)
 
 
 def test_raw_angle_view_and_top_right_corner():
