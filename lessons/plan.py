@@ -42,7 +42,7 @@ PARAMETER_TITLES = {
     "high_freq_factor": N_("high_freq_factor"), "kept_pairs": N_("pairs kept (λ < L/4)"),
     "smoothed_pairs": N_("pairs blended"), "divided_pairs": N_("pairs divided by s (λ > L)"),
     "base_at_target": N_("base at L′"), "base_at_target_factor_s": N_("base at L′ if factor = s"),
-    "shipped_factor": N_("factor it ships"),
+    "shipped_factor": N_("factor it ships"), "rope_theta": N_("rope_theta in the config"),
 }
 
 
@@ -126,10 +126,12 @@ class Result:
         for key in ("ntk", "abf"):
             method = plan_.method(key)
             found.append((key, method.title, ends, [method.parameters["base"]] * 2))
-        dynamic = plan_.method("dynamic").spec
-        steps = torch.logspace(math.log10(length), math.log10(target), 40, dtype=torch.float64)
-        lengths = [int(round(float(v))) for v in steps]
-        found.append(("dynamic", plan_.method("dynamic").title, lengths, [dynamic_base(dynamic, n) for n in lengths]))
+        if "dynamic" not in plan_.unavailable:
+            dynamic = plan_.method("dynamic").spec
+            steps = torch.logspace(math.log10(length), math.log10(target), 40, dtype=torch.float64)
+            lengths = [int(round(float(v))) for v in steps]
+            found.append(("dynamic", plan_.method("dynamic").title, lengths,
+                          [dynamic_base(dynamic, n) for n in lengths]))
         return tuple(found)
 
     def table(self) -> list[dict]:

@@ -55,6 +55,13 @@ from pe_core.layers import (
 from pe_core.rope import RopeSpec, check_length, default_inv_freq, ntk_aware_base, rope_frequencies
 
 PLAN_METHODS = ("direct", "pi", "ntk", "dynamic", "yarn", "llama3", "abf")
+# Gemma 4's proportional RoPE takes a base and a factor, so a base change (NTK-aware, ABF) and Position
+# Interpolation can be written in it; transformers' dynamic NTK, YaRN and Llama-3 compute θ for the rotated
+# dimensions only, while Gemma 4's attention takes cos and sin as wide as the whole head.
+PROPORTIONAL_METHODS = ("direct", "pi", "ntk", "abf")
+UNAVAILABLE = N_("Not offered for these layers: {methods}. Their proportional RoPE takes only a base and a factor, and "
+                 "transformers' dynamic NTK, YaRN and Llama-3 compute θ for the rotated dimensions alone, while this "
+                 "model's attention needs cos and sin as wide as the whole head.")
 PLAN_TITLES = {
     "direct": N_("Direct extrapolation"), "pi": N_("Position Interpolation"), "ntk": N_("NTK-aware"),
     "dynamic": N_("Dynamic NTK"), "yarn": N_("YaRN"), "llama3": N_("Llama-3 scaling"), "abf": N_("Base change (ABF)"),
@@ -159,6 +166,7 @@ class Plan(NamedTuple):
     layers: tuple[LayerNote, ...]  # every kind of layer, changed or not, and why (in layer_map's order)
     layout: Layout
     layer_map: LayerMap
+    unavailable: tuple[str, ...] = ()  # methods no rope type of transformers writes for these layers (UNAVAILABLE)
 
     @property
     def scale(self) -> float:
@@ -331,6 +339,23 @@ def planned_kind(layers: LayerMap) -> LayerKind:
     return default
 
 
+def plain_base(spec: RopeSpec) -> float:
+    """The base of plain RoPE on the rotated dimensions that gives ``spec``'s θᵢ: its own, or for Gemma 4's
+    proportional RoPE (θᵢ = b^(−2i/h) on the first r/2 pairs of an h-dimension head) b^(r/h)."""
+    return spec.base ** (spec.rotary_dim / spec.head_dim) if spec.rope_type == "proportional" else spec.base
+
+
+def as_proportional(rope: Mapping, shipped: RopeSpec) -> dict:
+    """A plain-RoPE block (plain or linear, on the rotated dimensions) written as proportional RoPE: the base
+    b′^(h/r) gives the same θᵢ, and proportional RoPE divides them by its factor as linear scaling does."""
+    same_base = rope["rope_theta"] == plain_base(shipped)  # written as shipped, not as a round trip through b^(r/h)
+    base = shipped.base if same_base else rope["rope_theta"] ** (shipped.head_dim / shipped.rotary_dim)
+    block = {"rope_type": "proportional", "rope_theta": base, "partial_rotary_factor": shipped.partial_rotary_factor}
+    if rope["rope_type"] == "linear":
+        block["factor"] = rope["factor"]
+    return block
+
+
 def _rope(rope_type: str, base: float, carried: Mapping, **scaling) -> dict:
     return {"rope_type": rope_type, "rope_theta": base, **scaling, **carried}
 
@@ -406,11 +431,9 @@ def plan(config: Mapping, target: int, *, methods: Sequence[str] = PLAN_METHODS,
     layers = layer_map(config)
     planned = planned_kind(layers)
     spec = planned.spec
-    if spec.rope_type == "proportional":
-        raise ValueError(_("The {layer_type!r} layers of this model use Gemma 4's proportional RoPE (θ over the whole "
-                           "{head}-dimension head, {rotary} of them rotated); the plan's methods are written for plain "
-                           "RoPE, so it cannot plan them yet.").format(
-            layer_type=planned.layer_type, head=spec.head_dim, rotary=spec.rotary_dim))
+    proportional = spec.rope_type == "proportional"
+    if proportional:
+        methods = [name for name in methods if name in PROPORTIONAL_METHODS]
     L = spec.original_max_position_embeddings
     if target <= L:
         raise ValueError(_("The target length must exceed the training length L = {length:,} (got {target:,}).")
@@ -424,7 +447,7 @@ def plan(config: Mapping, target: int, *, methods: Sequence[str] = PLAN_METHODS,
     changed = tuple(note.kind.layer_type for note in notes if note.changed)
     shipped_rope = dict(layout.blocks[planned.layer_type])
     carried = {key: shipped_rope[key] for key in _LAYOUT_KEYS if key in shipped_rope}
-    train = RopeSpec(head_dim=spec.head_dim, base=spec.base, original_max_position_embeddings=L,
+    train = RopeSpec(head_dim=spec.head_dim, base=plain_base(spec), original_max_position_embeddings=L,
                      partial_rotary_factor=spec.partial_rotary_factor)
     constant = unrotated_pairs(train)
     bound = base_lower_bound(target, train.rotary_dim, constant) if with_bound else None
@@ -432,11 +455,17 @@ def plan(config: Mapping, target: int, *, methods: Sequence[str] = PLAN_METHODS,
     abf = abf_base(train.base, bound, target, train.rotary_dim, constant) if with_bound else train.base
     train_theta = default_inv_freq(train.base, train.rotary_dim)
     text = text_config_of(config)[0]
-    head_dim = spec.head_dim if family_of(text.get("model_type")).head_dim_key == "head_dim" else None
+    family = family_of(text.get("model_type"))
+    writes_head_dim = family.head_dim_key == "head_dim" and planned.layer_type not in family.layer_head_dim
+    head_dim = spec.head_dim if writes_head_dim else None
     shipped_max = text.get("max_position_embeddings") or target
     planned_methods = []
     for name in methods:
-        method_spec, parameters, rope, max_positions = _method(name, train, target, abf, spec, shipped_rope, shipped_max, carried)
+        method_spec, parameters, rope, max_positions = _method(name, train, target, abf, spec, shipped_rope,
+                                                               shipped_max, carried)
+        if proportional:
+            rope = rope if name == "direct" else as_proportional(rope, spec)
+            parameters["rope_theta"] = rope["rope_theta"]  # the config's base; "base" is the plain-RoPE one
         frequencies = rope_frequencies(method_spec, target)
         pairs, angles, _counts = unseen_shares(train_theta, L, frequencies.inv_freq, target)
         negative = first_negative_distance(frequencies.inv_freq, target, float(constant)) if with_bound else None
@@ -446,8 +475,9 @@ def plan(config: Mapping, target: int, *, methods: Sequence[str] = PLAN_METHODS,
         planned_methods.append(MethodPlan(name, PLAN_TITLES[name], method_spec, target, frequencies.inv_freq,
                                           frequencies.attention_factor, parameters, rope, max_positions, whole,
                                           legacy, pairs, angles, negative))
+    unavailable = tuple(name for name in PLAN_METHODS if name not in methods) if proportional else ()
     return Plan(dict(config), spec, train, L, target, bound, train_bound, tuple(planned_methods),
-                extended_length(config), planned, notes, layout, layers)
+                extended_length(config), planned, notes, layout, layers, unavailable)
 
 
 # ---- output ---------------------------------------------------------------------------------------
@@ -487,6 +517,16 @@ def composition_text(result: Plan) -> str | None:
                            "extrapolation keeps it.").format(
             rope_type=result.spec.rope_type, factor=shipped, length=result.train_length, built=result.built_for,
             target=result.target, scale=result.scale, more=result.scale / shipped))
+    spec = result.spec
+    if spec.rope_type == "proportional":
+        sentences.append(_("These layers use proportional RoPE: θᵢ = b^(−2i/{head}) on the first {pairs} of {all_pairs} "
+                           "pairs, which is plain RoPE on {rotary} dimensions with base b^({rotary}/{head}) = "
+                           "{base:,.6g}. The plan works with that base and writes each rope_theta back as the model "
+                           "reads it. (transformers' config check calls factor an unknown key of proportional RoPE; "
+                           "its rotary class divides θᵢ by it all the same.)").format(head=spec.head_dim, pairs=spec.num_pairs, all_pairs=spec.head_dim // 2,
+                                               rotary=spec.rotary_dim, base=result.train_spec.base))
+    if result.unavailable:
+        sentences.append(_(UNAVAILABLE).format(methods=", ".join(_(PLAN_TITLES[name]) for name in result.unavailable)))
     if result.target <= result.built_for:
         sentences.append(_("As shipped, the model's config is already built for {built:,} tokens, at least L′: these "
                            "blocks scale no more than it does.").format(built=result.built_for))

@@ -1,5 +1,5 @@
 """AppTest of the extension planner and the config comparison: defaults, uploads (good and bad), targets out of
-range and the limit on them, pasted Gemma 3, gpt-oss and OLMo 3 configs (which layers change and why, the whole
+range and the limit on them, pasted Gemma 3, Gemma 4, gpt-oss and OLMo 3 configs (which layers change and why, the whole
 patched config.json in the model's own schema), downloads, and what the figures and tables say."""
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ LAYER_MAP = "Layer map"
 CONFIGS = Path(__file__).parent / "data" / "model_configs"
 GPT_OSS_CONFIG = json.loads((CONFIGS / "openai--gpt-oss-20b.json").read_text())
 OLMO3_CONFIG = json.loads((CONFIGS / "allenai--Olmo-3.1-32B-Instruct.json").read_text())
+GEMMA4_CONFIG = json.loads((CONFIGS / "google--gemma-4-26B-A4B.json").read_text())
 COMPARE_TITLES = ("Wavelength λᵢ per pair", "θᵢ of B / θᵢ of A")
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -147,6 +148,20 @@ def test_plan_gpt_oss_pasted_at_the_extremes_and_the_limit_the_reader_sets():
     at = run_page(PLAN, pasted(GPT_OSS_CONFIG, target=str(2 * MAX_TARGET), limit=str(2 * TARGET_CEILING)))
     assert not at.exception  # a limit beyond the ceiling falls back to the default
     assert any("beyond the longest target allowed, 1,048,576 tokens" in e for e in texts(at.error))
+
+
+def test_plan_gemma4_pasted_offers_the_methods_its_proportional_rope_can_write():
+    at = run_page(PLAN, pasted(GEMMA4_CONFIG))
+    assert_ok(at, (*PLAN_TITLES, LAYER_MAP))
+    assert "Target L′ = 1,048,576, so s = L′/L = 4" in at.info[0].value
+    assert any("proportional RoPE" in m and "Not offered for these layers: Dynamic NTK, YaRN, Llama-3 scaling" in m
+               for m in texts(at.markdown))
+    assert list(at.dataframe[0].value.iloc[:, 0]) == ["Direct extrapolation", "Position Interpolation", "NTK-aware",
+                                                      "Base change (ABF)"]
+    pi = json.loads(at.code[1].value)["text_config"]["rope_parameters"]
+    assert pi["full_attention"] == {"rope_type": "proportional", "rope_theta": 1e6, "partial_rotary_factor": 0.25,
+                                    "factor": 4.0}
+    assert pi["sliding_attention"] == {"rope_theta": 10_000.0, "rope_type": "default"}
 
 
 def test_plan_olmo3_has_no_older_keys_and_says_so():

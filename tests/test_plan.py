@@ -37,10 +37,9 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 PRESETS = load_presets()
 CONFIGS = Path(__file__).parent / "data" / "model_configs"
 PUBLISHED = {path.stem: json.loads(path.read_text()) for path in sorted(CONFIGS.glob("*.json"))}
-# Gemma 4's full-attention layers use proportional RoPE, which the plan refuses by name (tested below).
-PLANNED = {name: config for name, config in PUBLISHED.items() if "gemma-4" not in name}
-CASES = {**PLANNED, **{preset.name: preset.config for preset in PRESETS}}
+CASES = {**PUBLISHED, **{preset.name: preset.config for preset in PRESETS}}
 SCALES = (2, 4, 8, 16, 32)
+PROPORTIONAL_FACTOR_WARNING = "Unrecognized keys in `rope_parameters` for 'rope_type'='proportional': {'factor'}\n"
 
 
 def train_length(config: dict) -> int:
@@ -76,13 +75,18 @@ def configs_of(method) -> list[dict]:
 def test_every_patched_config_gives_the_planned_theta_in_the_models_own_classes(name, transformers_warnings):
     config = CASES[name]
     result = plan(config, 4 * train_length(config), with_bound=False, max_target=TARGET_CEILING)
-    assert [m.method for m in result.methods] == list(PLAN_METHODS)
+    assert [m.method for m in result.methods] + list(result.unavailable) == \
+        [m for m in PLAN_METHODS if m not in result.unavailable] + list(result.unavailable)
+    assert len(result.methods) == (4 if result.spec.rope_type == "proportional" else 7)
     for method in result.methods:
         for patched in configs_of(method):
             before = transformers_warnings.tell()
             module = model_classes.rotary(model_classes.model_config(patched))
+            warned = transformers_warnings.getvalue()[before:]
+            if method.rope.get("factor") and method.rope["rope_type"] == "proportional":
+                warned = warned.replace(PROPORTIONAL_FACTOR_WARNING, "")  # its rotary class divides by it all the same
             if method.method != "direct":  # direct extrapolation keeps the shipped block, warnings and all
-                assert transformers_warnings.getvalue()[before:] == "", (method.method, patched)
+                assert warned == "", (method.method, patched)
             ours = layer_map(patched)
             for note in result.layers:
                 if not note.kind.has_rope:
@@ -91,6 +95,9 @@ def test_every_patched_config_gives_the_planned_theta_in_the_models_own_classes(
                 expected, attention = expected_frequencies(result, method, note)
                 theirs, their_attention = model_classes.frequencies(module, note.kind.layer_type, result.target)
                 where = (method.method, note.kind.layer_type, patched)
+                if note.kind.spec.rope_type == "proportional":  # transformers pads the unrotated pairs with θ = 0
+                    assert not bool(theirs[len(expected):].any()), where
+                    theirs = theirs[:len(expected)]
                 assert theirs.shape == expected.shape, where
                 assert bool(close(theirs, expected).all()), where
                 assert their_attention == pytest.approx(attention, rel=1e-6), where
@@ -184,9 +191,17 @@ def test_multimodal_sections_are_kept_in_every_block():
         assert method.legacy_config["rope_scaling"]["mrope_section"] == [16, 24, 24], method.method
 
 
-def test_gemma4_proportional_rope_is_refused_by_name():
-    with pytest.raises(ValueError, match="proportional RoPE"):
-        plan(PUBLISHED["google--gemma-4-26B-A4B"], 1 << 20)
+def test_gemma4_proportional_rope_is_planned_with_the_methods_it_can_write():
+    result = plan(PUBLISHED["google--gemma-4-26B-A4B"], 4 * 262_144, with_bound=False)
+    assert [m.method for m in result.methods] == ["direct", "pi", "ntk", "abf"]
+    assert result.unavailable == ("dynamic", "yarn", "llama3") and "Not offered" in composition_text(result)
+    assert result.train_spec.base == pytest.approx(1e6 ** (128 / 512))  # plain RoPE on 128 dims, same θᵢ
+    blocks = {m.method: m.config["text_config"]["rope_parameters"]["full_attention"] for m in result.methods}
+    assert blocks["pi"] == {"rope_type": "proportional", "rope_theta": 1e6, "partial_rotary_factor": 0.25,
+                            "factor": 4.0}
+    assert blocks["ntk"]["rope_theta"] == pytest.approx(1e6 * 4 ** (512 / 126))  # b·s^(h/(r−2))
+    sliding = {m.config["text_config"]["rope_parameters"]["sliding_attention"]["rope_theta"] for m in result.methods}
+    assert sliding == {10_000.0}
 
 
 def brute_unseen(train_theta: torch.Tensor, length: int, theta: torch.Tensor, target: int) -> torch.Tensor:
