@@ -90,7 +90,7 @@ _ALL = (
               "1803.02155", N_("Relative position vectors in the keys and values, clipped at a maximum distance.")),
     Reference("transformer_xl", "Dai, Yang, Yang, Carbonell, Le, Salakhutdinov", "Dai et al. 2019", 2019,
               "Transformer-XL: Attentive Language Models Beyond a Fixed-Length Context", "ACL 2019",
-              _arxiv("1901.02860"), "1901.02860", N_("Relative sinusoidal R_{i−j} with trainable u and v.")),
+              _arxiv("1901.02860"), "1901.02860", N_("Relative sinusoidal Rᵢ₋ⱼ with trainable u and v.")),
     Reference("t5", "Raffel, Shazeer, Roberts, Lee, Narang, Matena, Zhou, Li, Liu", "Raffel et al. 2020", 2020,
               "Exploring the Limits of Transfer Learning with a Unified Text-to-Text Transformer", "JMLR 2020",
               _arxiv("1910.10683"), "1910.10683", N_("A learned scalar bias per log-spaced relative-distance bucket.")),

@@ -116,3 +116,17 @@ def test_cli_help_and_readme_cite_nothing_uncitable(module):
 
 def test_readme_cites_nothing_uncitable():
     assert not UNCITABLE.search(Path(ROOT / "README.md").read_text(encoding="utf-8"))
+
+
+def test_reference_notes_carry_no_raw_latex():
+    """A note is shown as markdown, where R_{i−j} stays as typed: subscripts are written as Unicode (Rᵢ₋ⱼ)."""
+    import re
+
+    from i18n import _, use_language
+    from references import REFERENCES
+
+    raw = re.compile(r"[_^]\{|\\[a-z]+")
+    for language in ("en", "zh"):
+        with use_language(language):
+            typed = [(ref.key, _(ref.note)) for ref in REFERENCES.values() if ref.note and raw.search(_(ref.note))]
+        assert not typed, (language, typed)
