@@ -10,19 +10,19 @@ from references import cite
 
 TOPIC = N_("NTK-by-parts and YaRN")
 
-base, dims, length, rotations = sp.symbols("b D L r", positive=True)
-index = sp.Symbol("d", real=True)  # the (fractional) pair index the paper calls d
+base, dims, length, rotations = sp.symbols("b d L r", positive=True)  # d: the head size, as on every page
+index = sp.Symbol("i", real=True)  # the (fractional) pair index, which the YaRN paper calls d (and the head |D|)
 theta, scale, wavelength = sp.symbols("theta s lambda", positive=True)
 gamma = sp.Symbol("gamma", nonnegative=True)
 scale_factor = sp.Symbol("a", positive=True)  # √(1/t)
 temperature = sp.Symbol("t", positive=True)
 i = sp.Symbol("i", integer=True, nonnegative=True)
-size = sp.Symbol("D", integer=True, positive=True)
+size = sp.Symbol("d", integer=True, positive=True)
 q, k = sp.IndexedBase("q", real=True), sp.IndexedBase("k", real=True)
 
 
 def correction_index(turns: sp.Expr = rotations) -> sp.Expr:
-    """d = D·ln(L/(2πr)) / (2 ln b): the pair whose wavelength fits r times into L."""
+    """i = d·ln(L/(2πr)) / (2 ln b): the pair whose wavelength fits r times into L."""
     return dims * sp.log(length / (2 * sp.pi * turns)) / (2 * sp.log(base))
 
 
@@ -40,9 +40,9 @@ def _correction_dim():
     wavelength_at = 2 * sp.pi * base ** (2 * index / dims)
     logged = sp.Eq(sp.log(rotations), sp.expand_log(sp.log(length / wavelength_at), force=True))
     solved = sp.solve(logged, index)
-    unique = truth(len(solved) == 1, sp.Integer(len(solved)), N_("taking logs makes r = L/λ_d linear in d; sympy solves "
+    unique = truth(len(solved) == 1, sp.Integer(len(solved)), N_("taking logs makes r = L/λᵢ linear in i; sympy solves "
                    "it and finds one solution;"))
-    matches = identity(solved[0] if solved else sp.S.Zero, correction_index(), N_("it equals D ln(L/(2πr))/(2 ln b);"),
+    matches = identity(solved[0] if solved else sp.S.Zero, correction_index(), N_("it equals d ln(L/(2πr))/(2 ln b);"),
                        simplifier=power_zero)
     back = identity(length / wavelength_at.subs(index, correction_index()), rotations,
                     N_("substituting it back gives r = L/λ;"), simplifier=power_zero)
@@ -78,7 +78,7 @@ def _attention_scaling():
     dot = sp.Sum(q[i] * k[i], (i, 0, size - 1))
     scaled = sp.Sum((scale_factor * q[i]) * (scale_factor * k[i]), (i, 0, size - 1))
     divides = identity(scaled.subs(scale_factor, sp.sqrt(1 / temperature)), dot / temperature,
-                       N_("Σ(√(1/t) q_i)(√(1/t) k_i) − (Σ q_i k_i)/t = 0 for a symbolic dimension D;"),
+                       N_("Σ(√(1/t) q_i)(√(1/t) k_i) − (Σ q_i k_i)/t = 0 for a symbolic dimension d;"),
                        simplifier=lambda e: sp.simplify(sp.factor_terms(sp.expand(e.doit()))))
     solved_t = sp.solve(sp.Eq(sp.sqrt(1 / temperature), yarn_mscale()), temperature)
     t_value = identity(solved_t[0] if len(solved_t) == 1 else sp.S.Zero, 1 / yarn_mscale() ** 2,
@@ -107,19 +107,19 @@ def _threshold_e():
 
 CORRECTION_DIM = Derivation(
     slug="yarn_correction_dim",
-    title=N_("The pair that turns r times within L is d = D·ln(L/(2πr)) / (2 ln b)"),
+    title=N_("The pair that turns r times within L is i = d·ln(L/(2πr)) / (2 ln b)"),
     topic=TOPIC,
-    claim=r"\lambda_d = 2\pi b^{2d/D},\quad r = \frac{L}{\lambda_d}\quad\Longrightarrow\quad "
-          r"d = \frac{D\,\ln\!\big(L/(2\pi r)\big)}{2\ln b}",
+    claim=r"\lambda_i = 2\pi b^{2i/d},\quad r = \frac{L}{\lambda_i}\quad\Longrightarrow\quad "
+          r"i = \frac{d\,\ln\!\big(L/(2\pi r)\big)}{2\ln b}",
     steps=(
-        Step(N_("Pair d (of D/2 pairs; the YaRN paper writes |D| for the head dimension) has wavelength λ_d; in a "
-                "context of L tokens it makes r = L/λ_d full turns."), r"r = \frac{L}{2\pi b^{2d/D}}"),
-        Step(N_("Take logarithms: the unknown d appears linearly."),
-             r"\ln r = \ln L - \ln 2\pi - \frac{2d}{D}\ln b"),
-        Step(N_("Solve for d. NTK-by-parts ramps between the pairs with r = β (32) and r = α (1)."),
-             r"d(r) = \frac{D\,\ln\!\big(L/(2\pi r)\big)}{2\ln b}"),
+        Step(N_("Pair i (of d/2 pairs; the YaRN paper calls the pair d and the head dimension |D|) has wavelength "
+                "λᵢ; in a context of L tokens it makes r = L/λᵢ full turns."), r"r = \frac{L}{2\pi b^{2i/d}}"),
+        Step(N_("Take logarithms: the unknown i appears linearly."),
+             r"\ln r = \ln L - \ln 2\pi - \frac{2i}{d}\ln b"),
+        Step(N_("Solve for i. NTK-by-parts ramps between the pairs with r = β (32) and r = α (1)."),
+             r"i(r) = \frac{d\,\ln\!\big(L/(2\pi r)\big)}{2\ln b}"),
     ),
-    check=N_("Solve the logged equation for d with sympy, compare with the formula, substitute back, and compare "
+    check=N_("Solve the logged equation for i with sympy, compare with the formula, substitute back, and compare "
           "pe_core.rope.yarn_correction_dim at three settings."),
     check_function=_correction_dim,
     source=Deferred(N_("{paper} and the correction-range code ({code})."), paper=cite("yarn", "eq. 14"),
