@@ -239,3 +239,12 @@ def test_verdicts_are_cached_per_slug_and_parameter():
     assert first.holds and first.residual == "0"
     assert lesson.verification("blocks_relative", 4) is first
     assert lesson.verdict(derivations.get("rope2d_norm"), 6) is lesson.verification("rope2d_norm", None)
+
+
+def test_the_yarn_derivation_names_the_head_size_d_like_every_page():
+    from derivations.yarn import CORRECTION_DIM, correction_index
+
+    texts = [CORRECTION_DIM.claim, CORRECTION_DIM.title, *(step.latex for step in CORRECTION_DIM.steps)]
+    assert not any("D" in text.replace("|D|", "") for text in texts), texts
+    assert "b^{2i/d}" in CORRECTION_DIM.claim
+    assert {str(s) for s in correction_index().free_symbols} == {"d", "L", "r", "b"}
