@@ -55,3 +55,16 @@ def test_every_page_link_on_home_keeps_the_language_a_browser_chose():
     links = page_links(at)
     assert len(links) >= len(available_pages()) - 1
     assert all(parse_qs(link.proto.query_string).get("lang") == ["zh"] for link in links)
+
+
+def test_home_shows_chinese_thumbnails_in_chinese():
+    from i18n import use_language
+    from ui.front_door import THUMBNAILS, thumbnail
+    from ui.pages import PAGES
+
+    lessons = [page.lesson for page in PAGES if page.lesson and (THUMBNAILS / f"{page.lesson}.png").exists()]
+    assert len(lessons) >= 10
+    with use_language("zh"):
+        assert all(thumbnail(lesson) == THUMBNAILS / "zh" / f"{lesson}.png" for lesson in lessons)
+    with use_language("en"):
+        assert all(thumbnail(lesson) == THUMBNAILS / f"{lesson}.png" for lesson in lessons)

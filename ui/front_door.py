@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import NamedTuple
 
-from i18n import N_
+from i18n import DEFAULT_LANGUAGE, N_, current_language
 
 THUMBNAILS = Path(__file__).resolve().parent.parent / "assets" / "thumbnails"
 
@@ -83,5 +83,8 @@ QUESTIONS: dict[str, tuple[str, str, str]] = {
 
 
 def thumbnail(lesson: str) -> Path | None:
-    path = THUMBNAILS / f"{lesson}.png"
-    return path if path.exists() else None
+    """The lesson's thumbnail in the reader's language (``assets/thumbnails/<lang>/``, drawn with
+    ``python -m figures.export --thumbnails assets/thumbnails/zh --lang zh``), else the English one, else None."""
+    language = current_language()
+    folders = (THUMBNAILS,) if language == DEFAULT_LANGUAGE else (THUMBNAILS / language, THUMBNAILS)
+    return next((path for path in (folder / f"{lesson}.png" for folder in folders) if path.exists()), None)
