@@ -18,6 +18,7 @@ import torch
 
 from pe_core import from_hf_config, rope_frequencies
 from pe_core.config import extended_length, layer_map
+from tests import model_classes
 
 transformers = pytest.importorskip("transformers")
 logging.getLogger("transformers").setLevel(logging.ERROR)
@@ -25,67 +26,23 @@ logging.getLogger("transformers").setLevel(logging.ERROR)
 CONFIGS = Path(__file__).parent / "data" / "model_configs"
 CONFIG_FILES = sorted(CONFIGS.glob("*.json"))
 
-# The text model's rotary class of each model type, as its modeling file names it.
-ROTARY_CLASSES = {
-    "llama": "llama.modeling_llama.LlamaRotaryEmbedding",
-    "mistral": "mistral.modeling_mistral.MistralRotaryEmbedding",
-    "mixtral": "mixtral.modeling_mixtral.MixtralRotaryEmbedding",
-    "qwen2": "qwen2.modeling_qwen2.Qwen2RotaryEmbedding",
-    "qwen3": "qwen3.modeling_qwen3.Qwen3RotaryEmbedding",
-    "qwen3_moe": "qwen3_moe.modeling_qwen3_moe.Qwen3MoeRotaryEmbedding",
-    "qwen3_next": "qwen3_next.modeling_qwen3_next.Qwen3NextRotaryEmbedding",
-    "qwen2_5_vl_text": "qwen2_5_vl.modeling_qwen2_5_vl.Qwen2_5_VLRotaryEmbedding",
-    "qwen2_vl_text": "qwen2_vl.modeling_qwen2_vl.Qwen2VLRotaryEmbedding",
-    "qwen3_vl_text": "qwen3_vl.modeling_qwen3_vl.Qwen3VLTextRotaryEmbedding",
-    "qwen3_5_text": "qwen3_5.modeling_qwen3_5.Qwen3_5TextRotaryEmbedding",
-    "gemma2": "gemma2.modeling_gemma2.Gemma2RotaryEmbedding",
-    "gemma3_text": "gemma3.modeling_gemma3.Gemma3RotaryEmbedding",
-    "gemma4_text": "gemma4.modeling_gemma4.Gemma4TextRotaryEmbedding",
-    "olmo3": "olmo3.modeling_olmo3.Olmo3RotaryEmbedding",
-    "exaone4": "exaone4.modeling_exaone4.Exaone4RotaryEmbedding",
-    "cohere2": "cohere2.modeling_cohere2.Cohere2RotaryEmbedding",
-    "llama4_text": "llama4.modeling_llama4.Llama4TextRotaryEmbedding",
-    "gpt_oss": "gpt_oss.modeling_gpt_oss.GptOssRotaryEmbedding",
-    "gpt_neox": "gpt_neox.modeling_gpt_neox.GPTNeoXRotaryEmbedding",
-    "stablelm": "stablelm.modeling_stablelm.StableLmRotaryEmbedding",
-    "phi": "phi.modeling_phi.PhiRotaryEmbedding",
-    "phi3": "phi3.modeling_phi3.Phi3RotaryEmbedding",
-    "glm4": "glm4.modeling_glm4.Glm4RotaryEmbedding",
-    "glm4_moe": "glm4_moe.modeling_glm4_moe.Glm4MoeRotaryEmbedding",
-    "deepseek_v3": "deepseek_v3.modeling_deepseek_v3.DeepseekV3RotaryEmbedding",
-    "deepseek_v2": "deepseek_v2.modeling_deepseek_v2.DeepseekV2RotaryEmbedding",
-    "hunyuan_v1_dense": "hunyuan_v1_dense.modeling_hunyuan_v1_dense.HunYuanDenseV1RotaryEmbedding",
-    "hunyuan_v1_moe": "hunyuan_v1_moe.modeling_hunyuan_v1_moe.HunYuanMoEV1RotaryEmbedding",
-}
-
-
 def _published(path: Path) -> dict:
     return json.loads(path.read_text())
 
 
 def _model_config(config: dict):
     """The model's own config class, built from the file exactly as from_pretrained would."""
-    model_type = config["model_type"]
-    if model_type == "kimi_k2":
-        model_type = "deepseek_v3"  # Kimi K2 ships DeepSeek-V3's architecture (its auto_map names DeepseekV3Config)
-    config_class = transformers.CONFIG_MAPPING[model_type]
-    built = config_class.from_dict({key: value for key, value in config.items() if key != "model_type"})
-    return built.get_text_config(decoder=True)
+    return model_classes.model_config(config)
 
 
 def _rotary(text_config):
-    path = ROTARY_CLASSES.get(text_config.model_type)
-    if path is None:
+    if text_config.model_type not in model_classes.ROTARY_CLASSES:
         pytest.skip(f"no rotary class listed for {text_config.model_type}")
-    module, name = path.rsplit(".", 1)
-    rotary_class = getattr(importlib.import_module(f"transformers.models.{module}"), name)
-    return rotary_class(config=text_config)
+    return model_classes.rotary(text_config)
 
 
 def _buffers(rotary, layer_type: str) -> tuple[torch.Tensor, float]:
-    if hasattr(rotary, f"{layer_type}_inv_freq"):
-        return getattr(rotary, f"{layer_type}_inv_freq"), getattr(rotary, f"{layer_type}_attention_scaling")
-    return rotary.inv_freq, rotary.attention_scaling
+    return model_classes.frequencies(rotary, layer_type)
 
 
 @pytest.mark.parametrize("path", CONFIG_FILES, ids=[path.stem for path in CONFIG_FILES])
