@@ -7,16 +7,19 @@ The numbers are text in the settings (pasted, or an uploaded file the page turne
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 
 import torch
 
 from figures import practitioner as draw
+from figures import probe as draw_probe
 from i18n import N_, _, sentences
-from lessons.base import FigureSpec, Lesson, SettingsError, figure_registry, override, setting
+from lessons.base import FigureSpec, Lesson, SettingsError, cached, figure_registry, override, setting
 from lessons.model_source import MODEL, ModelSettings, config_of
 from lessons.rope_setup import LAYER_CHOICES, layer_choice_title
 from pe_core import RopeSpec, preset_by_name, rope_frequencies
+from pe_core import probe as rotation_probe
 from pe_core.check import (
     BUG_CLASSES,
     LAYOUT_NAMES,
@@ -34,6 +37,7 @@ from pe_core.inputs import numbers_text, parse_numbers
 from pe_core.layers import LayerKind, layer_type_title
 
 NUMBERS = "numbers"
+ROTATION = "rotation"  # the rotation probe's example port
 DEFAULT_PRESET = "Llama-3.1-8B"
 MAX_SEQ_LEN = 1 << 22
 
@@ -87,6 +91,11 @@ class Settings(ModelSettings):
                           help=N_("Only per-dimension values show the pairing. The model's own is what its "
                                   "transformers class rotates (interleaved for DeepSeek-V3 and GLM-4, half-split for "
                                   "Llama); Meta's original checkpoints and GGUF 'norm' models expect interleaved."))
+    rotation: str = setting(rotation_probe.CORRECT, N_("Example port's rotation"), key="rot", widget="selectbox",
+                            group=ROTATION, options=(rotation_probe.CORRECT, *rotation_probe.PROBE_BUGS),
+                            format=lambda name: rotation_example_title(name), examples=("cos_sin_low_precision",),
+                            help=N_("What the probe's figure shows until you upload your own rotary's output: "
+                                    "a correct port, or one with the bug named."))
     layer_type: str = setting("auto", N_("Layers checked"), key="layers", widget="radio", group=MODEL,
                               options=LAYER_CHOICES, format=layer_choice_title, horizontal=False,
                               help=N_("A hybrid model (Gemma 3, gpt-oss, EXAONE 4, ...) keeps a RoPE per kind of "
@@ -150,6 +159,11 @@ class Result:
 
     def json(self) -> dict:
         return report_json(self.report)
+
+    @functools.cached_property
+    def rotation(self) -> RotationResult:
+        """The rotation probe's verdict on the example port the settings name."""
+        return example_rotation(self.kind, self.settings.rotation)
 
     def summary(self) -> str:
         report = self.report
@@ -276,11 +290,99 @@ def _theta_caption(result: Result) -> str:
     return _("The curves part at {where}.").format(where=result.where)
 
 
+# ---- the rotation probe -----------------------------------------------------------------------------------------
+
+
+def rotation_example_title(name: str) -> str:
+    if name == rotation_probe.CORRECT:
+        return _("a correct rotary")
+    return _("with the bug: {title}").format(title=_(rotation_probe.PROBE_BUGS[name].title))
+
+
+class RotationResult:
+    """The rotation probe's verdict on one port's output (an example's or an upload's) for one kind of layer."""
+
+    def __init__(self, kind: LayerKind, report: rotation_probe.ProbeReport, note: str | None = None) -> None:
+        self.kind, self.report, self.note = kind, report, note
+
+    @property
+    def explanations(self) -> tuple[tuple[str, str], ...]:
+        """(bug name, its sentence) in the reader's language (made on every call, as for the θ check)."""
+        return tuple((d.name, rotation_probe.explain(self.report, d)) for d in self.report.diagnosis)
+
+    @property
+    def where(self) -> str:
+        return rotation_probe.where_text(self.report)
+
+    def marks(self) -> tuple[tuple[int, str], ...]:
+        """The lengths the figure marks: L, and L′ where scaling extends it."""
+        spec = self.kind.spec
+        marks = [(spec.original_max_position_embeddings, "L")]
+        if rotation_probe.built_length(spec) != spec.original_max_position_embeddings:
+            marks.append((rotation_probe.built_length(spec), "L′"))
+        return tuple(marks)
+
+
+def example_rotation(kind: LayerKind, name: str) -> RotationResult:
+    """The verdict on an example port's output: correct, or with bug class ``name`` (a correct one, with a note,
+    where that class cannot occur for these layers)."""
+    tensors = rotation_probe.example_output(kind, name)
+    note = None
+    if tensors is None:
+        note = N_("That bug cannot occur for these layers; a correct rotary is shown.")
+        tensors = rotation_probe.example_output(kind, rotation_probe.CORRECT)
+    return RotationResult(kind, rotation_probe.check_kind(kind, tensors), note)
+
+
+@cached(max_entries=16)
+def uploaded_rotation(kind: LayerKind, data: bytes, name: str) -> RotationResult:
+    """The verdict on an uploaded output of the probe (rotated q and k, or cos and sin)."""
+    from pe_core.inputs import read_tensors
+
+    try:
+        report = rotation_probe.check_kind(kind, read_tensors(data, name))
+    except ValueError as err:
+        raise SettingsError(str(err)) from err
+    return RotationResult(kind, report)
+
+
+@cached(max_entries=16)
+def probe_zip(kind: LayerKind) -> bytes:
+    """The probe of these layers (probe.pt, .npy, .safetensors) and the script that runs a rotary on it, zipped."""
+    import io
+    import zipfile
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        files = rotation_probe.probe_files(rotation_probe.probe_for(kind), "config.json", kind.layer_type)
+        for name, data in files.items():
+            archive.writestr(f"rope-probe/{name}", data)
+    return buffer.getvalue()
+
+
+def rotation_figure(rotation: RotationResult):
+    report = rotation.report
+    return draw_probe.rotation_error_figure(
+        positions=report.positions.tolist(), errors=report.error.tolist(), tolerances=report.tolerance.tolist(),
+        beyond=(report.ratio > 1).tolist(), first_part=report.first_part, verdict=report.verdict, marks=rotation.marks())
+
+
+def _rotation(result: Result, style):
+    return rotation_figure(result.rotation)
+
+
+def _rotation_caption(result: Result) -> str:
+    if result.rotation.report.verdict == "match":
+        return _("Every token is within float32 tolerance of the reference rotation.")
+    return _("The error leaves float32 tolerance at {where}.").format(where=result.rotation.where)
+
+
 FIGURES = figure_registry(
     FigureSpec("theta", draw.CHECK_THETA_TITLE, _theta, groups=(MODEL, NUMBERS), caption=_theta_caption),
     FigureSpec("error", draw.CHECK_ERROR_TITLE, _error, groups=(MODEL, NUMBERS),
                caption=N_("Relative error per entry against the float32 tolerance 8·ε₃₂·(1 + |ln θᵢ|); "
                           "points above it are where your numbers differ.")),
+    FigureSpec("rotation", draw_probe.ROTATION_TITLE, _rotation, groups=(MODEL, ROTATION), caption=_rotation_caption),
 )
 
 LESSON = Lesson(

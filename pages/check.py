@@ -4,13 +4,15 @@ import json
 
 import streamlit as st
 
+from ui.figure import show_figure
 from ui.formula import show_formula
 from ui.lesson import LessonPage
-from ui.uploads import config_text, numbers_file_text, upload_into
+from ui.uploads import config_text, numbers_file_text, upload_into, uploader_words_css
 
-from i18n import N_, _
+from i18n import DEFAULT_LANGUAGE, N_, _, current_language
 from lessons import check as lesson
-from pe_core.inputs import NUMBER_FILE_TYPES
+from lessons.base import SettingsError
+from pe_core.inputs import NUMBER_FILE_TYPES, TENSOR_FILE_TYPES
 from references import cite
 
 page = LessonPage(lesson.LESSON)
@@ -108,6 +110,62 @@ st.download_button(_("Download the report (JSON)"), json.dumps(result.json(), in
                    file_name="rope-check.json", mime="application/json")
 st.caption(_("The same check from a terminal: `python -m pe_core.check CONFIG --inv-freq FILE [--attention-factor X] "
              "[--seq-len N] [--json]` (exit 0 on a match, 1 on a mismatch, 2 on bad input)."))
+
+# --- the rotation itself ----------------------------------------------------------------------------
+st.header(_("The rotation itself"))
+st.markdown(_(
+    "Right θᵢ can still be applied wrongly: positions off by one, cos and sin cached in half precision, the wrong "
+    "pairing, the unrotated part of a partial-rotary head rotated or dropped, the attention factor on q only, M-RoPE "
+    "sections split wrongly. Download the probe (seeded queries, keys and positions up to twice the length the model "
+    "is built for, with a script), run your rotary on it, and upload what it returns: the rotated q and k, or your "
+    "cos and sin tables."
+))
+st.download_button(_("Download the probe (ZIP)"), lesson.probe_zip(result.kind), file_name="rope-probe.zip",
+                   mime="application/zip")
+rotation_types = list(TENSOR_FILE_TYPES)
+uploaded = st.file_uploader(_("Upload your rotary's output"), type=rotation_types, key="check_rotation_file",
+                            help=_("A .pt, .safetensors or .npz file holding q and k (the probe's shape), or cos "
+                                   "and sin."))
+if current_language() != DEFAULT_LANGUAGE:
+    st.html(f"<style>{uploader_words_css('check_rotation_file', rotation_types)}</style>")
+rotation = None
+if uploaded is not None:
+    try:
+        rotation = lesson.uploaded_rotation(result.kind, uploaded.getvalue(), uploaded.name)
+    except SettingsError as err:
+        st.error(_("{name} could not be used: {message}").format(name=uploaded.name, message=err),
+                 icon=":material/warning:")
+if rotation is None:
+    page.controls(lesson.ROTATION)
+    rotation = page.result().rotation
+    if rotation.note:
+        st.caption(_(rotation.note))
+if rotation.report.verdict == "match":
+    st.success(_("**Match.** Every token of the probe is within float32 tolerance of the reference rotation."),
+               icon=":material/check_circle:")
+else:
+    st.error(_("**Mismatch.** The error leaves float32 tolerance at {where}.").format(where=rotation.where),
+             icon=":material/cancel:")
+    for name, sentence in rotation.explanations:
+        bug = lesson.rotation_probe.PROBE_BUGS[name]
+        st.markdown(f"**{_(bug.title)}** (`{name}`) — {sentence} " + " ".join(cite(key) for key in bug.references))
+    if not rotation.explanations:
+        st.warning(_("No single known bug reproduces this output."), icon=":material/search:")
+if rotation.report.note:
+    st.caption(_("cos and sin read as {reading}.").format(reading=_(rotation.report.note)))
+if uploaded is not None:
+    show_figure(lesson.rotation_figure(rotation), "check_rotation_upload",
+                caption=_("Largest error per token against the reference rotation, relative to the size of q and k, "
+                          "with the float32 tolerance of that value."))
+else:
+    page.figure("rotation")
+st.caption(_("From a terminal: `python -m pe_core.check CONFIG --probe DIR` writes the probe, then `python -m "
+             "pe_core.check CONFIG --rotated FILE [--probe DIR]` checks your output (exit 0 on a match, 1 on a "
+             "mismatch)."))
+with st.expander(_("The rotation bugs the probe recognises"), expanded=False):
+    for name, bug in lesson.rotation_probe.PROBE_BUGS.items():
+        sources = " ".join(cite(key) for key in bug.references)
+        st.markdown(f"- **{_(bug.title)}** (`{name}`): {_(bug.summary)} {sources}")
 
 with st.expander(_("The bug classes this page recognises"), expanded=False):
     for name, bug in lesson.BUG_CLASSES.items():

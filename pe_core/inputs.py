@@ -145,7 +145,7 @@ def inv_freq_key(tensors: Mapping[str, torch.Tensor], where: str, layer_type: st
     if any(tensors[key].shape != first.shape or not torch.equal(tensors[key], first) for key in keys[1:]):
         hint = _(" (pick one with --layer-type)") if per_type else ""
         raise ValueError(_("{where} holds several different inv_freq tensors{hint}: {keys}.").format(
-            where=where, hint=hint, keys=", ".join(keys)))
+            where=where, hint=hint, keys=", ".join(sorted(keys))))
     return keys[0]
 
 

@@ -440,8 +440,8 @@ def _mrope_variants(context: ProbeContext) -> Iterator[Variant]:
     for axes, how in ((2 - pair_axes(section, context.mrope_interleaved),
                        N_("the sections taken in the order width, height, time")),
                       (pair_axes(section, not context.mrope_interleaved),
-                       N_("interleaved and chunked sections mixed up (Qwen3-VL takes turns pair by pair, Qwen2-VL "
-                          "and Qwen2.5-VL keep one block per axis)")),
+                       N_("alternating and block sections mixed up (Qwen3-VL's axes take turns pair by pair, "
+                          "Qwen2-VL's and Qwen2.5-VL's keep one block each)")),
                       (torch.zeros(pairs, dtype=torch.long),
                        N_("the time (text) position used on every pair: height and width ignored"))):
         if axes.numel() == pairs and not any(torch.equal(axes, seen) for seen in tried):
@@ -519,7 +519,7 @@ class ProbeReport(NamedTuple):
     positions: torch.Tensor  # [tokens]: each token's position (the time axis for M-RoPE)
     error: torch.Tensor  # [tokens]: largest error against the reference, relative to the input's size
     ratio: torch.Tensor  # [tokens]: largest error / tolerance (≤ 1 within float32 tolerance)
-    tolerance: torch.Tensor  # [tokens]: the tolerance at the largest ratio's value, relative like error
+    tolerance: torch.Tensor  # [tokens]: the tolerance of the value with the largest error, relative like error
     first_part: int | None  # the first token whose ratio exceeds 1
     diagnosis: tuple[ProbeDiagnosis, ...]
     note: str | None  # how cos/sin tables were read (N_()-marked)
@@ -578,8 +578,8 @@ def _per_token(context: ProbeContext, output: PortOutput, error: torch.Tensor, t
         relative = (error / scale).permute(1, 0, 2).reshape(error.shape[1], -1)
         allowed = (tolerance / scale).permute(1, 0, 2).reshape(tolerance.shape[1], -1)
     ratio = relative / allowed.clamp_min(1e-300)
-    worst = ratio.argmax(-1, keepdim=True)
-    return relative.max(-1).values, ratio.max(-1).values, allowed.gather(-1, worst)[:, 0]
+    largest = relative.argmax(-1, keepdim=True)  # the tolerance drawn beside an error is that value's own
+    return relative.max(-1).values, ratio.max(-1).values, allowed.gather(-1, largest)[:, 0]
 
 
 def check_rotation(spec: RopeSpec, layout: str, tensors: Mapping[str, torch.Tensor],
@@ -601,6 +601,40 @@ def check_rotation(spec: RopeSpec, layout: str, tensors: Mapping[str, torch.Tens
     positions = context.probe.position_ids[0] if context.probe.position_ids.dim() == 3 else context.probe.position_ids
     return ProbeReport("match" if matched else "mismatch", output.form, positions[0].clone(), relative, ratio,
                        allowed, first_part, diagnosis, output.note, order)
+
+
+def check_kind(kind, tensors: Mapping[str, torch.Tensor], probe: Probe | None = None) -> ProbeReport:
+    """``check_rotation`` for one kind of layer of ``pe_core.config.layer_map`` (its spec, layout and sections)."""
+    return check_rotation(kind.spec, kind.layout, tensors, kind.mrope_section, kind.mrope_interleaved, probe)
+
+
+def probe_for(kind, seed: int = 0) -> Probe:
+    return make_probe(kind.spec, kind.mrope_section, seed)
+
+
+CORRECT = "correct"
+# which of a class's broken rotations the examples show: the angles in bfloat16, whose error grows with position
+_EXAMPLE_VARIANT = {"cos_sin_low_precision": -1}
+
+
+def example_output(kind, name: str) -> dict[str, torch.Tensor] | None:
+    """What a port with bug class ``name`` (or ``CORRECT``) hands back on the probe: float32 rotated q and k;
+    None when the class cannot occur for this kind of layer."""
+    context = context_for(kind.spec, kind.layout, kind.mrope_section, kind.mrope_interleaved)
+    rotation = context.reference
+    if name != CORRECT:
+        bug = PROBE_BUGS[name]
+        if not bug.applies(context):
+            return None
+        rotation = list(bug.variants(context))[_EXAMPLE_VARIANT.get(name, 0)].rotation
+    q, k = expected_output(context, rotation)
+    return {"q": q.values.to(torch.float32), "k": k.values.to(torch.float32)}
+
+
+def applicable_examples(kind) -> tuple[str, ...]:
+    """``CORRECT`` and every bug class that can occur for this kind of layer."""
+    context = context_for(kind.spec, kind.layout, kind.mrope_section, kind.mrope_interleaved)
+    return (CORRECT, *(name for name, bug in PROBE_BUGS.items() if bug.applies(context)))
 
 
 def _diagnose(context: ProbeContext, output: PortOutput, first_part: int | None) -> tuple[ProbeDiagnosis, ...]:

@@ -145,7 +145,7 @@ def test_per_layer_type_buffers_are_picked_by_layer_type():
     assert read.key == "model.rotary_emb.sliding_attention_inv_freq"
     assert read.values == tuple(sliding.double().tolist())
     assert read_inv_freq(data, "gemma3.safetensors", "full_attention").values == tuple(full.double().tolist())
-    with pytest.raises(ValueError, match="full_attention_inv_freq.*sliding_attention_inv_freq.*--layer-type"):
+    with pytest.raises(ValueError, match="--layer-type.*full_attention_inv_freq.*sliding_attention_inv_freq"):
         read_inv_freq(data, "gemma3.safetensors")  # two different θ and no layer type: the keys are listed
     with pytest.raises(ValueError, match="no inv_freq for chunked_attention layers"):
         read_inv_freq(data, "gemma3.safetensors", "chunked_attention")

@@ -188,7 +188,78 @@ def test_the_uploaders_words_are_chinese_in_chinese_and_left_to_streamlit_in_eng
 
     chinese = run_page_with_sidebar(PAGE, {"lang": "zh"})
     styles = uploader_styles(chinese)
-    assert len(styles) == 2
+    assert len(styles) == 3  # the config, the θᵢ and the rotation probe's output
     numbers = next(s for s in styles if ".st-key-check_numbers_file " in s)
     assert 'content: "上传"' in numbers and "每个文件不超过 200 MB · JSON, CSV, TXT, NPY, PT" in numbers
+    rotation = next(s for s in styles if ".st-key-check_rotation_file " in s)
+    assert "PT, PTH, BIN, SAFETENSORS, NPZ" in rotation
     assert not uploader_styles(run_page_with_sidebar(PAGE, {"lang": "en"}))
+
+
+# ---- the rotation probe ---------------------------------------------------------------------------------------
+
+ROTATION_TITLE = "Your rotation against the reference"
+
+
+def rotation_menu(at):
+    return next(s for s in at.selectbox if s.label.startswith("Example port's rotation"))
+
+
+def rotated_upload(spec_positions_shift: int = 0) -> bytes:
+    """A port's output on the default model's probe: transformers' rotation, at positions shifted by ``shift``."""
+    from transformers import LlamaConfig
+    from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding, apply_rotary_pos_emb
+
+    from pe_core.config import layer_map
+    from pe_core.presets import preset_by_name as preset
+    from pe_core.probe import probe_for
+
+    config = dict(preset("Llama-3.1-8B").config)
+    probe = probe_for(layer_map(config).default_kind)
+    cos, sin = LlamaRotaryEmbedding(LlamaConfig(**config))(probe.q, probe.position_ids + spec_positions_shift)
+    q, k = apply_rotary_pos_emb(probe.q, probe.k, cos, sin)
+    buffer = io.BytesIO()
+    torch.save({"q": q, "k": k}, buffer)
+    return buffer.getvalue()
+
+
+def test_the_rotation_example_shows_a_correct_port_then_a_bug_where_it_starts():
+    at = run_page(PAGE)
+    assert not at.exception, at.exception
+    figure = figure_titled(at, ROTATION_TITLE)
+    assert figure["layout"]["title"]["text"].endswith(": match")
+    assert any("Every token of the probe is within float32 tolerance" in t for t in texts(at.success))
+    rotation_menu(at).set_value("cos_sin_low_precision").run()
+    assert not at.exception, at.exception
+    figure = figure_titled(at, ROTATION_TITLE)
+    assert figure["layout"]["title"]["text"].endswith("mismatch")
+    assert any("error starts: position 1" in a["text"] for a in figure["layout"]["annotations"])
+    diagnosis = [m for m in texts(at.markdown) if "cos_sin_low_precision" in m and "—" in m]
+    assert diagnosis and "huggingface/transformers/issues/25681" in diagnosis[0]
+    assert "grows with the position" in diagnosis[0]
+
+
+def test_an_example_that_cannot_occur_says_so():
+    at = run_page(PAGE)
+    rotation_menu(at).set_value("mrope_sections").run()
+    assert not at.exception, at.exception
+    assert any("cannot occur for these layers" in c for c in texts(at.caption))
+
+
+@pytest.mark.slow
+def test_an_uploaded_rotation_is_checked_and_a_bad_file_is_refused():
+    pytest.importorskip("transformers")
+    at = run_page(PAGE)
+    uploader(at, "Upload your rotary's output").set_value(("rotated.pt", rotated_upload(), "application/octet-stream"))
+    at.run()
+    assert not at.exception, at.exception
+    assert any("Every token of the probe" in t for t in texts(at.success))
+    shifted = ("shifted.pt", rotated_upload(1), "application/octet-stream")
+    uploader(at, "Upload your rotary's output").set_value(shifted).run()
+    assert not at.exception, at.exception
+    assert any("positions_shifted" in m and "prime-rl" in m for m in texts(at.markdown))
+    assert figure_titled(at, ROTATION_TITLE)["layout"]["title"]["text"].endswith("mismatch")
+    uploader(at, "Upload your rotary's output").set_value(("broken.pt", b"not a torch file", "application/octet-stream"))
+    at.run()
+    assert not at.exception, at.exception
+    assert any("broken.pt could not be used" in e for e in texts(at.error))
