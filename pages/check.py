@@ -12,6 +12,7 @@ from ui.uploads import config_text, numbers_file_text, upload_into, uploader_wor
 from i18n import DEFAULT_LANGUAGE, N_, _, current_language
 from lessons import check as lesson
 from lessons.base import SettingsError
+from pe_core.check import diagnosis_references, diagnosis_title
 from pe_core.inputs import NUMBER_FILE_TYPES, TENSOR_FILE_TYPES
 from references import cite
 
@@ -83,13 +84,14 @@ else:
     st.error(_("**Mismatch.** {summary}").format(summary=result.summary()), icon=":material/cancel:")
     if result.explanations:
         for name, sentence in result.explanations:
-            st.markdown(f"**{_(lesson.BUG_CLASSES[name].title)}** (`{name}`) — {sentence} "
-                        + " ".join(cite(key) for key in lesson.BUG_CLASSES[name].references))
+            st.markdown(f"**{diagnosis_title(name)}** (`{name}`) — {sentence} "
+                        + " ".join(cite(key) for key in diagnosis_references(name)))
         if len(result.explanations) > 1:
             st.caption(_("More than one known bug produces exactly these numbers; each is listed."))
     else:
-        st.warning(_("No single known bug reproduces these numbers; the curves part at {where}. Two bugs at once, or "
-                     "a different formula, can do this.").format(where=result.where), icon=":material/search:")
+        st.warning(_("Neither one known bug nor two at once reproduce these numbers, and no fitted base, exponent, "
+                     "factor or length does; the curves part at {where}. A different formula can do this.").format(
+                         where=result.where), icon=":material/search:")
     for note in result.notes():
         st.caption(note)
 

@@ -25,7 +25,14 @@ results stay within 0.8 of these units on every preset).
 On a mismatch every bug class of ``BUG_CLASSES`` that applies to the config is tried: a class
 reproduces the numbers if one of its perturbed implementations matches them within the same
 tolerance (a rounding to bfloat16/float16 is matched to within the rounding of a float32 value).
-The diagnosis lists every class that does; none means no single known bug reproduces them.
+Some classes are fitted (``pe_core.fit``): the base, the exponent's start and width, the factor, the
+original length L, the length dynamic NTK was grown for, the rope type, YaRN's β values are fitted
+to the numbers and named (a known default, a bfloat16 rounding or integer wrap-around of rope_theta,
+static NTK used for dynamic, ...); a fitted parameter is the answer only where no specific bug is.
+Failing one bug, θᵢ and the attention factor are diagnosed apart, then two θ bugs at once: any bug's
+output rounded to half precision or laid out in the other pairing, and any bug acting on the config
+another bug changed. The diagnosis lists every explanation found; none means that neither one known
+bug nor two reproduce them.
 """
 
 from __future__ import annotations
@@ -41,13 +48,16 @@ from typing import NamedTuple
 import torch
 
 from i18n import N_, Deferred, _
+from pe_core import fit
 from pe_core.rope import (
+    ROPE_TYPES,
     RopeSpec,
     default_inv_freq,
     ntk_aware_base,
     rope_frequencies,
     rotations_within,
     yarn_correction_dim,
+    yarn_get_mscale,
 )
 
 EPS32 = torch.finfo(torch.float32).eps
@@ -186,6 +196,10 @@ class BugClass:
     perturb: Callable[[RopeSpec, int | None], tuple[torch.Tensor, float]]  # the canonical buggy output
     candidates: Callable[[RopeSpec, int | None, str, torch.Tensor], list[Candidate]] | None = None
     references: tuple[str, ...] = ()  # keys of references.REFERENCES: public bug threads
+    attention_only: bool = False  # changes the attention factor only, never θᵢ
+    fitted: bool = False  # a parameter fitted to the numbers: named only when no specific bug reproduces them
+    # the bug as a changed config (spec, seq_len, θ for the whole head), so a second bug can act on top of it
+    spec_change: Callable[[RopeSpec, int | None], tuple[RopeSpec, int | None, bool] | None] | None = None
 
     def variants(self, spec: RopeSpec, seq_len: int | None, layout: str, given: torch.Tensor) -> list[Candidate]:
         if self.candidates is not None:
@@ -317,17 +331,34 @@ def _base_candidates(spec, seq_len, layout, given) -> list[Candidate]:
         given = given[: spec.num_pairs] if layout == "half" else given[::2]
     tried: list[float] = []
     found = []
-    for guess in [fitted_base(spec, seq_len, given), *pair_bases(spec, given)]:
+    fitted = [fitted_base(spec, seq_len, given), *pair_bases(spec, given)]
+    # numbers rounded on top of a wrong base (a bfloat16 buffer, say) fit only near it: try the round values there
+    near = [float(f"{guess:.{digits}g}") for guess in fitted if guess is not None for digits in (2, 3)]
+    near += [known for known in fit.KNOWN_BASES for guess in fitted[:1] if guess and abs(known / guess - 1) < 0.02]
+    for index, guess in enumerate([*fitted, *near]):
         if guess is None or abs(guess / spec.base - 1) < 1e-6 or any(abs(guess / t - 1) < 1e-9 for t in tried):
             continue
         tried.append(guess)
-        used = fitted_base(spec.replace(base=guess), seq_len, given, steps=2) or guess  # polish the rounding
+        used = guess
+        if index < len(fitted):  # polish the float32 rounding of a fitted base (a round value stays as it is)
+            used = fitted_base(spec.replace(base=guess), seq_len, given, steps=2) or guess
+        origin = fit.name_base(spec, seq_len, used, tolerance=1e-5)
+        if origin.kind not in ("default", "other"):  # a rounding, wrap-around or width: their own classes
+            continue
+        used = origin.value
         try:
             values, attention = _expected(spec.replace(base=used), seq_len)
         except ValueError:
             continue
-        found.append(Candidate(values, attention, detail=(("used_base", used), ("base", spec.base))))
+        sentence = None if origin.kind == "default" else OTHER_BASE_SENTENCE
+        found.append(Candidate(values, attention, detail=(("used_base", used), ("base", spec.base)),
+                               sentence=sentence))
     return found
+
+
+OTHER_BASE_SENTENCE = N_("The θᵢ are the expected ones for base {used_base} instead of the config's {base}. {used_base} "
+                         "is no usual default, nor a bfloat16/float16 rounding or an integer wrap-around of {base}: "
+                         "rope_theta was mis-read or replaced; the curves part at {where}.")
 
 
 def _full_head(spec: RopeSpec, seq_len: int | None) -> tuple[torch.Tensor, float]:
@@ -389,12 +420,259 @@ def _precision_candidates(spec, seq_len, layout, given) -> list[Candidate]:
         detail = (("dtype", name), ("ulp", torch.finfo(dtype).eps / 2))
         found.append(Candidate(_rounded(theta, dtype), attention, dtype=dtype, detail=detail))
         computed = computed_in(spec, seq_len, dtype)
-        if computed is not None:
+        # a base past float16's range is infinite there: the overflow class names that
+        if computed is not None and bool((computed[1:] > 0).all()):
             found.append(Candidate(computed, attention, computed_in=dtype, detail=detail,
                                    sentence=N_("The θᵢ are the expected ones computed in {dtype} (base, exponent "
                                                "and power all rounded to its {bits}-bit significand), so pairs "
                                                "err by up to {error:.1e}; the curves part at {where}.")))
+        stepped = _method_of_plain(spec, seq_len, exponent_dtype=dtype)
+        if not bool(close(stepped, theta).all()):
+            worst = float(((stepped - theta) / theta).abs().max())
+            found.append(Candidate(stepped, attention, detail=(*detail, ("worst", worst)),
+                                   sentence=N_("The exponents 2i/d were rounded to {dtype} before a full-precision "
+                                               "power (torch.arange in {dtype}, or {dtype} as the default dtype), "
+                                               "so θᵢ err stepwise, by up to {worst:.1e}; the curves part at "
+                                               "{where}.")))
     return found
+
+
+def _method_of_plain(spec: RopeSpec, seq_len: int | None, base: float | None = None, offset: float = 0.0,
+                     width: int | None = None, exponent_dtype: torch.dtype | None = None) -> torch.Tensor:
+    """The spec's method applied to plain θᵢ = B^(−(2i + offset)/width) (defaults: the method's own)."""
+    plain = fit.plain_frequencies(fit.effective_base(spec, seq_len) if base is None else base, spec.num_pairs,
+                                  width or fit.exponent_width(spec), offset, exponent_dtype)
+    return fit.apply_method(spec, seq_len, plain)
+
+
+def _as_pairs(spec: RopeSpec, layout: str, given: torch.Tensor) -> torch.Tensor | None:
+    """θ per rotated pair from per-pair or per-dimension numbers (None for numbers of the whole head)."""
+    if given.numel() == spec.num_pairs:
+        return given
+    if given.numel() == spec.rotary_dim:
+        return given[: spec.num_pairs] if layout == "half" else given[::2]
+    return None
+
+
+# ---- bugs the numbers are fitted for -----------------------------------------------------------------------------
+
+
+def _offset_candidates(spec, seq_len, layout, given) -> list[Candidate]:
+    """The exponent's index starting at o ≠ 0: arange(1, d, 2) gives o = 1, 2(i − 1) with i from 0 gives −2."""
+    attention = _expected(spec, seq_len)[1]
+    offsets = [1.0]
+    pairs = _as_pairs(spec, layout, given)
+    fitted = fit.fit_exponent(spec, seq_len, pairs) if pairs is not None else None
+    if fitted is not None and abs(fitted.offset) >= 0.5 and abs(fitted.offset - round(fitted.offset)) < 1e-3:
+        offsets.insert(0, float(round(fitted.offset)))
+    width = fit.exponent_width(spec)
+    found = []
+    for offset in dict.fromkeys(offsets):
+        shift = f"+ {offset:g}" if offset > 0 else f"− {-offset:g}"
+        negated = f"−{offset:g}" if offset > 0 else f"{-offset:g}"
+        ratio = fit.effective_base(spec, seq_len) ** (-offset / width)
+        found.append(Candidate(_method_of_plain(spec, seq_len, offset=offset), attention,
+                               detail=(("offset", offset), ("negated", negated), ("shift", shift), ("dim", width),
+                                       ("ratio", ratio))))
+    return found
+
+
+def _offset(spec: RopeSpec, seq_len: int | None) -> tuple[torch.Tensor, float]:
+    return _method_of_plain(spec, seq_len, offset=1.0), _expected(spec, seq_len)[1]
+
+
+def _base_origin_candidates(kinds: tuple[str, ...]):
+    """Candidates for the bases of ``fit.base_origins`` of these kinds, each in rope_theta's place."""
+    def candidates(spec, seq_len, layout, given) -> list[Candidate]:
+        found = []
+        for origin in fit.base_origins(spec, seq_len):
+            if origin.kind not in kinds:
+                continue
+            if origin.kind == "width":  # the exponent's width is wrong, not the base the method sees
+                values = _method_of_plain(spec, seq_len, width=origin.detail[0][1])
+                attention = _expected(spec, seq_len)[1]
+            else:
+                frequencies = fit.frequencies_or_none(spec, seq_len, base=origin.value)
+                if frequencies is None:
+                    continue
+                values, attention = frequencies
+            found.append(Candidate(values, attention, detail=(("used_base", origin.value), ("base", spec.base),
+                                                              *origin.detail)))
+        return found
+    return candidates
+
+
+def _float16_infinite(spec: RopeSpec) -> bool:
+    return float(torch.tensor(spec.base, dtype=torch.float64).to(torch.float16)) == math.inf
+
+
+def _overflow_candidates(spec, seq_len, layout, given) -> list[Candidate]:
+    found = _base_origin_candidates(("overflow",))(spec, seq_len, layout, given)
+    if _float16_infinite(spec):
+        values = _method_of_plain(spec, seq_len, base=math.inf)
+        found.append(Candidate(values, _expected(spec, seq_len)[1], detail=(("first", float(values[0])),
+                                                                            ("base", spec.base)),
+                               sentence=N_("The θᵢ are [{first:.6g}, 0, 0, …]: the base {base} overflows float16 "
+                                           "(largest finite value 65,504) to infinity, so every pair but the first "
+                                           "stops rotating; the base, or base ** exponent, was held in float16.")))
+    return found
+
+
+def _overflow(spec: RopeSpec, seq_len: int | None) -> tuple[torch.Tensor, float]:
+    candidates = _overflow_candidates(spec, seq_len, "half", torch.zeros(0))
+    return candidates[0].values, candidates[0].attention_factor
+
+
+def _overflow_applies(spec: RopeSpec) -> bool:
+    return bool(fit.overflowed_bases(spec.base)) or _float16_infinite(spec)
+
+
+def _rounded_base(spec: RopeSpec, seq_len: int | None) -> tuple[torch.Tensor, float]:
+    return _expected(spec.replace(base=fit.rounded_bases(spec.base)[0].value), seq_len)
+
+
+def _width(spec: RopeSpec, seq_len: int | None) -> tuple[torch.Tensor, float]:
+    origin = fit.width_base(spec)
+    return _method_of_plain(spec, seq_len, width=origin.detail[0][1]), _expected(spec, seq_len)[1]
+
+
+def _dynamic_candidates(spec, seq_len, layout, given) -> list[Candidate]:
+    """Dynamic NTK at the wrong length: the grown base the numbers imply, named as static NTK's or as dynamic
+    NTK's at a length, and the two lengths ports use by mistake (L·s and, without one given, none)."""
+    length_text = f"{seq_len:,}" if seq_len is not None else Deferred(N_("none given"))
+    origins = [fit.name_grown_base(spec, seq_len, ntk_aware_base(spec.base, spec.factor, spec.rotary_dim)),
+               fit.name_grown_base(spec, seq_len, fit.effective_base(
+                   spec, round(spec.original_max_position_embeddings * spec.factor)))]
+    pairs = _as_pairs(spec, layout, given)
+    fitted = fit.fit_exponent(spec, seq_len, pairs) if pairs is not None else None
+    if fitted is not None and abs(fitted.offset) < 1e-3:
+        origins.insert(0, fit.name_grown_base(spec, seq_len, fitted.base))
+    found, seen = [], set()
+    for origin in origins:
+        if origin is None or origin.value in seen or abs(origin.value / fit.effective_base(spec, seq_len) - 1) < 1e-12:
+            continue
+        seen.add(origin.value)
+        detail = (("used_base", origin.value), ("base", fit.effective_base(spec, seq_len)), ("length", length_text),
+                  *origin.detail)
+        values = fit.plain_frequencies(origin.value, spec.num_pairs, spec.rotary_dim)
+        if origin.kind == "static_ntk":
+            sentence = N_("The θᵢ are static NTK's (base·s^(d/(d−2)) = {used_base}, the same at every length), but "
+                          "the config says dynamic NTK, whose base at length {length} is {base}: static NTK was used "
+                          "for dynamic; the curves part at {where}.")
+        else:
+            sentence = N_("The θᵢ are dynamic NTK's at sequence length {used_length:,} instead of {length} (base "
+                          "{used_base} instead of {base}): the base was grown for the wrong length; the curves part "
+                          "at {where}.")
+        found.append(Candidate(values, 1.0, detail=detail, sentence=sentence))
+    return found
+
+
+def _dynamic_wrong_length(spec: RopeSpec, seq_len: int | None) -> tuple[torch.Tensor, float]:
+    wrong = round(spec.original_max_position_embeddings * spec.factor)
+    return _expected(spec, wrong if seq_len != wrong else None)
+
+
+def _changed_candidates(spec, seq_len, changes_list, detail_of) -> list[Candidate]:
+    found = []
+    for changes in changes_list:
+        frequencies = fit.frequencies_or_none(spec, seq_len, **changes)
+        if frequencies is not None:
+            found.append(Candidate(frequencies[0], frequencies[1], detail=detail_of(changes)))
+    return found
+
+
+_ROPE_TYPES_TRIED = tuple(t for t in ROPE_TYPES if t not in ("default", "proportional", "longrope"))
+
+
+def _rope_type_candidates(spec, seq_len, layout, given) -> list[Candidate]:
+    types = [t for t in _ROPE_TYPES_TRIED if t != spec.rope_type and not (spec.rope_type == "dynamic" and t == "ntk")]
+    return _changed_candidates(spec, seq_len, [{"rope_type": t} for t in types],
+                               lambda changes: (("used_type", changes["rope_type"]), ("factor", spec.factor)))
+
+
+def _wrong_rope_type(spec: RopeSpec, seq_len: int | None) -> tuple[torch.Tensor, float]:
+    return _expected(spec.replace(rope_type="linear" if spec.rope_type != "linear" else "ntk"), seq_len)
+
+
+def _factor_candidates(spec, seq_len, layout, given) -> list[Candidate]:
+    pairs = _as_pairs(spec, layout, given)
+    guesses = fit.factor_guesses(spec, seq_len, pairs if pairs is not None else torch.zeros(0))
+    return _changed_candidates(spec, seq_len, [{"factor": g} for g in guesses],
+                               lambda changes: (("used_factor", changes["factor"]), ("factor", spec.factor)))
+
+
+def _wrong_factor(spec: RopeSpec, seq_len: int | None) -> tuple[torch.Tensor, float]:
+    return _expected(spec.replace(factor=spec.factor * 2), seq_len)
+
+
+def _length_candidates(spec, seq_len, layout, given) -> list[Candidate]:
+    pairs = _as_pairs(spec, layout, given)
+    lengths = fit.length_guesses(spec, pairs if pairs is not None else torch.zeros(0))
+    found = _changed_candidates(
+        spec, seq_len, [{"original_max_position_embeddings": n} for n in lengths],
+        lambda changes: (("used_length", changes["original_max_position_embeddings"]),
+                         ("length", spec.original_max_position_embeddings)))
+    longer = N_("The θᵢ are {rope_type}'s with original length L = {used_length:,} instead of {length:,}: the extended "
+                "context length (max_position_embeddings, say) was taken for original_max_position_embeddings; the "
+                "curves part at {where}.")
+    shorter = N_("The θᵢ are {rope_type}'s with original length L = {used_length:,} instead of the config's "
+                 "original_max_position_embeddings = {length:,}; the curves part at {where}.")
+    return [dataclasses.replace(c, sentence=longer if dict(c.detail)["used_length"] > spec.original_max_position_embeddings
+                                else shorter) for c in found]
+
+
+def _wrong_length(spec: RopeSpec, seq_len: int | None) -> tuple[torch.Tensor, float]:
+    return _expected(spec.replace(original_max_position_embeddings=spec.original_max_position_embeddings * 16), seq_len)
+
+
+def _longrope_multiplied_candidates(spec, seq_len, layout, given) -> list[Candidate]:
+    plain = default_inv_freq(spec.base, spec.rotary_dim)
+    attention = _expected(spec, seq_len)[1]
+    found = []
+    for which, factors in ((Deferred(N_("short")), spec.short_factor), (Deferred(N_("long")), spec.long_factor)):
+        factors = torch.tensor(factors, dtype=torch.float64)
+        found.append(Candidate(plain * factors, attention,
+                               detail=(("which", which), ("largest", float(factors.max() ** 2)))))
+    if _uses_long(spec, seq_len):
+        found.reverse()
+    return found
+
+
+def _longrope_multiplied(spec: RopeSpec, seq_len: int | None) -> tuple[torch.Tensor, float]:
+    candidate = _longrope_multiplied_candidates(spec, seq_len, "half", torch.zeros(0))[0]
+    return candidate.values, candidate.attention_factor
+
+
+def _beta_candidates(spec, seq_len, layout, given) -> list[Candidate]:
+    return _changed_candidates(spec, seq_len, [{"beta_fast": f, "beta_slow": s} for f, s in fit.beta_guesses(spec)],
+                               lambda changes: (("used_fast", changes["beta_fast"]),
+                                                ("used_slow", changes["beta_slow"])))
+
+
+def _wrong_betas(spec: RopeSpec, seq_len: int | None) -> tuple[torch.Tensor, float]:
+    return _expected(spec.replace(beta_fast=spec.beta_fast * 2), seq_len)
+
+
+def _has_mscale_pair(spec: RopeSpec) -> bool:
+    return spec.rope_type == "yarn" and bool(spec.mscale) and bool(spec.mscale_all_dim) and \
+        spec.attention_factor is None and spec.factor > 1
+
+
+def _mscale_candidates(spec, seq_len, layout, given) -> list[Candidate]:
+    theta, attention = _expected(spec, seq_len)
+    softmax = yarn_get_mscale(spec.factor, spec.mscale_all_dim) ** 2
+    found, seen = [], {attention}
+    for which, value in (("mscale_all_dim", spec.mscale_all_dim), ("mscale", spec.mscale), ("1", 1.0)):
+        used = yarn_get_mscale(spec.factor, value)
+        if any(math.isclose(used, s, rel_tol=1e-12) for s in seen):
+            continue
+        seen.add(used)
+        found.append(Candidate(theta, used, detail=(("which", which), ("coefficient", value), ("softmax", softmax))))
+    return found
+
+
+def _mscale_on_cos_sin(spec: RopeSpec, seq_len: int | None) -> tuple[torch.Tensor, float]:
+    return _expected(spec, seq_len)[0], yarn_get_mscale(spec.factor, spec.mscale_all_dim)
 
 
 def _llama3_variant(spec: RopeSpec, blend_reversed: bool) -> torch.Tensor:
@@ -475,22 +753,26 @@ BUG_CLASSES: dict[str, BugClass] = {bug.name: bug for bug in (
              N_("The θᵢ are YaRN's computed with truncate = {used} although the config sets truncate = {config}, "
                 "which moves the ends of the ramp; the curves part at {where}."),
              lambda spec: spec.rope_type == "yarn", _truncate_flipped, _truncate_candidates,
-             references=("bug_yarn_truncate",)),
+             references=("bug_yarn_truncate",),
+             spec_change=lambda spec, seq_len: (spec.replace(truncate=not spec.truncate), seq_len, False)),
     BugClass("factor_ignored", N_("Scaling factor ignored"),
              N_("rope_scaling is parsed but never applied: plain RoPE θᵢ at the config's base."),
              N_("The θᵢ are plain RoPE's: the config's {rope_type} scaling was never applied; the curves part at "
                 "{where}."),
-             _scaled, _unscaled, references=("bug_scaling_dropped",)),
+             _scaled, _unscaled, references=("bug_scaling_dropped",),
+             spec_change=lambda spec, seq_len: (spec.replace(rope_type="default", factor=1.0), seq_len, False)),
     BugClass("attention_factor_missing", N_("Attention factor missing"),
              N_("YaRN's or LongRoPE's scaling of cos and sin (the attention temperature) is left out."),
              N_("The θᵢ are right but the attention factor is 1 instead of {expected_af:.6g}: the {rope_type} "
                 "scaling of cos and sin is missing."),
-             _has_attention_factor, _no_attention_factor, references=("bug_attention_factor_missing",)),
+             _has_attention_factor, _no_attention_factor, references=("bug_attention_factor_missing",),
+             attention_only=True),
     BugClass("attention_factor_squared", N_("Attention factor applied twice"),
              N_("The attention factor is applied twice, so logits are scaled by its fourth power instead of its square."),
              N_("The θᵢ are right but the attention factor is {given_af:.6g} = {expected_af:.6g}²: it was applied "
                 "twice (on cos and sin and again on the logits, say)."),
-             _has_attention_factor, _attention_factor_twice, references=("bug_attention_factor_twice",)),
+             _has_attention_factor, _attention_factor_twice, references=("bug_attention_factor_twice",),
+             attention_only=True),
     BugClass("interleaved_vs_half", N_("Interleaved and half-split pairing mixed up"),
              N_("Dimensions are paired (2i, 2i + 1) for a checkpoint that pairs (i, i + d/2), or the other way round."),
              N_("The values are laid out {used_title} but the checkpoint expects {expected_title}, so every "
@@ -500,13 +782,14 @@ BUG_CLASSES: dict[str, BugClass] = {bug.name: bug for bug in (
              N_("A default or hard-coded base replaces the config's rope_theta (or its absence)."),
              N_("The θᵢ are the expected ones for base {used_base} instead of the config's {base}: a "
                 "default or hard-coded base replaced rope_theta; the curves part at {where}."),
-             _always, _wrong_base, _base_candidates, references=("bug_default_base",)),
+             _always, _wrong_base, _base_candidates, references=("bug_default_base",), fitted=True),
     BugClass("partial_rotary_ignored", N_("partial_rotary_factor ignored"),
              N_("Frequencies are computed for the whole head although only part of it is rotated."),
              N_("There are θᵢ for all {head_pairs} pairs of the head with exponents 2i/{head_dim}, but "
                 "partial_rotary_factor = {partial:g} rotates {pairs} pairs with exponents 2i/{rotary_dim}; the "
                 "curves part at {where}."),
-             _full_head_applies, _full_head, _full_head_candidates, references=("bug_partial_rotary",)),
+             _full_head_applies, _full_head, _full_head_candidates, references=("bug_partial_rotary",),
+             spec_change=lambda spec, seq_len: (spec.replace(partial_rotary_factor=1.0), seq_len, True)),
     BugClass("low_precision", N_("Frequencies in low precision"),
              N_("θᵢ computed in, or cast to, bfloat16 or float16 (a buffer cast with the model, say)."),
              N_("The θᵢ are the expected ones rounded to {dtype} (the buffer was cast or computed in half "
@@ -524,7 +807,88 @@ BUG_CLASSES: dict[str, BugClass] = {bug.name: bug for bug in (
              N_("The θᵢ use the other set of LongRoPE factors than transformers does at this length; the curves part "
                 "at {where}."),
              lambda spec: spec.rope_type == "longrope", _longrope_swapped, _longrope_candidates,
-             references=("bug_longrope_switch",)),
+             references=("bug_longrope_switch",),
+             spec_change=lambda spec, seq_len: (
+                 spec, None if _uses_long(spec, seq_len) else spec.original_max_position_embeddings + 1, False)),
+    # ---- found by fitting the numbers (pe_core.fit) ----
+    BugClass("exponent_offset", N_("Exponent off by one"),
+             N_("The exponent's index does not start at 0 (arange(1, d, 2), or i counted from 1): every θᵢ is the "
+                "expected one times the constant b^(−o/d)."),
+             N_("The θᵢ are b^(−(2i {shift})/{dim}) instead of b^(−2i/{dim}): the exponent's index starts at "
+                "{offset:g} instead of 0 (arange(1, d, 2) starts it at 1), so the plain θᵢ are b^({negated}/{dim}) "
+                "= {ratio:.6g} times the expected ones, a constant ratio; the curves part at {where}."),
+             _always, _offset, _offset_candidates, references=("bug_exponent_offset",)),
+    BugClass("exponent_width", N_("Exponent over the wrong width"),
+             N_("With partial rotary, the exponent 2i/d is taken over head_dim instead of the rotated width (or, "
+                "for proportional RoPE, the other way round)."),
+             N_("The θᵢ are b^(−2i/{used_width}), but this model's exponent is 2i/{width}: the exponent was taken "
+                "over the wrong width, which acts as base {used_base} in place of {base}; the curves part at "
+                "{where}."),
+             lambda spec: fit.width_base(spec) is not None, _width, _base_origin_candidates(("width",)),
+             references=("bug_exponent_width",)),
+    BugClass("base_rounded", N_("Base rounded to half precision"),
+             N_("rope_theta itself is rounded to bfloat16 or float16 before the power (500,000 becomes 499,712 in "
+                "bfloat16)."),
+             N_("The θᵢ are those of base {used_base}, the config's {base} rounded to {dtype}: the base was cast to "
+                "(or computed in) {dtype} before the power; the curves part at {where}."),
+             lambda spec: bool(fit.rounded_bases(spec.base)), _rounded_base, _base_origin_candidates(("rounded",)),
+             references=("bug_low_precision",),
+             spec_change=lambda spec, seq_len: (spec.replace(base=fit.rounded_bases(spec.base)[0].value), seq_len,
+                                                False)),
+    BugClass("base_overflow", N_("Base overflowed its type"),
+             N_("rope_theta is stored in a type too narrow for it: an integer wraps around (150,000 in int16 is "
+                "18,928), float16 turns it into infinity (θ = [1, 0, 0, …])."),
+             N_("The θᵢ are those of base {used_base}: the config's {base} wrapped around in {int_type} ({bits} "
+                "bits), so the base was held in an integer type too narrow for it; the curves part at {where}."),
+             _overflow_applies, _overflow, _overflow_candidates, references=("bug_base_overflow",)),
+    BugClass("dynamic_wrong_length", N_("Dynamic NTK at the wrong length"),
+             N_("Dynamic NTK's base is grown for another sequence length than the one run, or static NTK's fixed "
+                "base is used for dynamic."),
+             N_("The θᵢ are dynamic NTK's for the wrong sequence length; the curves part at {where}."),
+             lambda spec: spec.rope_type == "dynamic" and spec.factor > 1, _dynamic_wrong_length, _dynamic_candidates,
+             references=("bug_dynamic_ntk",)),
+    BugClass("wrong_rope_type", N_("Wrong scaling method"),
+             N_("Another rope_type's scaling is applied than the config's (linear where it says llama3, say)."),
+             N_("The θᵢ are {used_type} scaling's with the config's factor {factor:g}, but the config's rope_type is "
+                "{rope_type}: the wrong scaling method was applied; the curves part at {where}."),
+             lambda spec: spec.rope_type not in ("default", "proportional") and spec.factor > 1, _wrong_rope_type,
+             _rope_type_candidates, references=("bug_rope_type",), fitted=True),
+    BugClass("wrong_factor", N_("Wrong scaling factor"),
+             N_("The scaling uses another factor s than the config's."),
+             N_("The θᵢ are {rope_type} scaling's with factor {used_factor:g} instead of the config's {factor:g}; the "
+                "curves part at {where}."),
+             lambda spec: spec.rope_type in ("linear", "ntk", "dynamic", "yarn", "ntk_by_parts", "llama3"),
+             _wrong_factor, _factor_candidates, references=("bug_rope_type",), fitted=True),
+    BugClass("wrong_original_length", N_("Wrong original length L"),
+             N_("The scaling's original context length L is not the config's original_max_position_embeddings "
+                "(the extended max_position_embeddings taken instead, say)."),
+             N_("The θᵢ are {rope_type}'s with original length L = {used_length:,} instead of {length:,}; the curves "
+                "part at {where}."),
+             lambda spec: spec.rope_type in ("llama3", "yarn", "ntk_by_parts", "dynamic") and spec.factor > 1,
+             _wrong_length, _length_candidates, references=("bug_original_length",), fitted=True),
+    BugClass("longrope_multiplied", N_("LongRoPE factors multiplied"),
+             N_("LongRoPE's per-pair factors multiply θᵢ instead of dividing them."),
+             N_("The θᵢ are b^(−2i/d) multiplied by LongRoPE's {which} factors instead of divided by them (θᵢ·fᵢ, not "
+                "θᵢ/fᵢ), so the slowest pairs are off by up to {largest:.4g}×; the curves part at {where}."),
+             lambda spec: spec.rope_type == "longrope", _longrope_multiplied, _longrope_multiplied_candidates,
+             references=("bug_longrope_divide",)),
+    BugClass("wrong_betas", N_("YaRN's β values wrong"),
+             N_("YaRN's ramp is computed from other β_fast / β_slow values than the config's (defaults, say)."),
+             N_("The θᵢ are YaRN's with β_fast = {used_fast:g} and β_slow = {used_slow:g} instead of the config's "
+                "{beta_fast:g} and {beta_slow:g}, which moves the ramp; the curves part at {where}."),
+             _is_yarn, _wrong_betas, _beta_candidates, references=("bug_yarn_betas",), fitted=True),
+    BugClass("mscale_on_cos_sin", N_("DeepSeek's mscale put on cos and sin"),
+             N_("With mscale and mscale_all_dim set (DeepSeek's form), YaRN's mscale is put on cos and sin, where "
+                "transformers puts their ratio (1 when equal) and scales the softmax by mscale(s, mscale_all_dim)²."),
+             N_("The θᵢ are right, but the attention factor {given_af:.6g} is YaRN's 0.1·{which}·ln s + 1 put on cos "
+                "and sin. With mscale and mscale_all_dim both set, transformers multiplies cos and sin by "
+                "mscale(s, mscale)/mscale(s, mscale_all_dim) = {expected_af:.6g} and DeepSeek's attention multiplies "
+                "the softmax scale by mscale(s, mscale_all_dim)² = {softmax:.6g}. On cos and sin a factor counts "
+                "squared in q·k: it stands in for that softmax scale only if your attention does not apply it "
+                "too."),
+             _has_mscale_pair, _mscale_on_cos_sin, _mscale_candidates,
+             references=("bug_deepseek_mscale", "deepseek_softmax_mscale"),
+             attention_only=True),
 )}
 
 
@@ -562,10 +926,16 @@ class Row(NamedTuple):
 
 
 class Diagnosis(NamedTuple):
-    name: str
+    name: str  # a bug class, or 'first+second' for two bugs at once
     sentence: str  # N_() template
     detail: dict
     reading: Reading
+    parts: tuple[Diagnosis, ...] = ()  # two bugs at once: each one's diagnosis
+
+    @property
+    def classes(self) -> tuple[str, ...]:
+        """The bug classes this diagnosis names (two for two bugs at once)."""
+        return tuple(p.name for p in self.parts) if self.parts else (self.name,)
 
 
 class CheckReport(NamedTuple):
@@ -653,6 +1023,8 @@ def _rows(report_expected: torch.Tensor, given: torch.Tensor, reading: Reading, 
 
 def base_text(value: float) -> str:
     """10000.0 -> '10,000'; 2.5 -> '2.5'."""
+    if value >= 1e12:
+        return f"{value:.6g}"
     return f"{value:,.0f}" if value >= 1000 else f"{value:.6g}"
 
 
@@ -710,15 +1082,117 @@ def check(spec: RopeSpec, numbers: Sequence[float] | torch.Tensor, attention_fac
 
 def _diagnose(spec: RopeSpec, seq_len: int | None, layout: str, reading: Reading, given: torch.Tensor,
               given_attention: float | None, expected_attention: float) -> tuple[Diagnosis, ...]:
+    """Every single bug that reproduces θᵢ and the attention factor; failing that, θᵢ and the attention factor
+    diagnosed apart (each by a single bug), then two θ bugs at once. Empty: nothing known reproduces them."""
+    found = _single_bugs(spec, seq_len, layout, reading, given, given_attention)
+    if found:
+        return found
+    expected_values = reading.expected(spec, _expected(spec, seq_len)[0], layout)
+    theta_ok = bool(close(given, expected_values).all())
+    attention_ok = given_attention is None or _attention_close(given_attention, expected_attention)
+    theta = () if theta_ok else (_single_bugs(spec, seq_len, layout, reading, given, None, theta_only=True)
+                                 or _two_theta_bugs(spec, seq_len, layout, reading, given))
+    if attention_ok:
+        return theta
+    attention = _single_bugs(spec, seq_len, layout, reading, expected_values, given_attention, attention_only=True)
+    if not theta or not attention:
+        return ()
+    first = attention[0]
+    also = Diagnosis(first.name, ATTENTION_TOO, {**first.detail, "summary": Deferred(BUG_CLASSES[first.name].summary)},
+                     reading)
+    return tuple(_together(t, also) for t in theta)
+
+
+def _single_bugs(spec: RopeSpec, seq_len: int | None, layout: str, reading: Reading, given: torch.Tensor,
+                 given_attention: float | None, theta_only: bool = False,
+                 attention_only: bool = False) -> tuple[Diagnosis, ...]:
     found = []
-    for name, bug in BUG_CLASSES.items():
-        if not bug.applies(spec):
+    # specific bugs first: a fitted parameter is the answer only where none of them is (and costs the most to try)
+    for name, bug in sorted(BUG_CLASSES.items(), key=lambda item: item[1].fitted):
+        if not bug.applies(spec) or (theta_only and bug.attention_only) or (attention_only and not bug.attention_only):
             continue
+        if bug.fitted and any(not BUG_CLASSES[d.name].fitted for d in found):
+            break
         for candidate in bug.variants(spec, seq_len, layout, given):
             if _matches(candidate, reading, spec, layout, given, given_attention):
-                detail = _detail(bug, candidate, spec, expected_attention, given_attention)
-                found.append(Diagnosis(name, candidate.sentence or bug.explanation, detail, reading))
+                found.append(_diagnosis(name, bug, candidate, spec, seq_len, reading, given_attention))
                 break
+    # a fitted parameter is the answer only where no specific bug is, and a fitted base (which explains any plain θ)
+    # only where no other fitted parameter is
+    specific = [d for d in found if not BUG_CLASSES[d.name].fitted]
+    if specific:
+        return tuple(specific)
+    if len(found) > 1:
+        found = [d for d in found if d.name != "wrong_default_base"]
+    return tuple(found)
+
+
+def _diagnosis(name: str, bug: BugClass, candidate: Candidate, spec: RopeSpec, seq_len: int | None,
+               reading: Reading, given_attention: float | None) -> Diagnosis:
+    detail = _detail(bug, candidate, spec, _expected(spec, seq_len)[1], given_attention)
+    return Diagnosis(name, candidate.sentence or bug.explanation, detail, reading)
+
+
+TWO_BUGS = N_("Two bugs at once: {first} and {second}.")
+ROUNDED_TOO = N_("On top of that the θᵢ were rounded to {dtype} (a buffer cast to, or computed in, half precision).")
+ATTENTION_TOO = N_("And the attention factor is {given_af:.6g} instead of {expected_af:.6g}: {summary}")
+LAID_OUT_TOO = N_("On top of that the values are laid out {used_title} for a checkpoint that expects "
+                  "{expected_title}.")
+
+
+def _together(first: Diagnosis, second: Diagnosis) -> Diagnosis:
+    return Diagnosis(f"{first.name}+{second.name}", TWO_BUGS, {}, first.reading, (first, second))
+
+
+def _two_theta_bugs(spec: RopeSpec, seq_len: int | None, layout: str, reading: Reading,
+                    given: torch.Tensor) -> tuple[Diagnosis, ...]:
+    """Pairs of θ bugs: any bug's output rounded to half precision or laid out in the other pairing, and any bug
+    acting on the config another bug changed (partial rotary ignored, scaling dropped, truncate flipped, the base
+    rounded, LongRoPE's other factors)."""
+    theta_classes = {n: b for n, b in BUG_CLASSES.items() if not b.attention_only}
+    found: list[Diagnosis] = []
+    outputs = [(n, b) for n, b in theta_classes.items()
+               if b.applies(spec) and n not in ("low_precision", "interleaved_vs_half")]
+    for name, bug in outputs:
+        for candidate in bug.variants(spec, seq_len, layout, given):
+            transforms = [("low_precision", dataclasses.replace(candidate, dtype=dtype),
+                           Diagnosis("low_precision", ROUNDED_TOO, {"dtype": dtype_name}, reading))
+                          for dtype_name, dtype in LOW_PRECISION_DTYPES.items()
+                          if candidate.dtype is None and candidate.computed_in is None]
+            if reading.form == "dims" and not reading.full_head and candidate.form == "pairs" and \
+                    not candidate.full_head:
+                wrong = other_layout(layout)
+                laid_out = Candidate(per_dimension(candidate.values, wrong), candidate.attention_factor, form="dims")
+                detail = {"used_title": Deferred(LAYOUT_TITLES[wrong]), "expected_title": Deferred(LAYOUT_TITLES[layout])}
+                transforms.append(("interleaved_vs_half", laid_out,
+                                   Diagnosis("interleaved_vs_half", LAID_OUT_TOO, detail, reading)))
+            for _other, changed, part in transforms:
+                if _matches(changed, reading, spec, layout, given, None):
+                    found.append(_together(_diagnosis(name, bug, candidate, spec, seq_len, reading, None), part))
+                    break
+            else:
+                continue
+            break
+    for first_name, first in theta_classes.items():
+        if first.spec_change is None or not first.applies(spec):
+            continue
+        changed = first.spec_change(spec, seq_len)
+        if changed is None:
+            continue
+        changed_spec, changed_len, full_head = changed
+        first_part = _diagnosis(first_name, first, first.variants(spec, seq_len, layout, given)[0], spec, seq_len,
+                                reading, None)
+        for name, bug in theta_classes.items():
+            if name == first_name or not bug.applies(changed_spec):
+                continue
+            for candidate in bug.variants(changed_spec, changed_len, layout, given):
+                if full_head:
+                    candidate = dataclasses.replace(candidate, full_head=True)
+                if _matches(candidate, reading, spec, layout, given, None):
+                    second = _diagnosis(name, bug, candidate, changed_spec, changed_len, reading, None)
+                    if not any(d.name in (f"{first_name}+{name}", f"{name}+{first_name}") for d in found):
+                        found.append(_together(first_part, second))
+                    break
     return tuple(found)
 
 
@@ -741,9 +1215,24 @@ def where_text(report: CheckReport) -> str:
 
 
 def explain(report: CheckReport, diagnosis: Diagnosis) -> str:
-    """The diagnosis's one sentence, in the current language."""
+    """The diagnosis's sentence (for two bugs at once: their titles, then each one's sentence), in the current
+    language."""
+    if diagnosis.parts:
+        first, second = (_(BUG_CLASSES[p.name].title) for p in diagnosis.parts)
+        return " ".join([_(TWO_BUGS).format(first=first, second=second),
+                         *(explain(report, part) for part in diagnosis.parts)])
     detail = {name: _(value) if isinstance(value, Deferred) else value for name, value in diagnosis.detail.items()}
     return _(diagnosis.sentence).format(where=where_text(report), **detail)
+
+
+def diagnosis_title(name: str) -> str:
+    """A diagnosis's title from its name: the bug's, or both joined for two bugs at once ('a+b'), translated."""
+    return " + ".join(_(BUG_CLASSES[part].title) for part in name.split("+"))
+
+
+def diagnosis_references(name: str) -> tuple[str, ...]:
+    """The public threads of every bug a diagnosis's name names, without repeats."""
+    return tuple(dict.fromkeys(key for part in name.split("+") for key in BUG_CLASSES[part].references))
 
 
 def report_json(report: CheckReport) -> dict:

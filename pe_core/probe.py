@@ -464,7 +464,7 @@ PROBE_BUGS: dict[str, ProbeBug] = {bug.name: bug for bug in (
              lambda context: True, _positions_counted_variants, ("probe_positions",)),
     ProbeBug("cos_sin_low_precision", N_("cos/sin in low precision"),
              N_("The cos/sin table (or the angles it is built from) is cached in bfloat16 or float16."),
-             N_("The cos/sin table was rounded to {dtype} (a {bits}-bit significand: errors up to {error:.1e} of each "
+             N_("The cos/sin table was rounded to {dtype} ({bits} significant bits: errors up to {error:.1e} of each "
                 "pair's length at every position); it leaves float32 tolerance at {where}."),
              lambda context: True, _precision_variants, ("probe_cache_precision", "bug_low_precision")),
     ProbeBug("pairing_layout", N_("Wrong pairing layout"),

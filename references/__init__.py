@@ -233,6 +233,50 @@ _ALL = (
               "https://github.com/vllm-project/vllm/pull/27431",
               note=N_("Phi-3.5 produced random tokens past the switch between LongRoPE's short and long factors."),
               date="2025-10-23"),
+    Reference("bug_exponent_offset", "nkkbr", "llama-from-scratch #8", 2024, "get_rotary_matrix",
+              "GitHub bkitano/llama-from-scratch, issue #8", "https://github.com/bkitano/llama-from-scratch/issues/8",
+              note=N_("A tutorial's RoPE computed θ = 10000^(−2(i − 1)/d) with i from 0: the exponent's index started "
+                      "at −2 instead of 0."), date="2024-05-14"),
+    Reference("bug_exponent_width", "HongseungYu", "pie #602", 2026,
+              "rope_partial uses head_dim instead of rotary_dim for frequencies and pair offset",
+              "GitHub pie-project/pie, issue #602", "https://github.com/pie-project/pie/issues/602",
+              note=N_("Partial-rotary kernels used θ^(−2i/head_dim) where transformers uses θ^(−2i/rotary_dim); "
+                      "accuracy fell with context length."), date="2026-09-16"),
+    Reference("bug_base_overflow", "bong-water-water-bong", "1bit-MONSTER #634", 2026,
+              "rope_theta fixed-point storage overflows uint32 for large models",
+              "GitHub 1bit-MONSTER/1bit-MONSTER, issue #634", "https://github.com/1bit-MONSTER/1bit-MONSTER/issues/634",
+              note=N_("rope_theta stored as rope_theta·1000 in a uint32 wrapped around for bases above about "
+                      "4.3 million."), date="2026-07-22"),
+    Reference("bug_dynamic_ntk", "macheng6, ymwangg", "vLLM #5093", 2024,
+              "The implementation of DynamicNTKScalingRotaryEmbedding may have errors",
+              "GitHub vllm-project/vllm, issue #5093", "https://github.com/vllm-project/vllm/issues/5093",
+              note=N_("Dynamic NTK's base was computed once, for the longest length: 'the current dynamic NTK scaling "
+                      "is actually static NTK scaling'."), date="2024-05-29"),
+    Reference("bug_rope_type", "inureyes", "mlxcel #1324", 2026,
+              "fix(internlm3): stop doubling RoPE positions under dynamic NTK scaling",
+              "GitHub lablup/mlxcel, issue #1324", "https://github.com/lablup/mlxcel/issues/1324",
+              note=N_("A dynamic NTK config (factor 6) ran as a linear position scale of 2, and 2 was reused as the "
+                      "NTK factor."), date="2026-08-22"),
+    Reference("bug_original_length", "yzlnew", "Megatron-LM #1418", 2025,
+              "Dual meaning of max_position_embeddings, computing both embedding shape & yarn scaling base",
+              "GitHub NVIDIA/Megatron-LM, issue #1418", "https://github.com/NVIDIA/Megatron-LM/issues/1418",
+              note=N_("One setting served as the extended length and as YaRN's original length, which must stay "
+                      "original_max_position_embeddings."), date="2025-05-02"),
+    Reference("bug_longrope_divide", "liuwei-git", "llama.cpp #7225", 2024, "Add phi3 128K model support",
+              "GitHub ggml-org/llama.cpp, pull request #7225", "https://github.com/ggml-org/llama.cpp/pull/7225",
+              note=N_("Quotes Phi-3's reference LongRoPE code: inv_freq = 1 / (ext_factors · base^(2i/d)), the "
+                      "factors divide θᵢ."), date="2024-05-11"),
+    Reference("bug_deepseek_mscale", "dyhsup", "SGLang #22711", 2026,
+              "fix: correct YaRN RoPE mscale calculation for models with mscale/mscale_all_dim",
+              "GitHub sgl-project/sglang, pull request #22711", "https://github.com/sgl-project/sglang/pull/22711",
+              note=N_("With mscale = mscale_all_dim = 1 transformers' factor on cos and sin is 1; the engine put "
+                      "0.1·ln 16 + 1 ≈ 1.277 there."), date="2026-04-13"),
+    Reference("deepseek_softmax_mscale", "hmellor, vasqu", "transformers #47435", 2026,
+              "Fix yarn mscale_all_dim for DeepSeek v2 and Mistral 4",
+              "GitHub huggingface/transformers, pull request #47435",
+              "https://github.com/huggingface/transformers/pull/47435",
+              note=N_("The code line: self.scaling = self.scaling * mscale * mscale, mscale = "
+                      "yarn_get_mscale(factor, mscale_all_dim), in DeepSeek's attention."), date="2026-07-20"),
     # -- public bug threads and code: the rotation probe's bug classes -----------------------------------------
     Reference("probe_positions", "garrett361", "prime-rl #3466", 2026,
               "fix(trainer): zero-index position_ids fallback in LM-head wrapper",

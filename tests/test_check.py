@@ -39,7 +39,7 @@ LINEAR = {"head_dim": 64, "hidden_size": 2048, "num_attention_heads": 32, "max_p
           "rope_scaling": {"type": "linear", "factor": 4}}
 DYNAMIC = {"head_dim": 64, "hidden_size": 2048, "num_attention_heads": 32, "max_position_embeddings": 4096,
            "rope_scaling": {"type": "dynamic", "factor": 2}}
-EXTRA = {"Phi-2 (partial 0.4)": PHI2, "half rotary + YaRN": HALF_ROTARY_YARN, "linear": LINEAR}
+EXTRA = {"Phi-2 (partial 0.4)": PHI2, "half rotary + YaRN": HALF_ROTARY_YARN, "linear": LINEAR, "dynamic": DYNAMIC}
 
 
 def float32(values: torch.Tensor) -> torch.Tensor:
@@ -90,7 +90,7 @@ def test_a_perturbed_implementation_is_diagnosed_as_exactly_its_bug(label, spec,
         assert [d.name for d in noisy_report.diagnosis] == [bug]
 
 
-THETA_CHANGING = [c for c in CASES if not c[3].startswith("attention_factor")]
+THETA_CHANGING = [c for c in CASES if not BUG_CLASSES[c[3]].attention_only]
 
 
 @pytest.mark.parametrize(("label", "spec", "seq_len", "bug"), THETA_CHANGING, ids=[c[0] for c in THETA_CHANGING])
@@ -126,14 +126,20 @@ def test_transformers_own_float32_output_matches(preset, seq_len):
 
 def test_applicable_classes_follow_the_rope_type():
     by_name = {p.name: set(applicable_classes(p.spec)) for p in PRESETS}
-    always = {"interleaved_vs_half", "wrong_default_base", "low_precision"}
-    assert by_name["Llama-2-7B"] == always
-    assert by_name["Llama-3.1-8B"] == always | {"factor_ignored", "llama3_bands_inverted"}
-    assert by_name["Phi-3.5-mini-instruct"] == always | {"factor_ignored", "attention_factor_missing",
-                                                         "attention_factor_squared", "longrope_wrong_factors"}
-    # DeepSeek-V3's mscale = mscale_all_dim makes transformers' attention factor exactly 1: nothing to miss
-    assert by_name["DeepSeek-V3"] == always | {"beta_swapped", "truncate_ignored", "factor_ignored"}
-    assert "partial_rotary_ignored" in applicable_classes(from_hf_config(PHI2))
+    always = {"interleaved_vs_half", "wrong_default_base", "low_precision", "exponent_offset", "base_rounded"}
+    scaled = {"factor_ignored", "wrong_rope_type"}
+    assert by_name["Llama-2-7B"] == always  # 10,000 fits every integer type and float16
+    assert by_name["Llama-3-8B"] == always | {"base_overflow"}
+    assert by_name["Llama-3.1-8B"] == always | scaled | {"base_overflow", "llama3_bands_inverted", "wrong_factor",
+                                                         "wrong_original_length"}
+    assert by_name["Phi-3.5-mini-instruct"] == always | scaled | {
+        "attention_factor_missing", "attention_factor_squared", "longrope_wrong_factors", "longrope_multiplied"}
+    # DeepSeek-V3's mscale = mscale_all_dim makes transformers' attention factor exactly 1: nothing to miss, but
+    # DeepSeek's own mscale can be put on cos and sin
+    assert by_name["DeepSeek-V3"] == always | scaled | {"beta_swapped", "truncate_ignored", "wrong_betas", "wrong_factor",
+                                                        "wrong_original_length", "mscale_on_cos_sin"}
+    assert {"partial_rotary_ignored", "exponent_width"} <= set(applicable_classes(from_hf_config(PHI2)))
+    assert "dynamic_wrong_length" in applicable_classes(from_hf_config(DYNAMIC), 16384)
 
 
 def test_every_bug_class_cites_a_public_thread_in_the_registry():
@@ -173,15 +179,18 @@ def test_half_rotated_heads_read_ambiguous_counts_both_ways():
     assert check(spec, zero_padded).verdict == "match"  # unrotated pairs given as θ = 0 are a valid implementation
 
 
-def test_two_bugs_at_once_are_no_single_known_bug():
+def test_two_bugs_at_once_are_named_together_and_nothing_known_is_said_so():
     spec = preset_by_name("Qwen2.5-7B-Instruct (+YaRN x4)").spec
     values, attention = BUG_CLASSES["beta_swapped"].perturb(spec, None)
     both = values.to(torch.bfloat16).to(torch.float64)  # swapped betas and a bfloat16 buffer
     report = check(spec, both, attention)
-    assert report.verdict == "mismatch" and report.diagnosis == ()
-    assert "no single known bug" in report_text(report)
-    wrong_scale = float32(rope_frequencies(spec.replace(factor=3.0)).inv_freq)  # a factor no bug class produces
-    assert check(spec, wrong_scale).diagnosis == ()
+    assert report.verdict == "mismatch"
+    assert [d.classes for d in report.diagnosis] == [("beta_swapped", "low_precision")]
+    assert "Two bugs at once" in report_text(report) and "bfloat16" in report_text(report)
+    # θ from a formula no bug gives: a power 1.1 on the exponent
+    odd = float32(rope_frequencies(spec).inv_freq ** 1.1)
+    report = check(spec, odd)
+    assert report.diagnosis == () and "no single known bug" in report_text(report)
 
 
 def test_low_precision_computed_in_half_and_rounded_are_both_recognised():
@@ -194,20 +203,23 @@ def test_low_precision_computed_in_half_and_rounded_are_both_recognised():
             assert name in explain(report, report.diagnosis[0])
             rounded = rope_frequencies(spec).inv_freq.to(dtype).to(torch.float64)
             assert [d.name for d in check(spec, rounded).diagnosis] == ["low_precision"]
-    # float16 overflows 500,000: a half-precision base makes every θᵢ but the first 0
+    # float16 overflows 500,000: a half-precision base makes every θᵢ but the first 0, and is named as that
     spec = preset_by_name("Llama-3-8B").spec
     zeros = computed_in(spec, None, torch.float16)
     assert float(zeros[0]) == 1.0 and bool((zeros[1:] == 0).all())
-    assert [d.name for d in check(spec, zeros).diagnosis] == ["low_precision"]
+    report = check(spec, zeros)
+    assert [d.name for d in report.diagnosis] == ["base_overflow"]
+    assert "overflows float16" in explain(report, report.diagnosis[0])
 
 
-def test_dynamic_ntk_ignoring_the_factor_is_also_a_wrong_base():
-    """Dynamic NTK is plain RoPE with a larger base, so an ignored factor and a wrong base give the same
-    numbers: both are named, not one picked."""
+def test_dynamic_ntk_ignoring_the_factor_is_also_the_wrong_length():
+    """Dynamic NTK at the original length is plain RoPE, so an ignored factor and a base grown for length L give
+    the same numbers: both are named, not one picked."""
     spec = from_hf_config(DYNAMIC)
     values, _attention = BUG_CLASSES["factor_ignored"].perturb(spec, 16384)
     report = check(spec, float32(values), seq_len=16384)
-    assert [d.name for d in report.diagnosis] == ["factor_ignored", "wrong_default_base"]
+    assert [d.name for d in report.diagnosis] == ["factor_ignored", "dynamic_wrong_length"]
+    assert "4,096 instead of 16,384" in explain(report, report.diagnosis[1])
 
 
 def test_the_wrong_base_is_found_whatever_it_is():
