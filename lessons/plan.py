@@ -16,6 +16,7 @@ from figures.layers import TITLE as LAYER_MAP_TITLE
 from i18n import N_, _, sentences
 from lessons.base import FigureSpec, Lesson, SettingsError, figure_registry, setting
 from lessons.model_source import MODEL, ModelSettings, config_of, spec_of
+from lessons.rope_setup import SHOWCASE_HYBRID, kind_rows
 from pe_core.base_bound import base_lower_bound, similarity_envelope
 from pe_core.config import extended_length
 from pe_core.layers import layer_type_title
@@ -190,8 +191,6 @@ class Result:
 
     def layer_rows(self) -> tuple[list, int, int]:
         """The layer map figure's rows (thick outline: the layers the plan changes), layer count and L′."""
-        from lessons.rope_setup import kind_rows
-
         plan_ = self.plan
         rows = kind_rows(plan_.layer_map, plan_.planned, self.target)
         rows = [row._replace(chosen=note.changed) for row, note in zip(rows, plan_.layers, strict=True)]
@@ -260,8 +259,8 @@ def _layers_caption(result: Result) -> str:
 
 
 FIGURES = figure_registry(
-    FigureSpec("layers", LAYER_MAP_TITLE, _layers, groups=(MODEL, TARGET),
-               caption=_layers_caption),
+    FigureSpec("layers", LAYER_MAP_TITLE, _layers, groups=(MODEL, TARGET), caption=_layers_caption,
+               showcase=SHOWCASE_HYBRID),
     FigureSpec("ratio", draw.PLAN_RATIO_TITLE, _ratio, groups=(MODEL, TARGET)),
     FigureSpec("unseen", draw.PLAN_UNSEEN_TITLE, _unseen, groups=(MODEL, TARGET),
                caption=N_("Pairs: any position whose angle m·θ′ᵢ (mod 2π) lies beyond the arc pretraining swept. "
