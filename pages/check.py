@@ -149,8 +149,8 @@ else:
     st.error(_("**Mismatch.** The error leaves float32 tolerance at {where}.").format(where=rotation.where),
              icon=":material/cancel:")
     for name, sentence in rotation.explanations:
-        bug = lesson.rotation_probe.PROBE_BUGS[name]
-        st.markdown(f"**{_(bug.title)}** (`{name}`) — {sentence} " + " ".join(cite(key) for key in bug.references))
+        st.markdown(f"**{lesson.rotation_probe.diagnosis_title(name)}** (`{name}`) — {sentence} "
+                    + " ".join(cite(key) for key in lesson.rotation_probe.diagnosis_references(name)))
     if not rotation.explanations:
         st.warning(_("No single known bug reproduces this output."), icon=":material/search:")
 if rotation.report.note:

@@ -508,9 +508,10 @@ PROBE_BUGS: dict[str, ProbeBug] = {bug.name: bug for bug in (
 
 
 class ProbeDiagnosis(NamedTuple):
-    name: str
+    name: str  # a class of PROBE_BUGS, or "first+second" for two at once
     sentence: str  # N_()-marked template
     detail: dict
+    parts: tuple[ProbeDiagnosis, ...] = ()  # the two diagnoses of two bugs at once
 
 
 class ProbeReport(NamedTuple):
@@ -638,15 +639,64 @@ def applicable_examples(kind) -> tuple[str, ...]:
 
 
 def _diagnose(context: ProbeContext, output: PortOutput, first_part: int | None) -> tuple[ProbeDiagnosis, ...]:
-    found = []
+    """Every bug class one of whose broken rotations reproduces the output; if none does, every pair of classes
+    whose changes combine (positions shifted and cos/sin in bfloat16, say), each pair listed with both causes."""
+    found, tried = [], []
     for name, bug in PROBE_BUGS.items():
         if output.form not in bug.forms or not bug.applies(context):
             continue
-        for variant in bug.variants(context):
+        variants = list(bug.variants(context))
+        tried.append((name, bug, variants))
+        for variant in variants:
             if _compare(context, output, variant.rotation)[0]:
-                found.append(ProbeDiagnosis(name, variant.sentence or bug.sentence, dict(variant.detail)))
+                found.append(_diagnosis(name, bug, variant))
                 break
+    if found:
+        return tuple(found)
+    for index, (first_name, first_bug, first_variants) in enumerate(tried):
+        for second_name, second_bug, second_variants in tried[index + 1:]:
+            match = next(((one, two) for one in first_variants for two in second_variants
+                          if (rotation := _combined(context.reference, one, two)) is not None
+                          and _compare(context, output, rotation)[0]), None)
+            if match is not None:
+                parts = (_diagnosis(first_name, first_bug, match[0]), _diagnosis(second_name, second_bug, match[1]))
+                found.append(ProbeDiagnosis(f"{first_name}+{second_name}", PAIR_SENTENCE, {}, parts))
     return tuple(found)
+
+
+PAIR_SENTENCE = N_("Two bugs at once. {first} {second}")
+
+
+def _diagnosis(name: str, bug: ProbeBug, variant: Variant) -> ProbeDiagnosis:
+    return ProbeDiagnosis(name, variant.sentence or bug.sentence, dict(variant.detail))
+
+
+def _same(one, two) -> bool:
+    if isinstance(one, torch.Tensor) or isinstance(two, torch.Tensor):
+        return isinstance(one, torch.Tensor) and isinstance(two, torch.Tensor) and one.shape == two.shape \
+            and bool(torch.equal(one, two))
+    return one is two or one == two
+
+
+def _combined(reference: Rotation, first: Variant, second: Variant) -> Rotation | None:
+    """The rotation with both variants' changes, or None where they change the same field (two answers to one
+    question: no port makes both)."""
+    changes = []
+    for variant in (first, second):
+        changes.append({field: getattr(variant.rotation, field) for field in Rotation._fields
+                        if not _same(getattr(variant.rotation, field), getattr(reference, field))})
+    if set(changes[0]) & set(changes[1]):
+        return None
+    return reference.with_(**changes[0], **changes[1])
+
+
+def diagnosis_title(name: str) -> str:
+    """A diagnosis's title in the reader's language ("A + B" for two bugs at once)."""
+    return " + ".join(_(PROBE_BUGS[part].title) for part in name.split("+"))
+
+
+def diagnosis_references(name: str) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(key for part in name.split("+") for key in PROBE_BUGS[part].references))
 
 
 # ---- words ----------------------------------------------------------------------------------------------------
@@ -660,6 +710,10 @@ def where_text(report: ProbeReport) -> str:
 
 
 def explain(report: ProbeReport, diagnosis: ProbeDiagnosis) -> str:
+    """The diagnosis's sentence, in the current language."""
+    if diagnosis.parts:
+        first, second = (explain(report, part) for part in diagnosis.parts)
+        return _(diagnosis.sentence).format(first=first, second=second)
     detail = {key: _(value) if isinstance(value, str) and key in ("how",) else value
               for key, value in diagnosis.detail.items()}
     for key in ("used", "expected"):

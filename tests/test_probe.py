@@ -419,3 +419,20 @@ def test_cli_writes_the_probe_and_checks_a_port(models, tmp_path, capsys):
     (tmp_path / "bad.pt").write_bytes(b"not a file")
     assert main([str(config), "--rotated", str(tmp_path / "bad.pt")]) == 2
     assert main([str(config)]) == 2  # nothing to check
+
+
+def test_two_bugs_at_once_are_named_as_that_pair(models):
+    llama = models(LLAMA)
+    shifted = llama.tables(llama.probe.position_ids + 1)
+    report = port(llama, half_split, shifted[0].to(torch.bfloat16).float(), shifted[1].to(torch.bfloat16).float())
+    assert names(report) == ["positions_shifted+cos_sin_low_precision"]
+    sentence = explain(report, report.diagnosis[0])
+    assert sentence.startswith("Two bugs at once.") and "shifted by +1" in sentence and "bfloat16" in sentence
+    cos, sin = llama.tables()
+    report = port(llama, interleaved, cos.half().float(), sin.half().float())
+    assert names(report) == ["cos_sin_low_precision+pairing_layout"]
+    phi = models(PHI2)
+    cos, sin = phi.tables(phi.probe.position_ids - 1)
+    report = port(phi, partial(half_split, phi.spec.rotary_dim, keep=False), cos, sin)
+    assert names(report) == ["positions_shifted+partial_rotary_dropped"]
+    assert report.diagnosis[0].parts[0].detail["offset"] == "-1"
