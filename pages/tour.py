@@ -26,9 +26,12 @@ if guide.presenting():  # one screen for the question, the next for the figure t
             guide.verdict(step, text)
         else:
             guide.keyboard_note(step)
-    if shown:
-        guide.figure(step, presenting=True)
-        st.markdown(text.why)
+    if shown:  # the slide and why it settles the question, side by side: one 16:9 screen, nothing below it
+        slide, why = st.columns(guide.SLIDE_AND_WHY, gap="medium")
+        with slide:
+            guide.figure(step, presenting=True)
+        with why, st.container(key=guide.WHY_BOX):
+            st.markdown(text.why)
     else:
         st.markdown(text.text)
         guide.ask(step, text)

@@ -15,6 +15,8 @@ from ui.table import TABLE_CSS
 
 # A container keyed with this prefix runs its widgets (they keep their values and URL parameters) but is not shown.
 HIDDEN_KEY_PREFIX = "pe-hidden-"
+# A container keyed with this prefix (keyboard hints) is not shown on a touch screen without a fine pointer.
+KEYBOARD_ONLY_PREFIX = "pe-keys-"
 
 # Widths at most this (CSS pixels) are a phone's: a 390 px phone, or a narrow window.
 NARROW_WIDTH_PX = 640
@@ -42,6 +44,9 @@ PHONE_CSS = f"""/* A display formula breaks after a relation or an operator wher
 
 APP_CSS = "\n".join((
     f'[class*="st-key-{HIDDEN_KEY_PREFIX}"] {{display: none}}',
+    # keyboard hints (and the key a button answers to) only where there is a keyboard
+    f'@media (hover: none) and (pointer: coarse) {{[class*="st-key-{KEYBOARD_ONLY_PREFIX}"], button kbd[aria-label] '
+    '{display: none}}',
     TABLE_CSS,
     PHONE_CSS,
 ))

@@ -23,12 +23,18 @@ from ui import export, params
 from ui.figure import show_figure
 from ui.lesson import PART_KEY
 from ui.pages import PageInfo, available_pages
+from ui.stylesheet import KEYBOARD_ONLY_PREFIX
 
 log = logging.getLogger(__name__)
 
 STEP_KEY, PRESENT_KEY = "step", "present"
 FIRST_STEP = 1  # steps are numbered from 1 in the URL (``?step=N``)
 SLIDE_BOX = "tour_slide"  # the container the presenter's figure fills at 16:9
+WHY_BOX = "tour_why"  # the presenter's "why", beside the slide
+# The presenter's answer screen: the slide and the "why" beside it, as shares of the width. At 1280 × 720 the slide is
+# 805 × 453 px under the header and the answer, and the longest "why" (330 characters) takes twelve lines beside it.
+SLIDE_AND_WHY = (0.68, 0.32)
+KEYS_BOX = f"{KEYBOARD_ONLY_PREFIX}tour"  # the keyboard hints: shown where there is a keyboard
 _YES, _NO = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 
 # Presenter mode: no sidebar or top bar, large type, and the figure as the slide itself: the export's 16:9
@@ -45,6 +51,7 @@ PRESENTER_CSS = f"""<style>
 [data-testid="stMain"] button p {{ font-size: 1.3rem; }}
 .st-key-{SLIDE_BOX} {{ width: min(calc((100vh - 10.75rem) * 16 / 9), 100%) !important; margin: 0 auto; }}
 .st-key-{SLIDE_BOX} img {{ width: 100%; height: auto; }}
+.st-key-{WHY_BOX} [data-testid="stMarkdownContainer"] p {{ font-size: 1.3rem !important; line-height: 1.4; }}
 </style>"""
 _SLIDES = BoundedCache(48)  # (step, language) -> the slide as SVG
 
@@ -249,5 +256,7 @@ def _in_navigation(page: PageInfo) -> bool:
 
 
 def keyboard_note(step: tour.Step) -> None:
-    st.caption(_("Keys: 1–{count} answer · → reveal the answer, then the next step · ← previous step.").format(
-        count=len(step.choices)))
+    """The keys the lesson answers to, where the reader has a keyboard (the stylesheet hides it on a touch screen)."""
+    with st.container(key=KEYS_BOX):
+        st.caption(_("Keys: 1–{count} answer · → reveal the answer, then the next step · ← previous step.").format(
+            count=len(step.choices)))
