@@ -16,7 +16,7 @@ from figures.layers import TITLE as LAYER_MAP_TITLE
 from i18n import N_, _, sentences
 from lessons.base import FigureSpec, Lesson, SettingsError, figure_registry, setting
 from lessons.model_source import MODEL, ModelSettings, config_of, spec_of
-from lessons.rope_setup import SHOWCASE_HYBRID, kind_rows
+from lessons.rope_setup import SHOWCASE_HYBRID, kind_rows, kind_text
 from pe_core.base_bound import base_lower_bound, similarity_envelope
 from pe_core.config import extended_length
 from pe_core.layers import layer_type_title
@@ -88,6 +88,14 @@ class Result:
     @property
     def model(self) -> str:
         return self.settings.preset if self.settings.source == "preset" else _("pasted config")
+
+    @property
+    def model_title(self) -> str:
+        """The model, and for a hybrid the layers the plan's numbers are about ("full attention: 5 of 34 layers")."""
+        layers = self.plan.layer_map
+        if not layers.hybrid:
+            return self.model
+        return f"{self.model} · {kind_text(layers, self.plan.planned)}"
 
     @functools.cached_property
     def train_theta(self) -> torch.Tensor:

@@ -1,4 +1,5 @@
-"""Plan a context extension: each method's parameters for a target length, the base it needs, config blocks."""
+"""Plan a context extension: each method's parameters for a target length, the base it needs, which layers change
+and why, and the whole patched config.json."""
 
 import streamlit as st
 
@@ -8,6 +9,7 @@ from ui.uploads import config_text, upload_into
 
 from i18n import _
 from lessons import plan as lesson
+from lessons.format import number_text
 from references import cite
 
 page = LessonPage(lesson.LESSON)
@@ -34,10 +36,11 @@ with target_column:
 result = page.result()
 plan = result.plan
 train = plan.train_spec
-st.info(_("**{model}**: {rotary} of {head} dimensions rotated, base {base:,.0f}, pretrained at L = {length:,} "
+st.info(_("**{model}**: {rotary} of {head} dimensions rotated, base {base}, pretrained at L = {length:,} "
           "(its own RoPE: {rope_type}). Target L′ = {target:,}, so s = L′/L = {scale:g}.").format(
-    model=result.model, rotary=train.rotary_dim, head=train.head_dim, base=train.base, length=plan.train_length,
-    rope_type=plan.spec.rope_type, target=plan.target, scale=plan.scale), icon=":material/straighten:")
+    model=result.model_title, rotary=train.rotary_dim, head=train.head_dim, base=number_text(train.base),
+    length=plan.train_length, rope_type=plan.spec.rope_type, target=plan.target, scale=plan.scale),
+    icon=":material/straighten:")
 composition = result.composition()
 if composition:
     st.markdown(composition)

@@ -89,6 +89,7 @@ def test_plan_gemma3_pasted_at_defaults_scales_its_full_attention_layers_on_top_
     assert_ok(at, (*PLAN_TITLES, LAYER_MAP))
     assert not at.error
     assert "Target L′ = 524,288, so s = L′/L = 32" in at.info[0].value
+    assert "full attention: 5 of 34 layers" in at.info[0].value and "base 1,000,000" in at.info[0].value
     assert any("×32 in total on the same L, ×4 more than it ships" in m for m in texts(at.markdown))
     sliding, full = layer_lines(at)
     assert "sliding_attention" in sliding and "unchanged" in sliding and "1,024 tokens" in sliding
