@@ -10,6 +10,7 @@ from benchmarks.harness import browser, chromium_available, streamlit_server, wa
 from ui.language import URL_KEY
 from ui.lesson import PART_KEY, WHOLE_PAGE
 from ui.pages import available_pages
+from ui.stylesheet import HIDDEN_KEY_PREFIX
 
 pytest.importorskip("playwright.sync_api")
 pytestmark = [
@@ -69,9 +70,12 @@ def phone():
 
 
 def open_on_phone(context, url: str):
+    """A new tab at ``url`` once the app is idle and its stylesheet (``ui.stylesheet``) is on the page."""
     page = context.new_page()
     page.goto(url)
     wait_for_app_idle(page, 120_000)
+    page.wait_for_function("""() => Array.from(document.querySelectorAll('style'))
+      .some(sheet => sheet.textContent.includes('MARKER'))""".replace("MARKER", HIDDEN_KEY_PREFIX))
     return page
 
 
