@@ -111,6 +111,7 @@ def test_plan_gemma3_pasted_at_defaults_scales_its_full_attention_layers_on_top_
         1_000_000.0, 10_000.0, {"rope_type": "linear", "factor": 32.0})
 
 
+@pytest.mark.slow  # a plan at 1,048,576 tokens: about 25 s on a shared 2-core machine
 def test_plan_gemma3_pasted_at_the_extremes_of_its_target():
     at = run_page(PLAN, pasted(GEMMA3_CONFIG, target=str(MAX_TARGET)))
     assert_ok(at, (*PLAN_TITLES, LAYER_MAP))
