@@ -8,6 +8,7 @@ decides what to draw. A trace that shows one method or encoding takes its look f
 
 from __future__ import annotations
 
+import itertools
 import math
 import unicodedata
 from collections.abc import Sequence
@@ -406,3 +407,101 @@ def compare_figure(multiples: Sequence[int], first: Sequence[Keyed], second: Seq
     figure.update_xaxes(type="log", tickvals=list(multiples), ticktext=[f"{m:g}×" for m in multiples])
     figure.update_yaxes(tickformat=".0%")
     return _legend_below(figure, 170, entries=len(first) + len(second))
+
+
+def log_binned(values: Sequence[float] | torch.Tensor, bins: int = POSITION_BINS) -> tuple[list[float], list[float]]:
+    """(n, mean value) over bins of n = 1, 2, … evenly spaced on a log axis (each bin at least one n wide), for a
+    curve against n drawn on a log axis: one point per n at small n, averages of many where they crowd."""
+    values = torch.as_tensor(values, dtype=torch.float64)
+    count = values.numel()
+    edges = sorted({round(x) for x in torch.logspace(0, math.log10(count + 1), bins + 1, dtype=torch.float64).tolist()})
+    xs, ys = [], []
+    for low, high in itertools.pairwise(edges):  # n in [low, high)
+        xs.append(math.sqrt(low * (high - 1)))
+        ys.append(float(values[low - 1:high - 1].mean()))
+    return xs, ys
+
+
+ATTENTION_MAPS_TITLE = N_("Where each head looks, at L and at 8× L, per method")
+ATTENTION_ENTROPY_TITLE = N_("How spread out attention is, against the number of keys a query sees")
+ATTENTION_FLOOR = 1e-4  # the colour scale's floor: attention below it shows as the palest colour
+
+
+class AttentionPanel(NamedTuple):
+    """One head's mean attention with one method at one length, pooled to what a screen shows."""
+
+    row: str  # the head, already translated ("layer 1, head 2")
+    column: str  # the method and length, already translated
+    method: str  # the theme's key of the method (meta)
+    values: torch.Tensor  # [queries, keys] mean attention, pooled
+    length: int  # L' the panel covers, in characters
+
+
+def attention_maps_figure(panels: Sequence[AttentionPanel], train_length: int) -> go.Figure:
+    """A grid of attention maps, one row per head and one column per method and length, on one log colour
+    scale (so the diffuse attention past L shows, not only the diagonal); the future (above the diagonal) is
+    blank."""
+    rows = list(dict.fromkeys(p.row for p in panels))
+    columns = list(dict.fromkeys(p.column for p in panels))
+    share = 0.9 / len(columns)  # the right tenth for the colour bar, clear of the last column's labels
+    x_domains = [(c * share + 0.02, (c + 1) * share - 0.02) for c in range(len(columns))]
+    # rows in pixels: each panel's plot, and under it room for its tick labels and the next panel's two-line label
+    plot, gap, top, bottom = 230, 84, 90, 70
+    area = plot * len(rows) + gap * (len(rows) - 1)
+    y_domains = [(1 - (r * (plot + gap) + plot) / area, 1 - r * (plot + gap) / area) for r in range(len(rows))]
+    hover = _("query at %{y:,.0f}, key at %{x:,.0f}<br>attention %{customdata:.2g}") + "<extra>%{fullData.name}</extra>"
+    traces, layout = [], {"annotations": []}
+    for number, panel in enumerate(panels, start=1):
+        r, c = rows.index(panel.row), columns.index(panel.column)
+        suffix = "" if number == 1 else str(number)
+        values = panel.values.double()
+        cells = values.shape[-1]
+        centres = ((torch.arange(cells, dtype=torch.float64) + 0.5) * panel.length / cells).tolist()
+        shown = values.clamp(min=ATTENTION_FLOOR).log10().masked_fill(values.tril() == 0, float("nan"))
+        traces.append(go.Heatmap(
+            z=shown.tolist(), x=centres, y=centres, customdata=values.tolist(), coloraxis="coloraxis",
+            name=f"{panel.row} · {panel.column}", hovertemplate=hover, meta={"method": panel.method},
+            xaxis=f"x{suffix}", yaxis=f"y{suffix}"))
+        layout[f"xaxis{suffix}"] = dict(domain=x_domains[c], anchor=f"y{suffix}", range=[0, panel.length],
+                                        title=dict(text=_("key position")) if r == len(rows) - 1 else None)
+        layout[f"yaxis{suffix}"] = dict(domain=y_domains[r], anchor=f"x{suffix}", range=[panel.length, 0],
+                                        title=dict(text=_("query position")) if c == 0 else None)
+        if panel.length > train_length:  # queries past L (below the across line), keys past L (right of the down one)
+            for x0, y0, x1, y1 in ((0, train_length, train_length, train_length),
+                                   (train_length, train_length, train_length, panel.length)):
+                layout.setdefault("shapes", []).append(dict(
+                    type="line", x0=x0, y0=y0, x1=x1, y1=y1, xref=f"x{suffix}", yref=f"y{suffix}",
+                    line=dict(color=HIGHLIGHT, dash="dot", width=1.5)))
+        layout["annotations"].append(dict(
+            text=f"{panel.column}<br>{panel.row}", x=sum(x_domains[c]) / 2, y=y_domains[r][1], xref="paper",
+            yref="paper", xanchor="center", yanchor="bottom", showarrow=False, font=dict(size=13)))
+    layout.update(
+        coloraxis=dict(colorscale="Viridis", cmin=math.log10(ATTENTION_FLOOR), cmax=0,
+                       # a bar of fixed length at the top: on a phone the page stacks the panels into one tall column
+                       colorbar=dict(title=dict(text=_("attention"), side="right"), thickness=14, lenmode="pixels",
+                                     len=min(400, area), y=1, yanchor="top",
+                                     tickvals=[-4, -3, -2, -1, 0], ticktext=["10⁻⁴", "0.001", "0.01", "0.1", "1"])),
+        margin=dict(t=top, b=bottom), height=top + area + bottom)
+    figure = new_figure(_(ATTENTION_MAPS_TITLE))
+    figure.add_traces(traces)
+    figure.update_layout(layout)
+    return figure
+
+
+def attention_entropy_figure(curves: Sequence[Keyed], train_length: int) -> go.Figure:
+    """One line per method: the mean entropy of a query's attention against the keys it sees (its position + 1),
+    beside ln n, the entropy of attention spread evenly over n keys."""
+    length = max(len(curve.values) for curve in curves)
+    figure = new_figure(_(ATTENTION_ENTROPY_TITLE), xaxis_title=_("keys the query sees, n"),
+                        yaxis_title=_("entropy of its attention (nats)"), height=480,
+                        xaxis=dict(type="log"))
+    keys = list(range(1, length + 1))
+    for curve in curves:
+        x, y = log_binned(curve.values)
+        figure.add_scatter(x=x, y=y, name=curve.name, **keyed(curve.key, curve.kind, logn=curve.logn))
+    figure.add_scatter(x=keys, y=[math.log(n) for n in keys], mode="lines", hoverinfo="skip",
+                       name=_("attention spread evenly: ln n"), line=dict(color=MUTED, dash="dash", width=1.5))
+    figure.add_vline(x=train_length, line=dict(color=HIGHLIGHT, dash="dot", width=1.5))
+    figure.add_annotation(x=math.log10(train_length), y=1, yref="paper", text=_("L = {length}").format(
+        length=train_length), showarrow=False, xanchor="right", yanchor="top", font=dict(color=HIGHLIGHT))
+    return _legend_below(figure, 140, entries=len(curves) + 1)

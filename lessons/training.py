@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 from typing import Any
 
 from figures import training as draw
@@ -19,6 +20,7 @@ from i18n import N_, _, ngettext, sentences
 from lessons.base import FigureSpec, Lesson, LessonSettings, Part, cached, figure_registry, setting
 from lessons.format import base_text, length_text
 from pe_core.biases import alibi_slopes
+from pe_core.data import load_corpus, with_start
 from pe_core.device import shown_device_label
 from pe_core.model import (
     ENCODINGS,
@@ -33,11 +35,13 @@ from pe_core.train import (
     FINE_TUNABLE,
     INFERENCE_METHODS,
     ExperimentConfig,
+    ExperimentRun,
     RunRecord,
     Status,
-    run_experiment,
 )
+from pe_core.train.attention import INSIDE_METHODS, Inside, inside, kept_weights, model_from_bytes, pooled
 from pe_core.train.config import YARN_RAMPS
+from pe_core.train.evaluate import evaluation_windows
 from pe_core.train.published import SU_TABLE, SU_TEST_LENGTH, SU_TRAIN_LENGTH
 from pe_core.train.schema import MEMORY_PEAK
 from pe_core.train.spectrum import PAPER_RAMP, Spectrum, matched_ramp, ramp_zones, real_spectra, spectrum
@@ -168,13 +172,34 @@ class Result:
 
     @functools.cached_property
     def record(self) -> RunRecord:
-        """The stored run, or a run trained now (and stored)."""
+        """The stored run, or a run trained now (and stored, with its weights)."""
         trainer = service()
         record = trainer.stored(self.config)
         if record is None:
-            record = run_experiment(self.config, trainer.corpus, trainer.device)
-            trainer.store.put(record)
+            experiment = ExperimentRun(self.config, trainer.corpus, trainer.device)
+            for _status in experiment.work():
+                pass
+            record = experiment.record()
+            trainer.store.put(record, kept_weights(self.config, experiment.run.model))
         return record
+
+    @functools.cached_property
+    def inside(self) -> tuple[Inside, Inside] | None:
+        """The run's attention at L (as trained) and at the longest length per method, from its stored weights;
+        None when they were not kept (or the encoding has no scaling methods)."""
+        if not self.config.scalable:
+            return None
+        self.record  # noqa: B018 - a run trained for the page keeps its weights
+        model = run_model(self.config)
+        if model is None:
+            return None
+        corpus = service().corpus or load_corpus()
+        c = self.config
+        windows = [evaluation_windows(corpus, n, INSIDE_WINDOWS * n)[:INSIDE_WINDOWS, :-1] for n in
+                   (c.train_length, c.longest)]
+        if c.start_token:
+            windows = [with_start(w) for w in windows]
+        return inside(model, windows[0], ("direct",)), inside(model, windows[1], INSIDE_METHODS)
 
     @functools.cached_property
     def stats(self) -> list[SeedStat]:
@@ -499,6 +524,99 @@ def _su_caption(result: Result) -> str:
         train=f"{SU_TRAIN_LENGTH:,}", test=f"{SU_TEST_LENGTH:,}", trained=trained, plain=plain)
 
 
+INSIDE_WINDOWS = 16  # validation windows the attention figures average over
+INSIDE_MAP_CELLS = 64  # an attention map is pooled to at most this many cells a side
+INSIDE_MAP_METHODS = ("direct", "yarn", "direct_logn")  # the maps' methods at the longest length
+INSIDE_HEADS = 4  # at most this many heads' maps: those whose attention spreads most past L
+INSIDE_SLIDE_HEADS = 1  # on a 16:9 slide: one row of maps, large enough to read
+
+
+def run_model(config: ExperimentConfig):
+    """The trained model of a stored run: its weights in the store, or the shipped default run's; else None."""
+    from pe_core.train.shipped import shipped_model
+
+    data = service().store.weights(config.hash)
+    return model_from_bytes(config, data) if data is not None else shipped_model(config)
+
+
+def _inside_note(result: Result, title: str) -> object:
+    if not result.config.scalable:
+        text = _("Attention per scaling method is read from RoPE runs; this run uses {encoding}.").format(
+            encoding=_encoding_title(result.config.encoding))
+    else:
+        text = _("This run's weights were not kept (it was trained before runs kept them, or from the command "
+                 "line), so its attention cannot be drawn.")
+    figure = draw.no_position_figure(text)
+    figure.update_layout(title=dict(text=title))
+    return figure
+
+
+def head_name(layer: int, head: int) -> str:
+    return _("layer {layer}, head {head}").format(layer=layer + 1, head=head + 1)
+
+
+def _attention_maps(result: Result, style) -> object:
+    if result.inside is None:
+        return _inside_note(result, _(draw.ATTENTION_MAPS_TITLE))
+    at_train, at_longest = result.inside
+    c = result.config
+    entropies = at_longest.entropies[at_longest.methods.index("direct")]  # [layers, heads, T]
+    rise = (entropies[..., -1] - entropies[..., c.train_length - 1]).flatten()
+    heads = sorted(rise.argsort(descending=True)[:INSIDE_SLIDE_HEADS if style.slide else INSIDE_HEADS].tolist())
+    panels = []
+    for flat in heads:
+        layer, head = divmod(flat, c.n_head)
+        row = head_name(layer, head)
+        panels.append(draw.AttentionPanel(row, _("as trained, L = {length}").format(length=c.train_length), "direct",
+                                          pooled(at_train.maps[0, layer, head], INSIDE_MAP_CELLS), c.train_length))
+        for method in INSIDE_MAP_METHODS:
+            index = at_longest.methods.index(method)
+            panels.append(draw.AttentionPanel(
+                row, _("{method}, {scale}× L").format(method=_method_title(method), scale=max(c.multiples)),
+                INFERENCE_METHODS[method].style, pooled(at_longest.maps[index, layer, head], INSIDE_MAP_CELLS),
+                c.longest))
+    return draw.attention_maps_figure(panels, c.train_length)
+
+
+def _attention_maps_caption(result: Result) -> str:
+    if result.inside is None:
+        return ""
+    c = result.config
+    shown = min(INSIDE_HEADS, c.n_layer * c.n_head)
+    return _("Each map is one head's attention averaged over {windows} windows of held-out text: a row is a query, "
+             "a column a key, the colour the share of the query's attention on the key (log scale; blank: the "
+             "future, which a causal model cannot see). The dotted lines mark L. Shown: {shown} of the model's "
+             "{heads} heads, those whose attention spreads most past L with direct extrapolation.").format(
+        windows=INSIDE_WINDOWS, shown=shown, heads=c.n_layer * c.n_head)
+
+
+def _attention_entropy(result: Result, style) -> object:
+    if result.inside is None:
+        return _inside_note(result, _(draw.ATTENTION_ENTROPY_TITLE))
+    _at_train, at_longest = result.inside
+    curves = []
+    for index, method in enumerate(at_longest.methods):
+        key, kind, logn = row_key("rope", method)
+        curves.append(draw.Keyed(key, kind, _method_title(method), at_longest.entropies[index].mean((0, 1)),
+                                 logn=logn))
+    return draw.attention_entropy_figure(curves, result.config.train_length)
+
+
+def _attention_entropy_caption(result: Result) -> str:
+    if result.inside is None:
+        return ""
+    c = result.config
+    _at_train, at_longest = result.inside
+    mean = at_longest.entropies.mean((1, 2))  # [methods, T]
+    last = {method: float(mean[i, -1]) for i, method in enumerate(at_longest.methods)}
+    at_l = float(mean[at_longest.methods.index("direct"), c.train_length - 1])
+    return _("Mean over the model's {heads} heads and {windows} windows. At the last of {longest} positions: direct "
+             "extrapolation {direct:.2f} nats against {at_l:.2f} at L; with log n {logn:.2f}; YaRN {yarn:.2f}; "
+             "Position Interpolation {pi:.2f}; spread evenly, ln {longest} = {even:.2f}.").format(
+        heads=c.n_layer * c.n_head, windows=INSIDE_WINDOWS, longest=c.longest, direct=last["direct"], at_l=at_l,
+        logn=last["direct_logn"], yarn=last["yarn"], pi=last["pi"], even=math.log(c.longest))
+
+
 def shown_length(result: Result) -> int:
     c = result.config
     wanted = c.train_length * result.settings.shown
@@ -583,6 +701,10 @@ FIGURES = figure_registry(
     FigureSpec("fine-tune", draw.FINE_TUNE_TITLE, _fine_tune, groups=(EXPERIMENT,), caption=_fine_tune_caption),
     FigureSpec("fine-tune-curve", draw.TUNE_CURVE_TITLE, _tune_curve, groups=(EXPERIMENT,),
                caption=_tune_curve_caption),
+    FigureSpec("attention-maps", draw.ATTENTION_MAPS_TITLE, _attention_maps, groups=(EXPERIMENT,),
+               caption=_attention_maps_caption),
+    FigureSpec("attention-entropy", draw.ATTENTION_ENTROPY_TITLE, _attention_entropy, groups=(EXPERIMENT,),
+               caption=_attention_entropy_caption),
 )
 CHEAP_FIGURES = ("spectrum", "position")  # drawn without a run
 
@@ -819,6 +941,8 @@ LESSON = TrainingLesson(
         Part("run", N_("This run"), N_("What this run learned, and where it goes wrong"),
              ("loss", "per-position", "fine-tune-curve", "fine-tune")),
         Part("position", N_("Position"), N_("What the model sees of position"), ("position",)),
+        Part("inside", N_("Inside"), N_("Inside the model: where attention goes past L"),
+             ("attention-maps", "attention-entropy")),
     ),
 )
 

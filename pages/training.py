@@ -283,6 +283,32 @@ def position_part() -> None:
     page.figure("position")
 
 
+def inside_part() -> None:
+    st.markdown(_(
+        "Why does direct extrapolation lose focus past L? Su Jianlin's entropy argument ({logn}): a query shares "
+        "its attention among the keys it sees in proportion to the exponential of their scores, so with n keys "
+        "whose scores keep their spread, the entropy of its attention grows with n, like ln n when the scores are "
+        "alike. Past L a query sees more keys than training ever showed it, and its attention grows flatter than "
+        "any the model learned to read. **log n scaling** multiplies the logits by max(1, ln n / ln L), which "
+        "holds the entropy near its value at L and changes nothing within L. **YaRN** ({yarn}) multiplies them by "
+        "one temperature factor 1/t = (0.1 ln s + 1)² over the whole context: sharper attention at every "
+        "position, inside L too. The figures read the toy's own weights: each head's attention as trained, at L, "
+        "and at the longest length with direct extrapolation, YaRN and log n."
+    ).format(logn=cite("logn"), yarn=cite("yarn", "§3.4")))
+    page.figure("attention-maps")
+    st.markdown(_(
+        "**What to look for:** at the longest length, direct extrapolation spreads a query's attention over far "
+        "keys that it held to a few at L; log n and YaRN concentrate it again. Below, the entropy of a query's "
+        "attention against the number of keys it sees: each method's curve beside ln n, the entropy of attention "
+        "spread evenly; the caption gives the numbers at the last position."
+    ))
+    show_formula(r"H_i = -\sum_{j \le i} p_{ij} \ln p_{ij}, \quad p_{ij} = \frac{e^{\lambda\, s_{ij}}}"
+                 r"{\sum_{k \le i} e^{\lambda\, s_{ik}}} \qquad \text{log n: } \lambda = "
+                 r"\max\!\Big(1, \frac{\ln (i+1)}{\ln L}\Big) \qquad \text{YaRN: } \lambda = "
+                 r"\big(0.1 \ln s + 1\big)^2")
+    page.figure("attention-entropy")
+
+
 def needs_the_run(draw):
     """``draw``, for a part that shows the stored run's results: without one, a note (nothing is trained)."""
     def part() -> None:
@@ -295,7 +321,7 @@ def needs_the_run(draw):
 
 
 drawers = {"miniature": miniature_part, "encodings": encodings_part, "methods": methods_part, "run": run_part,
-           "position": position_part}
+           "position": position_part, "inside": inside_part}
 page.parts({part.slug: needs_the_run(drawers[part.slug]) if lesson.needs_run(part) else drawers[part.slug]
             for part in lesson.LESSON.parts})
 

@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from pe_core.train import ExperimentConfig, open_store
+from pe_core.train import store as store_module
 from pe_core.train.experiment import batch_groups, batch_key
 from pe_core.train.store import (
     CANCELLED,
@@ -256,11 +257,10 @@ def test_a_schema_1_store_is_migrated_with_its_runs(tmp_path):
                         json.dumps(record.config.to_json()), json.dumps(record.to_json())))
     connection.commit()
     connection.close()
-    assert STORE_SCHEMA_VERSION == 2
-    with open_store(str(path)) as store:
-        assert store.get(record.hash) == record and store.count() == 1
-        assert store._fetchall("SELECT value FROM store_meta")[0][0] == "2"
-        assert store._tables() == {"store_meta", "runs", "results", "queue", "workers"}
+    with open_store(str(path)) as store:  # schema 1 → 2 → 3, in one transaction
+        assert store.get(record.hash) == record and store.count() == 1 and store.weights(record.hash) is None
+        assert store._fetchall("SELECT value FROM store_meta")[0][0] == str(STORE_SCHEMA_VERSION) == "3"
+        assert store._tables() == {"store_meta", "runs", "results", "queue", "workers", "weights"}
         assert store.enqueue(tiny(), batch_key(tiny())).state == QUEUED
 
 
@@ -281,6 +281,21 @@ def test_a_schema_1_postgres_store_is_migrated_once_by_two_instances_opening_it(
     for store in opened:
         assert store._fetchall("SELECT value FROM store_meta")[0][0] == str(STORE_SCHEMA_VERSION)
         store.close()
+
+
+def test_a_schema_2_store_gains_the_weights_table(tmp_path):
+    path = tmp_path / "runs.sqlite3"
+    connection = sqlite3.connect(path)
+    for statement in SCHEMA_1[:-2]:
+        connection.execute(statement)
+    for statement in store_module._QUEUE_TABLES:
+        connection.execute(statement.format(id="INTEGER PRIMARY KEY"))
+    connection.execute("INSERT INTO store_meta VALUES ('schema_version', '2')")
+    connection.commit()
+    connection.close()
+    with open_store(str(path)) as store:
+        assert "weights" in store._tables() and store.put(fake_record(), b"weights")
+        assert store.weights(fake_record().hash) == b"weights"
 
 
 def test_queued_job_rows_read_back_whole():

@@ -31,6 +31,7 @@ import torch
 
 from pe_core.device import compute_device, stored_device_label
 from pe_core.jobs import Job, JobLimiter, server_limiter
+from pe_core.train.attention import kept_weights
 from pe_core.train.config import ExperimentConfig
 from pe_core.train.experiment import ExperimentRun, Status, batch_key
 from pe_core.train.loop import cpu_threads
@@ -179,8 +180,9 @@ class TrainingService:
         except BaseException as err:
             self.store.finish(row.id, self.owner, FAILED, f"{type(err).__name__}: {err}")
             raise
-        if not self.store.complete(row.id, self.owner, record):
-            self.store.put(record)  # this server stalled past its lease and another trainer took the row over
+        weights = kept_weights(config, experiment.run.model)
+        if not self.store.complete(row.id, self.owner, record, weights):
+            self.store.put(record, weights)  # this server stalled past its lease and another trainer took the row over
         self.trained += 1
         for listener in self._listeners:
             listener(record)

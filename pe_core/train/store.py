@@ -18,7 +18,9 @@ Tables: ``store_meta`` (schema version), ``runs`` (one row per run: hash, config
 record as JSON, and columns to list and filter by), ``results`` (one row per method, length
 and fine-tune: the numbers the seed table averages, queryable without reading records),
 ``queue`` (runs asked for and not stored yet: who trains each, until when its lease holds,
-how far it got) and ``workers`` (the training workers draining the queue, with a heartbeat).
+how far it got), ``workers`` (the training workers draining the queue, with a heartbeat) and
+``weights`` (a run's trained weights, when its trainer kept them: what the views inside the
+model read).
 
 The queue, as job queues in PostgreSQL do it (procrastinate, pgqueuer): a trainer claims the
 oldest claimable job with one ``UPDATE ... WHERE id = (SELECT id ... FOR UPDATE SKIP LOCKED
@@ -32,7 +34,8 @@ per hash: asking again for a queued or running config adds a request to it (coal
 Times are the database's clock, so machines with skewed clocks agree on leases.
 
 Schema history: 1 had a ``claims`` table (one trainer per hash among app instances) instead
-of the queue; it is migrated to 2 (claims are transient: the table is dropped).
+of the queue; it is migrated to 2 (claims are transient: the table is dropped). 2 had no
+``weights``; migrated to 3, its runs simply have none.
 """
 
 from __future__ import annotations
@@ -49,7 +52,7 @@ from i18n import N_, Deferred
 from pe_core.train.config import ExperimentConfig
 from pe_core.train.schema import RecordError, RunRecord
 
-STORE_SCHEMA_VERSION = 2
+STORE_SCHEMA_VERSION = 3
 STORE_ENV = "PE_RUN_STORE"
 DEFAULT_PATH = Path(__file__).resolve().parents[2] / "runs" / "runs.sqlite3"
 QUEUED, RUNNING, DONE, FAILED, CANCELLED = "queued", "running", "done", "failed", "cancelled"
@@ -78,10 +81,14 @@ _QUEUE_TABLES = (
     "CREATE TABLE workers (name TEXT PRIMARY KEY, device TEXT NOT NULL, started_at DOUBLE PRECISION NOT NULL,"
     " heartbeat DOUBLE PRECISION NOT NULL, trained INTEGER NOT NULL)",
 )
-_SCHEMA = (*_RUN_TABLES, *_QUEUE_TABLES)
-_TABLES = {"store_meta", "runs", "results", "queue", "workers"}
+# a run's trained weights (``torch.save`` of its state dict), for the views that look inside the model
+_WEIGHT_TABLES = ("CREATE TABLE weights (hash TEXT PRIMARY KEY REFERENCES runs (hash) ON DELETE CASCADE,"
+                  " state {blob} NOT NULL)",)
+_SCHEMA = (*_RUN_TABLES, *_QUEUE_TABLES, *_WEIGHT_TABLES)
+_TABLES = {"store_meta", "runs", "results", "queue", "workers", "weights"}
 # version -> (the tables a store of that version has, the statements that bring it to the next version)
-MIGRATIONS = {1: ({"store_meta", "runs", "results", "claims"}, ("DROP TABLE claims", *_QUEUE_TABLES))}
+MIGRATIONS = {1: ({"store_meta", "runs", "results", "claims"}, ("DROP TABLE claims", *_QUEUE_TABLES)),
+              2: ({"store_meta", "runs", "results", "queue", "workers"}, _WEIGHT_TABLES)}
 _QUEUE_COLUMNS = ("id, hash, config, shape, state, requests, requested_at, worker, device, lease_until, attempts,"
                   " started_at, finished_at, fraction, status, error")
 
@@ -174,6 +181,7 @@ class RunStore:
     placeholder = "?"
     backend = "sqlite"
     id_column = "INTEGER PRIMARY KEY"  # the rowid: numbered in order (queue rows are never deleted)
+    blob_column = "BLOB"
     now_sql = "((julianday('now') - 2440587.5) * 86400.0)"  # the database's clock, seconds since 1970
     lock_rows = ""  # PostgreSQL: " FOR UPDATE SKIP LOCKED" (SQLite's BEGIN IMMEDIATE already serialises writers)
     lock_row = ""  # PostgreSQL: " FOR UPDATE"
@@ -228,7 +236,7 @@ class RunStore:
         if not tables:
             with self._transaction():
                 for statement in _SCHEMA:
-                    self._execute(statement.format(id=self.id_column))
+                    self._execute(statement.format(id=self.id_column, blob=self.blob_column))
                 self._execute("INSERT INTO store_meta (key, value) VALUES (?, ?)",
                               ("schema_version", str(STORE_SCHEMA_VERSION)))
             return
@@ -265,18 +273,19 @@ class RunStore:
             current = int(rows[0][0])
             while current < STORE_SCHEMA_VERSION:
                 for statement in MIGRATIONS[current][1]:
-                    self._execute(statement.format(id=self.id_column))
+                    self._execute(statement.format(id=self.id_column, blob=self.blob_column))
                 current += 1
             self._execute("UPDATE store_meta SET value = ? WHERE key = ?", (str(current), "schema_version"))
 
     # ---- runs -------------------------------------------------------------------------------------
 
-    def put(self, record: RunRecord) -> bool:
-        """Save a finished run (and its result rows); False if this hash was already stored (kept as it was)."""
+    def put(self, record: RunRecord, weights: bytes | None = None) -> bool:
+        """Save a finished run (its result rows, and its trained weights if given); False if this hash was already
+        stored (kept as it was)."""
         with self._lock, self._transaction():
-            return self._insert(record)
+            return self._insert(record, weights)
 
-    def _insert(self, record: RunRecord) -> bool:
+    def _insert(self, record: RunRecord, weights: bytes | None = None) -> bool:
         """``put`` inside a transaction already open."""
         c = record.config
         if self._fetchall("SELECT 1 FROM runs WHERE hash = ?", (record.hash,)):
@@ -293,7 +302,14 @@ class RunStore:
         for row in rows:
             self._execute("INSERT INTO results (hash, method, length, fine_tuned, accuracy, loss)"
                           " VALUES (?, ?, ?, ?, ?, ?)", row)
+        if weights is not None:
+            self._execute("INSERT INTO weights (hash, state) VALUES (?, ?)", (record.hash, weights))
         return True
+
+    def weights(self, run_hash: str) -> bytes | None:
+        """The trained weights stored with a run (``pe_core.train.attention.model_bytes``), or None."""
+        rows = self._fetchall("SELECT state FROM weights WHERE hash = ?", (run_hash,))
+        return bytes(rows[0][0]) if rows else None
 
     def get(self, run_hash: str) -> RunRecord | None:
         rows = self._fetchall("SELECT record FROM runs WHERE hash = ?", (run_hash,))
@@ -443,15 +459,15 @@ class RunStore:
                     lost.add(job_id)
         return lost
 
-    def complete(self, job_id: int, worker: str, record: RunRecord) -> bool:
-        """Store ``record`` and close its job, in one transaction, if ``worker`` still holds the job; False (and
-        nothing stored) if another trainer took it over."""
+    def complete(self, job_id: int, worker: str, record: RunRecord, weights: bytes | None = None) -> bool:
+        """Store ``record`` (with its weights) and close its job, in one transaction, if ``worker`` still holds the
+        job; False (and nothing stored) if another trainer took it over."""
         with self._lock, self._transaction():
             held = self._fetchall("SELECT hash FROM queue WHERE id = ? AND worker = ? AND state = ?" + self.lock_row,
                                   (job_id, worker, RUNNING))
             if not held:
                 return False
-            self._insert(record)
+            self._insert(record, weights)
             self._execute(f"UPDATE queue SET state = ?, finished_at = {self.now_sql}, fraction = 1, device = ?,"
                           " lease_until = NULL WHERE id = ?", (DONE, record.device, job_id))
             self._execute("UPDATE workers SET trained = trained + 1 WHERE name = ?", (worker,))
@@ -598,6 +614,7 @@ class PostgresStore(RunStore):
     placeholder = "%s"
     backend = "postgresql"
     id_column = "BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY"
+    blob_column = "BYTEA"
     now_sql = "extract(epoch from clock_timestamp())::double precision"
     lock_rows = " FOR UPDATE SKIP LOCKED"
     lock_row = " FOR UPDATE"
@@ -657,6 +674,6 @@ def copy_runs(source: RunStore, target: RunStore, hashes: Iterable[str] | None =
     copied = 0
     for run_hash in hashes if hashes is not None else [s.hash for s in source.runs(limit=1_000_000)]:
         record = source.get(run_hash)
-        if record is not None and target.put(record):
+        if record is not None and target.put(record, source.weights(run_hash)):
             copied += 1
     return copied

@@ -26,6 +26,7 @@ import torch
 
 from pe_core.data import Corpus, load_corpus
 from pe_core.device import compute_device, stored_device_label
+from pe_core.train.attention import kept_weights
 from pe_core.train.config import ExperimentConfig
 from pe_core.train.experiment import Status, run_experiments
 from pe_core.train.loop import cpu_threads
@@ -125,11 +126,11 @@ class Worker:
                 if isinstance(record, Exception):
                     self.store.finish(job.id, self.name, FAILED, f"{type(record).__name__}: {record}")
                     self.on_event(Event("failed", job, seconds, str(record)))
-                elif record is None or not self.store.complete(job.id, self.name, record):
+                elif record is None or not self.store.complete(job.id, self.name, *record):
                     self.on_event(Event("lost", job, seconds))
                 else:
                     self.stored += 1
-                    self.on_event(Event("stored", job, seconds, record.device))
+                    self.on_event(Event("stored", job, seconds, record[0].device))
         finally:
             with self._lock:
                 held = [job for job in jobs if job.id in self._held]
@@ -138,8 +139,10 @@ class Worker:
                 self._drop(job)
                 self.on_event(Event("released", job))
 
-    def _trained(self, jobs: list[QueuedJob]) -> Iterator[tuple[QueuedJob, RunRecord | Exception | None, float]]:
-        """Each job's record as its run ends (None: its lease was lost; an exception: the batch failed). Stopped
+    def _trained(self, jobs: list[QueuedJob]
+                 ) -> Iterator[tuple[QueuedJob, tuple[RunRecord, bytes | None] | Exception | None, float]]:
+        """Each job's record and kept weights as its run ends (None: its lease was lost; an exception: the batch
+        failed). Stopped
         (``stop()``), it returns early: the caller hands the jobs still held back to the queue."""
         corpus = self.corpus = self.corpus or load_corpus()
         by_hash = {job.hash: job for job in jobs}
@@ -159,7 +162,8 @@ class Worker:
                         return
                     yield job, None, time.perf_counter() - started
                 elif update.record is not None:
-                    yield job, update.record, time.perf_counter() - started
+                    weights = kept_weights(update.config, update.experiment.run.model)
+                    yield job, (update.record, weights), time.perf_counter() - started
                 else:
                     with self._lock:
                         if job.id in self._held:
