@@ -28,7 +28,8 @@ REQUESTED_PATH_KEY = "_requested_path"
 
 def _old_style_run() -> bool:
     """This run was started as an old-style page run (Streamlit's own navigation over ``pages/`` runs the page)."""
-    old_style = script_runner._mpa_v1.__code__
+    runner = getattr(script_runner, "_mpa_v1", None)  # Streamlit's function that runs an old-style page
+    old_style = getattr(runner, "__code__", None)
     frame = sys._getframe()
     while frame is not None:
         if frame.f_code is old_style:

@@ -3,8 +3,8 @@ import every lesson and draw its figures at their defaults, and check the deriva
 thread, so the first export and the next page a class opens are quick.
 
 The warm-up gives way to readers: it works one figure at a time, only while no page's script is running and a moment
-after the last one ended (the reader's browser is still drawing what the run sent), on a thread the operating system
-runs at the lowest priority. It never outlives the interpreter: at exit it is told to stop and waited for (the figure
+after the last one ended (the reader's browser is still drawing what the run sent), and computes on a thread the
+operating system runs at the lowest priority. It never outlives the interpreter: at exit it is told to stop and waited for (the figure
 it is drawing takes at most a second or two). A daemon thread still inside torch when the interpreter shut down
 aborted the process ("terminate called without an active exception"), a server stopped with Ctrl-C included.
 
@@ -68,20 +68,25 @@ def _wait_for_quiet() -> bool:
     return False
 
 
-def _set_priority(thread_id: int | None, nice: int) -> None:
-    """The priority of one thread (a Linux thread is scheduled on its own); where that cannot be set, none."""
+def _set_priority(thread_id: int | None, nice: int | None = None) -> None:
+    """The priority of one thread (a Linux thread is scheduled on its own), by default the calling thread's; where
+    that cannot be set, none."""
     with contextlib.suppress(AttributeError, OSError, TypeError):
-        os.setpriority(os.PRIO_PROCESS, thread_id, nice)
+        os.setpriority(os.PRIO_PROCESS, thread_id, os.getpriority(os.PRIO_PROCESS, 0) if nice is None else nice)
 
 
-def _work() -> Iterator[tuple[str, Callable[[], object]]]:
-    """The warm-up's steps, small ones, as (what, do it)."""
+def _renderer() -> Iterator[tuple[str, Callable[[], object]]]:
     from figures import export
-    from lessons import all_lessons
-    from lessons import derivations as checked
 
     if export.browser_available():
         yield "the image renderer", export.start_renderer
+
+
+def _computations() -> Iterator[tuple[str, Callable[[], object]]]:
+    """The warm-up's computing steps, small ones, as (what, do it)."""
+    from lessons import all_lessons
+    from lessons import derivations as checked
+
     for lesson in all_lessons().values():
         if getattr(lesson, "expensive", False):
             continue
@@ -91,22 +96,31 @@ def _work() -> Iterator[tuple[str, Callable[[], object]]]:
         yield f"derivations:{part.slug}", lambda part=part: checked.verify_part(part.slug)
 
 
-def _warm() -> None:
+def _run(steps: Iterator[tuple[str, Callable[[], object]]]) -> bool:
+    """Each step once the pages are quiet; False once the warm-up must stop."""
     global doing
+    for what, step in steps:
+        if not _wait_for_quiet():
+            return False
+        doing = what
+        try:
+            step()
+        except Exception:  # noqa: BLE001 - warming is best effort; the page itself reports errors
+            log.exception("warming %s failed", what)
+        finally:
+            doing = None
+    return True
+
+
+def _warm() -> None:
     from i18n import use_language
 
+    # the renderer's browser is started at the server's own priority (it draws the exports readers ask for)
+    if not _run(_renderer()):
+        return
     _set_priority(threading.get_native_id(), LOWEST_PRIORITY)  # pages get the cores first
     with use_language("en"):
-        for what, step in _work():
-            if not _wait_for_quiet():
-                return
-            doing = what
-            try:
-                step()
-            except Exception:  # noqa: BLE001 - warming is best effort; the page itself reports errors
-                log.exception("warming %s failed", what)
-            finally:
-                doing = None
+        _run(_computations())
 
 
 def stop(timeout: float = STOP_WAIT_S) -> None:
@@ -119,7 +133,7 @@ def stop(timeout: float = STOP_WAIT_S) -> None:
         if isinstance(thread, threading.Timer):
             thread.cancel()  # still in its delay: never starts
         # nobody waits for pages now: the step in hand finishes at the process's own priority (where allowed)
-        _set_priority(thread.native_id, os.getpriority(os.PRIO_PROCESS, 0))
+        _set_priority(thread.native_id)
         thread.join(timeout)
 
 
