@@ -408,3 +408,14 @@ def test_the_issues_two_bug_examples():
     assert [d.classes for d in report.diagnosis] == [("low_precision", "attention_factor_missing")], report_text(report)
     sentence = explain(report, report.diagnosis[0])
     assert sentence.startswith("Two bugs at once") and "bfloat16" in sentence and "attention factor is 1" in sentence
+
+
+@pytest.mark.parametrize(("base", "used", "int_type"), [
+    (10_000_000.0, 10_000_000_000 % 2**32 / 1000, "uint32 (base·1000)"),  # the fixed-point store of 1bit-MONSTER #634
+    (5e9, 5_000_000_000 % 2**32, "int32"),
+    (1e6, 1_000_000 % 2**16, "int16"),
+])
+def test_wider_integer_wraps_are_named_too(base, used, int_type):
+    spec = RopeSpec(head_dim=128, base=base)
+    report = check(spec, float32(rope_frequencies(spec.replace(base=used)).inv_freq))
+    assert int_type in explain(report, only(report, "base_overflow"))
