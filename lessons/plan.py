@@ -49,7 +49,7 @@ PARAMETER_TITLES = {
 
 @dataclasses.dataclass(frozen=True)
 class Settings(ModelSettings):
-    target: int = setting(0, N_("Target length L′ (0: 4 × the length the model is built for)"), key="target",
+    target: int = setting(0, N_("Target length L′ (0: 4 × the length the model is built for, at most the limit)"), key="target",
                           widget="number", group=TARGET, min_value=0, max_value=TARGET_CEILING, step=1024,
                           examples=(65_536,), help=N_("The context length you want to run the model at."))
     limit: int = setting(MAX_TARGET, N_("Longest target allowed"), key="limit", widget="number", group=TARGET,
@@ -73,7 +73,7 @@ class Result:
         self.config = config_of(settings.source, settings.preset, settings.config)
         spec_of(self.config)  # a config that cannot be read says why first
         try:
-            self.target = settings.target or DEFAULT_SCALE * extended_length(self.config)
+            self.target = settings.target or min(DEFAULT_SCALE * extended_length(self.config), settings.limit)
         except ValueError as err:
             raise SettingsError(str(err)) from err
         if self.target > settings.limit:

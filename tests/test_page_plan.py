@@ -166,6 +166,21 @@ def test_plan_gemma4_pasted_offers_the_methods_its_proportional_rope_can_write()
     assert pi["sliding_attention"] == {"rope_theta": 10_000.0, "rope_type": "default"}
 
 
+@pytest.mark.slow  # a plan at 1,048,576 tokens
+def test_plan_default_target_stays_within_the_limit():
+    llama4 = {"model_type": "llama4_text", "head_dim": 128, "num_hidden_layers": 8, "rope_theta": 500000.0,
+              "max_position_embeddings": 10_485_760, "attention_chunk_size": 8192,
+              "rope_scaling": {"rope_type": "llama3", "factor": 16.0, "low_freq_factor": 1.0,
+                               "high_freq_factor": 1.0, "original_max_position_embeddings": 8192}}
+    at = run_page(PLAN, pasted(llama4, target="0", limit=str(1 << 20)))
+    assert not at.exception and not at.error
+    assert "Target L′ = 1,048,576" in at.info[0].value  # 4 × 10,485,760 would be beyond the limit
+    assert any("already built for 10,485,760 tokens" in m for m in texts(at.markdown))
+    lines = layer_lines(at)
+    assert any("chunked_attention" in line and "8,192 tokens" in line for line in lines)
+    assert any("no RoPE" in line and "NoPE" in line for line in lines)
+
+
 def test_plan_olmo3_has_no_older_keys_and_says_so():
     at = run_page(PLAN, pasted(OLMO3_CONFIG, legacy="true"))
     assert_ok(at, PLAN_TITLES)
