@@ -528,8 +528,8 @@ def composition_text(result: Plan) -> str | None:
     if result.unavailable:
         sentences.append(_(UNAVAILABLE).format(methods=", ".join(_(PLAN_TITLES[name]) for name in result.unavailable)))
     if result.target <= result.built_for:
-        sentences.append(_("As shipped, the model's config is already built for {built:,} tokens, at least L′: these "
-                           "blocks scale no more than it does.").format(built=result.built_for))
+        sentences.append(_("As shipped, the model's config is already built for {built:,} tokens, at least L′.").format(
+            built=result.built_for))
     return " ".join(sentences) or None
 
 
