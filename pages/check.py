@@ -113,6 +113,11 @@ st.download_button(_("Download the report (JSON)"), json.dumps(result.json(), in
 st.caption(_("The same check from a terminal: `python -m pe_core.check CONFIG --inv-freq FILE [--attention-factor X] "
              "[--seq-len N] [--json]` (exit 0 on a match, 1 on a mismatch, 2 on bad input)."))
 
+with st.expander(_("The bug classes this page recognises"), expanded=False):
+    for name, bug in lesson.BUG_CLASSES.items():
+        sources = " ".join(cite(key) for key in bug.references)
+        st.markdown(f"- **{_(bug.title)}** (`{name}`): {_(bug.summary)} {sources}")
+
 # --- the rotation itself ----------------------------------------------------------------------------
 st.header(_("The rotation itself"))
 st.markdown(_(
@@ -166,10 +171,5 @@ st.caption(_("From a terminal: `python -m pe_core.check CONFIG --probe DIR` writ
              "mismatch)."))
 with st.expander(_("The rotation bugs the probe recognises"), expanded=False):
     for name, bug in lesson.rotation_probe.PROBE_BUGS.items():
-        sources = " ".join(cite(key) for key in bug.references)
-        st.markdown(f"- **{_(bug.title)}** (`{name}`): {_(bug.summary)} {sources}")
-
-with st.expander(_("The bug classes this page recognises"), expanded=False):
-    for name, bug in lesson.BUG_CLASSES.items():
         sources = " ".join(cite(key) for key in bug.references)
         st.markdown(f"- **{_(bug.title)}** (`{name}`): {_(bug.summary)} {sources}")
