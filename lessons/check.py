@@ -290,6 +290,22 @@ def _theta_caption(result: Result) -> str:
     return _("The curves part at {where}.").format(where=result.where)
 
 
+def theta_file_reader(settings: Settings):
+    """The θ uploader's reader: a file's numbers as the settings' text, a state dict read for the layers the
+    settings check where the model keeps one inv_freq per layer type."""
+    from pe_core.inputs import read_inv_freq
+
+    try:
+        layer_type = checked_kind(settings).layer_type
+        several = len(layer_map(config_of(settings.source, settings.preset, settings.config)).rotary_kinds) > 1
+    except (SettingsError, ValueError):
+        layer_type, several = None, False
+
+    def read(data: bytes, name: str) -> str:
+        return numbers_text(read_inv_freq(data, name, layer_type if several else None).values)
+    return read
+
+
 # ---- the rotation probe -----------------------------------------------------------------------------------------
 
 

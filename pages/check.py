@@ -7,7 +7,7 @@ import streamlit as st
 from ui.figure import show_figure
 from ui.formula import show_formula
 from ui.lesson import LessonPage
-from ui.uploads import config_text, numbers_file_text, upload_into, uploader_words_css
+from ui.uploads import config_text, upload_into, uploader_words_css
 
 from i18n import DEFAULT_LANGUAGE, N_, _, current_language
 from lessons import check as lesson
@@ -54,9 +54,12 @@ with model_column:
                 also={"src": "config"})
 with numbers_column:
     st.subheader(_("2 · Your numbers"))
-    upload_into(_("Upload your θᵢ"), "check_numbers_file", NUMBER_FILE_TYPES, "theta", numbers_file_text,
-                help=_("A .json list (or {\"inv_freq\": [...]}), .csv or .txt numbers, a .npy array, or a .pt "
-                       "tensor / state dict with an inv_freq entry."))
+    # a state dict with one inv_freq per layer type (Gemma 3) is read for the kind of layer the page checks
+    upload_into(_("Upload your θᵢ"), "check_numbers_file", NUMBER_FILE_TYPES, "theta",
+                lesson.theta_file_reader(page.settings()),
+                help=_("A .json list (or {\"inv_freq\": [...]}), .csv or .txt numbers, a .npy array, or a .pt, "
+                       ".bin or .safetensors tensor / state dict with an inv_freq entry (the checked layers' own "
+                       "where a model keeps one per layer type)."))
     # the example menu sits above the number controls but is drawn after them, from the numbers they hold
     menu = st.container()
     page.controls(lesson.NUMBERS)

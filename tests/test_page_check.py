@@ -263,3 +263,22 @@ def test_an_uploaded_rotation_is_checked_and_a_bad_file_is_refused():
     at.run()
     assert not at.exception, at.exception
     assert any("broken.pt could not be used" in e for e in texts(at.error))
+
+
+def test_a_state_dict_with_one_inv_freq_per_layer_type_is_read_for_the_checked_layers():
+    from pathlib import Path
+
+    from safetensors.torch import save
+
+    from lessons.check import Settings, theta_file_reader
+    from pe_core.config import layer_map
+
+    config_text = (Path(__file__).parent / "data" / "model_configs" / "google--gemma-3-27b-it.json").read_text()
+    kinds = {kind.layer_type: kind for kind in layer_map(json.loads(config_text)).rotary_kinds}
+    state = {f"model.rotary_emb.{name}_inv_freq": rope_frequencies(kind.spec).inv_freq.to(torch.float32)
+             for name, kind in kinds.items()}
+    data = save(state)
+    for layer_type in kinds:
+        settings = Settings(source="config", config=config_text, layer_type=layer_type)
+        text = theta_file_reader(settings)(data, "rotary.safetensors")
+        assert text == numbers_text(state[f"model.rotary_emb.{layer_type}_inv_freq"].double().tolist())

@@ -78,10 +78,3 @@ def config_text(data: bytes, name: str) -> str:
     if not isinstance(config, dict):
         raise ValueError(_("a config.json must be a JSON object ({...})."))
     return json.dumps(config, indent=1)
-
-
-def numbers_file_text(data: bytes, name: str) -> str:
-    """An uploaded file of θᵢ (any type ``pe_core.inputs`` reads) as the text the settings carry."""
-    from pe_core.inputs import numbers_text, read_numbers
-
-    return numbers_text(read_numbers(data, name))
