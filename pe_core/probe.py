@@ -288,14 +288,12 @@ def _pair_table(table: torch.Tensor, probe: Probe, spec: RopeSpec, name: str) ->
         raise ValueError(_("{name} has shape {shape}; give one row per probe token ({tokens}), as [batch, tokens, "
                            "width] or [tokens, width].").format(name=name, shape=tuple(table.shape), tokens=tokens))
     width = values.shape[1]
-    if width in (spec.num_pairs, spec.head_dim // 2) and width * 2 not in (spec.rotary_dim, spec.head_dim) or \
-            width == spec.num_pairs and width != spec.rotary_dim:
-        return values, N_("one value per pair")
-    half = width // 2
-    if width % 2 == 0 and torch.equal(values[:, :half], values[:, half:]):
-        return values[:, :half], N_("cat(freqs, freqs): one value per dimension, which cannot show the pairing")
-    if width % 2 == 0 and torch.equal(values[:, 0::2], values[:, 1::2]):
-        return values[:, 0::2], N_("repeat_interleave: one value per dimension, which cannot show the pairing")
+    if width in (spec.rotary_dim, spec.head_dim):  # one value per dimension, if one of the two expansions
+        half = width // 2
+        if torch.equal(values[:, :half], values[:, half:]):
+            return values[:, :half], N_("cat(freqs, freqs): one value per dimension, which cannot show the pairing")
+        if torch.equal(values[:, 0::2], values[:, 1::2]):
+            return values[:, 0::2], N_("repeat_interleave: one value per dimension, which cannot show the pairing")
     return values, N_("one value per pair")
 
 
@@ -630,12 +628,6 @@ def example_output(kind, name: str) -> dict[str, torch.Tensor] | None:
         rotation = list(bug.variants(context))[_EXAMPLE_VARIANT.get(name, 0)].rotation
     q, k = expected_output(context, rotation)
     return {"q": q.values.to(torch.float32), "k": k.values.to(torch.float32)}
-
-
-def applicable_examples(kind) -> tuple[str, ...]:
-    """``CORRECT`` and every bug class that can occur for this kind of layer."""
-    context = context_for(kind.spec, kind.layout, kind.mrope_section, kind.mrope_interleaved)
-    return (CORRECT, *(name for name, bug in PROBE_BUGS.items() if bug.applies(context)))
 
 
 def _diagnose(context: ProbeContext, output: PortOutput, first_part: int | None) -> tuple[ProbeDiagnosis, ...]:

@@ -436,3 +436,16 @@ def test_two_bugs_at_once_are_named_as_that_pair(models):
     report = port(phi, partial(half_split, phi.spec.rotary_dim, keep=False), cos, sin)
     assert names(report) == ["positions_shifted+partial_rotary_dropped"]
     assert report.diagnosis[0].parts[0].detail["offset"] == "-1"
+
+
+def test_partial_rotary_tables(models):
+    phi = models(PHI2)
+    cos, sin = phi.tables()
+    assert cos.shape[-1] == phi.spec.rotary_dim
+    assert phi.check(cos=cos, sin=sin).verdict == "match"
+    head_dim = phi.spec.head_dim
+    inv_freq = 1.0 / (10000.0 ** (torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim))
+    whole = own_tables(inv_freq, phi.probe.position_ids)
+    report = phi.check(cos=whole[0], sin=whole[1])
+    assert names(report) == ["partial_rotary_whole_head"]
+    assert report.note.startswith("cat(freqs, freqs)")
