@@ -456,10 +456,10 @@ def attention_maps_figure(panels: Sequence[AttentionPanel], train_length: int) -
         suffix = "" if number == 1 else str(number)
         values = panel.values.double()
         cells = values.shape[-1]
-        centres = ((torch.arange(cells, dtype=torch.float64) + 0.5) * panel.length / cells).tolist()
+        centres = ((torch.arange(cells, dtype=torch.float64) + 0.5) * panel.length / cells).float().numpy()
         shown = values.clamp(min=ATTENTION_FLOOR).log10().masked_fill(values.tril() == 0, float("nan"))
-        traces.append(go.Heatmap(
-            z=shown.tolist(), x=centres, y=centres, customdata=values.tolist(), coloraxis="coloraxis",
+        traces.append(go.Heatmap(  # float32 arrays: sent to the browser as compact binary, not JSON numbers
+            z=shown.float().numpy(), x=centres, y=centres, customdata=values.float().numpy(), coloraxis="coloraxis",
             name=f"{panel.row} · {panel.column}", hovertemplate=hover, meta={"method": panel.method},
             xaxis=f"x{suffix}", yaxis=f"y{suffix}"))
         layout[f"xaxis{suffix}"] = dict(domain=x_domains[c], anchor=f"y{suffix}", range=[0, panel.length],
