@@ -11,6 +11,8 @@
 - ``schema``: the JSON of a finished run (``RunRecord``), for the CLI and the store;
 - ``store``: the run store (SQLite by default, PostgreSQL for a shared server);
 - ``service``: stored results at once, one run per config, a queue for the rest;
+- ``worker``: training workers that drain the store's queue from any machine (``--worker``);
+- ``attention``: each head's attention and its entropy per method, from a run's stored weights;
 - ``spectrum``: how the toy's rotary spectrum compares with real models';
 - ``__main__``: the CLI, ``python -m pe_core.train --help``.
 """
