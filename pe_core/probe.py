@@ -794,7 +794,9 @@ print("wrote rotated.pt")
 
 def probe_script(probe: Probe, config_name: str = "CONFIG", layer_type: str | None = None) -> str:
     mrope = probe.position_ids.dim() == 3
-    return SCRIPT.format(config=config_name, layer_type=f" --layer-type {layer_type}" if layer_type else "",
+    import shlex
+
+    return SCRIPT.format(config=shlex.quote(config_name), layer_type=f" --layer-type {layer_type}" if layer_type else "",
                          shape=list(probe.q.shape), positions_shape=list(probe.position_ids.shape),
                          positions_note="time, height and width positions: M-RoPE" if mrope else
                          "int64, from 0 to twice the length the model is built for")
@@ -862,8 +864,10 @@ def probe_main(args, kind) -> int:
         directory = Path(args.probe) if args.probe is not None else None
         if args.rotated is None:
             probe = make_probe(kind.spec, kind.mrope_section, args.seed)
-            written = write_probe(probe, directory, Path(args.config).name if Path(args.config).is_file()
-                                  else args.config, args.layer_type)
+            config_name = Path(args.config).name if Path(args.config).is_file() else args.config
+            if config_name.lstrip().startswith("{"):  # JSON text: the script names it generically
+                config_name = "config.json"
+            written = write_probe(probe, directory, config_name, args.layer_type)
             print(_("Wrote {files} to {directory}: run {script} with your rotary, then check its output with "
                     "--rotated.").format(files=", ".join(path.name for path in written), directory=directory,
                                          script=SCRIPT_FILE))
