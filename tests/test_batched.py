@@ -17,7 +17,7 @@ from pe_core.train import ExperimentConfig, TrainingRun, run_experiment
 from pe_core.train.experiment import ExperimentBatch, ExperimentRun, batch_groups, run_experiments
 from pe_core.train.loop import TrainingBatch
 
-SEEDS = (0, 1, 2)
+SEEDS = (0, 1)
 STEPS = 20
 TINY = dict(d_model=32, n_head=2, head_size=16, n_layer=1, train_length=16, tokens_per_step=128, steps=STEPS)
 
@@ -26,8 +26,8 @@ def tiny(encoding: str = "rope", seed: int = 0, **changes) -> ExperimentConfig:
     return ExperimentConfig(encoding=encoding, seed=seed, **{**TINY, **changes})
 
 
-def runs(encoding: str, **changes) -> list[TrainingRun]:
-    configs = [tiny(encoding, seed, **changes) for seed in SEEDS]
+def runs(encoding: str, seeds: tuple[int, ...] = SEEDS, **changes) -> list[TrainingRun]:
+    configs = [tiny(encoding, seed, **changes) for seed in seeds]
     return [TrainingRun(c.model_config(), c.train_config(), device="cpu") for c in configs]
 
 
@@ -78,7 +78,7 @@ def test_each_copy_clips_its_own_gradient():
 
 @pytest.mark.parametrize("stacked", [False, True])
 def test_a_stopped_copy_leaves_the_batch_and_resumes_alone_where_it_stopped(stacked):
-    alone, batched = runs("alibi"), runs("alibi")
+    alone, batched = runs("alibi", (0, 1, 2)), runs("alibi", (0, 1, 2))
     for run in alone:
         for _ in run.steps():
             pass
@@ -108,7 +108,7 @@ def test_the_batches_are_each_runs_own_stream():
     assert not torch.equal(a, b)
 
 
-EXPERIMENT = dict(eval_tokens=128, multiples=(1, 4), fine_tune=("pi", "yarn"), fine_tune_steps=8, steps=12,
+EXPERIMENT = dict(eval_tokens=64, multiples=(1, 4), fine_tune=("pi", "yarn"), fine_tune_steps=8, steps=12,
                   methods=("direct", "pi", "dynamic", "yarn", "rerope"))
 
 
@@ -154,7 +154,7 @@ def test_stacked_experiments_agree_with_runs_alone_within_the_seed_spread():
 
 
 def test_a_stopped_experiment_leaves_its_batch_and_resumes_to_the_same_record():
-    configs = [tiny("t5", seed, **EXPERIMENT) for seed in SEEDS[:2]]
+    configs = [tiny("t5", seed, **EXPERIMENT) for seed in SEEDS]
     alone = run_experiment(configs[1], device="cpu")
     asked = []
 
@@ -177,7 +177,7 @@ def test_a_stopped_experiment_leaves_its_batch_and_resumes_to_the_same_record():
 
 
 def test_runs_that_differ_only_in_their_seed_are_grouped():
-    configs = [tiny(e, s) for e in ("rope", "alibi") for s in SEEDS]
+    configs = [tiny(e, s) for e in ("rope", "alibi") for s in (0, 1, 2)]
     groups = batch_groups([*configs, configs[0]])
     assert groups == [configs[:3], configs[3:]]
     assert batch_groups(configs, max_batch=2) == [configs[:2], configs[2:3], configs[3:5], configs[5:]]
