@@ -172,14 +172,12 @@ def ship(configs: Sequence[ExperimentConfig], store: RunStore | None, *, device=
     from pe_core.train.shipped import WEIGHTS_CONFIG, write_shipped
 
     models, finished = {}, []
-    started = time.perf_counter()
 
     def keep(update: RunUpdate) -> None:
         if update.config.hash == WEIGHTS_CONFIG.hash:
             models["weights"] = update.experiment.run.model
         finished.append(update.record)
-        write_shipped(finished, DEFAULT_GRID, finished[0].device, time.perf_counter() - started,
-                      models.pop("weights", None))
+        write_shipped(finished, DEFAULT_GRID, finished[0].device, models.pop("weights", None))
 
     return run_all(configs, store, device=device, force=True, quiet=quiet, on_trained=keep)
 

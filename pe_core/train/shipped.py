@@ -34,7 +34,7 @@ class Shipped(NamedTuple):
     records: tuple[RunRecord, ...]
     grid: Grid
     training_device: str  # where the shipped runs were trained
-    batch_seconds: float  # wall-clock time the whole grid took to train there (batched)
+    seconds: float  # the shipped runs' seconds there, summed (each run's share of its batch)
 
 
 @functools.lru_cache(maxsize=1)
@@ -47,7 +47,7 @@ def shipped() -> Shipped | None:
     grid = values["grid"]
     return Shipped(tuple(RunRecord.from_json(run) for run in values["runs"]),
                    Grid(ExperimentConfig.from_json(grid["base"]), tuple(grid["encodings"]), tuple(grid["seeds"])),
-                   values["training_device"], float(values["batch_seconds"]))
+                   values["training_device"], float(values["seconds"]))
 
 
 def shipped_records() -> tuple[RunRecord, ...]:
@@ -84,15 +84,15 @@ def shipped_model(config: ExperimentConfig) -> TinyTransformer | None:
     return model.eval()
 
 
-def write_shipped(records: list[RunRecord], grid: Grid, training_device: str, batch_seconds: float,
-                  model: TinyTransformer | None) -> None:
+def write_shipped(records: list[RunRecord], grid: Grid, training_device: str, model: TinyTransformer | None) -> None:
     """Write the shipped results (and ``model``'s weights, the run of ``WEIGHTS_CONFIG``)."""
     DATA.mkdir(parents=True, exist_ok=True)
     order = {c.hash: i for i, c in enumerate(grid.configs())}
     records = sorted(records, key=lambda r: order.get(r.hash, len(order)))
     values = {"schema_version": SCHEMA_VERSION, "results_version": RESULTS_VERSION, "regenerate": REGENERATE,
               "grid": {"base": grid.base.to_json(), "encodings": list(grid.encodings), "seeds": list(grid.seeds)},
-              "training_device": training_device, "batch_seconds": round(batch_seconds, 1),
+              "training_device": training_device,
+              "seconds": round(sum(r.total_seconds for r in records), 1),
               "runs": [r.to_json() for r in records]}
     text = json.dumps(values, separators=(",", ":"), sort_keys=True)
     # mtime=0: the same results give the same bytes, so a regeneration that changes nothing changes no file
