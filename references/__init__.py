@@ -307,6 +307,34 @@ _ALL = (
               note=N_("After cat(cos, cos) the M-RoPE sections must be taken from both halves of the table."),
               date="2026-01-16"),
     # -- maths ----------------------------------------------------------------------------------
+    # -- hybrid models: sliding windows, NoPE layers, attention temperature -------------------------------
+    Reference("gemma3", "Gemma Team: Kamath, Ferret, Pathak, et al.", "Gemma Team 2025", 2025,
+              "Gemma 3 Technical Report", "arXiv", _arxiv("2503.19786"), "2503.19786",
+              N_("Five sliding-window layers (1,024 tokens) per full-attention layer; RoPE base 10k on the local "
+                 "layers, 1M on the global ones.")),
+    Reference("exaone4", "Bae, Choi, Choi, et al. (LG AI Research)", "LG AI Research 2025", 2025,
+              "EXAONE 4.0: Unified Large Language Models Integrating Non-reasoning and Reasoning Modes", "arXiv",
+              _arxiv("2507.11407"), "2507.11407",
+              N_("Three sliding-window layers (4K tokens) per global layer, and no RoPE in the global layers.")),
+    Reference("rope_to_nope", "Yang, Venkitesh, Talupuru, Lin, Cairuz, Blunsom, Locatelli", "Yang et al. 2025", 2025,
+              "Rope to Nope and Back Again: A New Hybrid Attention Strategy", "arXiv", _arxiv("2501.18795"),
+              "2501.18795",
+              N_("RNoPE-SWA: full-attention layers without position encoding alternating with RoPE layers over a "
+                 "sliding window.")),
+    Reference("llama4", "Meta AI", "Meta AI 2025", 2025,
+              "The Llama 4 herd: The beginning of a new era of natively multimodal AI innovation", "Meta AI blog",
+              "https://ai.meta.com/blog/llama-4-multimodal-intelligence/", date="2025-04-05",
+              note=N_("Llama 4: attention layers without position embeddings among the RoPE layers, and inference-time "
+                      "temperature scaling of attention.")),
+    Reference("llama4_code", "Hugging Face", "transformers' modeling_llama4", 2025,
+              "modeling_llama4.py: Llama4TextAttention (no_rope_layers, attn_temperature_tuning)",
+              "GitHub huggingface/transformers",
+              "https://github.com/huggingface/transformers/blob/main/src/transformers/models/llama4/modeling_llama4.py",
+              note=N_("Which layers skip RoPE and the factor on their queries, as the page computes and tests them.")),
+    Reference("ssmax", "Nakanishi", "Nakanishi 2025", 2025, "Scalable-Softmax Is Superior for Attention", "arXiv",
+              _arxiv("2501.19399"), "2501.19399",
+              N_("Softmax flattens as the number of keys grows; scaling the logits with log n keeps attention "
+                 "focused.")),
     # -- multimodal RoPE ----------------------------------------------------------------------------
     Reference("qwen2_vl", "Wang, Bai, Tan, et al.", "Wang et al. 2024", 2024,
               "Qwen2-VL: Enhancing Vision-Language Model's Perception of the World at Any Resolution", "arXiv",

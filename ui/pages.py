@@ -53,6 +53,10 @@ PAGES = (
              "inference cost computed."), lesson="caveats"),
     PageInfo("pages/precision.py", N_("Low-precision positions"), ":material/blur_on:", N_("RoPE and its extensions"),
              N_("Why bfloat16 positions collide above 256 and what that does to RoPE's angles."), lesson="precision"),
+    PageInfo("pages/hybrid.py", N_("Hybrid models: windows, NoPE and context extension"), ":material/layers:",
+             N_("RoPE and its extensions"),
+             N_("Why sliding-window layers keep a small base, which models drop RoPE from their global layers, what "
+                "that leaves context extension to change, and Llama 4's attention temperature."), lesson="hybrid"),
     PageInfo("pages/mrope.py", N_("Multimodal RoPE"), ":material/view_in_ar:", N_("RoPE and its extensions"),
              N_("Which pairs carry time, height and width in Qwen2.5-VL, Qwen3-VL and Qwen3.5, and the positions of "
                 "an image's tokens."), lesson="mrope"),
