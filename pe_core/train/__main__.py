@@ -135,6 +135,7 @@ def run_all(configs: Sequence[ExperimentConfig], store: RunStore | None, *, devi
             quiet: bool = False, on_trained: Callable[[RunUpdate], None] | None = None) -> list[RunRecord]:
     """Every config's record: stored ones looked up, the rest trained, those differing only in their seed
     together as one batch (``run_experiments``). ``on_trained(update)`` sees each trained run's last update."""
+    from pe_core.train.attention import kept_weights
     from pe_core.train.experiment import run_experiments
 
     labels = {c.hash: f"{index}/{len(configs)} {c.label()}" for index, c in enumerate(configs, 1)}
@@ -154,8 +155,8 @@ def run_all(configs: Sequence[ExperimentConfig], store: RunStore | None, *, devi
         if update.record is None:
             continue
         records[run_hash] = update.record
-        if store is not None:
-            store.put(update.record)
+        if store is not None:  # with a RoPE run's weights, which the training page's look inside the model reads
+            store.put(update.record, kept_weights(update.config, update.experiment.run.model))
         if on_trained is not None:
             on_trained(update)
         if not quiet:
