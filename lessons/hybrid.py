@@ -270,6 +270,7 @@ LESSON = Lesson(
     settings=Settings,
     compute=compute,
     figures=FIGURES,
+    key_figure="layer-roles",
     summary=N_("Why sliding-window layers keep a small base, which models drop RoPE from their global layers, what "
                "that leaves context extension to change, and Llama 4's attention temperature."),
     parts=(
