@@ -37,8 +37,9 @@ class ModelLayers(NamedTuple):
     context: int
 
 
-def layer_map_figure(kinds: Sequence[KindRow], *, num_layers: int, context: int) -> go.Figure:
-    figure = new_figure(_(TITLE))
+def layer_map_figure(kinds: Sequence[KindRow], *, num_layers: int, context: int, note: str | None = None) -> go.Figure:
+    """``note``: why the outlined kind is not the one the reader asked for, under the title."""
+    figure = new_figure(_(TITLE) + (f"<br><sup>{note}</sup>" if note else ""))
     _add_bars(figure, kinds)
     _axes(figure, kinds, num_layers=num_layers, context=context)
     figure.update_layout(barmode="overlay", bargap=0.1, showlegend=True, margin=dict(b=110),
@@ -85,8 +86,13 @@ def _axes(figure: go.Figure, kinds: Sequence[KindRow], *, num_layers: int, conte
           row: int | None = None) -> None:
     where = {"row": row, "col": 1} if row else {}
     reaches = [kind.reach for kind in kinds]
-    figure.update_xaxes(title_text=_("layer"), range=[-0.6, max(num_layers, 1) - 0.4], showgrid=False,
-                        zeroline=False, **where)
+    if num_layers <= 1:  # one RoPE for every layer, or a config without a layer count: no layer numbers to show
+        figure.update_xaxes(title_text=_("every layer"), range=[-0.6, 0.6], showticklabels=False, showgrid=False,
+                            zeroline=False, **where)
+    else:  # whole layer numbers, about eight of them
+        step = next(step for step in (1, 2, 5, 10, 20, 50, 100, 1000) if step * 8 >= num_layers)
+        figure.update_xaxes(title_text=_("layer"), range=[-0.6, num_layers - 0.4], tick0=0, dtick=step,
+                            showgrid=False, zeroline=False, **where)
     figure.update_yaxes(title_text=_("tokens it can attend to"), type="log", gridcolor=GRID, dtick=1,
                         range=[max(0.0, min(_log10(min(reaches)) - 1, 2)), _log10(max(context, *reaches)) + 0.35], **where)
 

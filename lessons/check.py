@@ -9,15 +9,17 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+from typing import NamedTuple
 
 import torch
 
+from figures import layers as draw_layers
 from figures import practitioner as draw
 from figures import probe as draw_probe
 from i18n import N_, _, sentences
 from lessons.base import FigureSpec, Lesson, SettingsError, cached, figure_registry, override, setting
 from lessons.model_source import MODEL, ModelSettings, config_of
-from lessons.rope_setup import LAYER_CHOICES, layer_choice_title
+from lessons.rope_setup import LAYER_CHOICES, described_kind, kind_rows, layer_choice_title
 from pe_core import RopeSpec, preset_by_name, rope_frequencies
 from pe_core import probe as rotation_probe
 from pe_core.check import (
@@ -32,9 +34,9 @@ from pe_core.check import (
     report_json,
     where_text,
 )
-from pe_core.config import layer_map
+from pe_core.config import extended_length, layer_map
 from pe_core.inputs import numbers_text, parse_numbers
-from pe_core.layers import LayerKind, layer_type_title
+from pe_core.layers import LayerKind, LayerMap, layer_type_title
 
 NUMBERS = "numbers"
 ROTATION = "rotation"  # the rotation probe's example port
@@ -102,18 +104,31 @@ class Settings(ModelSettings):
                                       "layer: pick the kind your numbers are for."))
 
 
-def checked_kind(settings: Settings) -> LayerKind:
-    """The kind of layer the settings check (``SettingsError`` for a kind without RoPE or absent from the model)."""
+class CheckedLayers(NamedTuple):
+    layers: LayerMap
+    kind: LayerKind
+    note: str | None  # why the kind checked is not the one asked for (the model has none of those)
+
+
+def checked_layers(settings: Settings) -> CheckedLayers:
+    """The model's layers and the kind the settings check: a kind the model lacks falls back to its default with a
+    note, a kind without RoPE is refused (``SettingsError``: there is nothing to check)."""
     try:
         layers = layer_map(config_of(settings.source, settings.preset, settings.config))
-        kind = layers.kind(None if settings.layer_type == "auto" else settings.layer_type)
     except ValueError as err:
         raise SettingsError(str(err)) from err
-    if kind.spec is None:
+    if settings.layer_type != "auto" and any(kind.layer_type == settings.layer_type and not kind.has_rope
+                                             for kind in layers.kinds) \
+            and not any(kind.layer_type == settings.layer_type and kind.has_rope for kind in layers.kinds):
         raise SettingsError(_("The {layers} layers of this model apply no position encoding (NoPE): there are no "
                               "θᵢ to check. Pick another kind under Layers checked.").format(
-            layers=layer_type_title(kind.layer_type)))
-    return kind
+            layers=layer_type_title(settings.layer_type)))
+    kind, note = described_kind(layers, settings.layer_type)
+    return CheckedLayers(layers, kind, note)
+
+
+def checked_kind(settings: Settings) -> LayerKind:
+    return checked_layers(settings).kind
 
 
 def checked_layout(settings: Settings, kind: LayerKind) -> str:
@@ -136,7 +151,7 @@ class Result:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.config = config_of(settings.source, settings.preset, settings.config)
-        self.kind = checked_kind(settings)
+        self.layers, self.kind, self.layer_note = checked_layers(settings)
         self.spec = self.kind.spec
         try:
             numbers = parse_numbers(settings.numbers, _("Your θᵢ"))
@@ -393,12 +408,22 @@ def _rotation_caption(result: Result) -> str:
     return _("The error leaves float32 tolerance at {where}.").format(where=result.rotation.where)
 
 
+def _layer_map(result: Result, style):
+    context = extended_length(result.config)
+    return draw_layers.layer_map_figure(kind_rows(result.layers, result.kind, context),
+                                        num_layers=result.layers.num_layers, context=context, note=result.layer_note)
+
+
 FIGURES = figure_registry(
     FigureSpec("theta", draw.CHECK_THETA_TITLE, _theta, groups=(MODEL, NUMBERS), caption=_theta_caption),
     FigureSpec("error", draw.CHECK_ERROR_TITLE, _error, groups=(MODEL, NUMBERS),
                caption=N_("Relative error per entry against the float32 tolerance 8·ε₃₂·(1 + |ln θᵢ|); "
                           "points above it are where your numbers differ.")),
     FigureSpec("rotation", draw_probe.ROTATION_TITLE, _rotation, groups=(MODEL, ROTATION), caption=_rotation_caption),
+    FigureSpec("layer-map", draw_layers.TITLE, _layer_map, groups=(MODEL,),
+               caption=N_("Each bar is one layer, as tall as the tokens it can attend to; hollow, hatched bars apply "
+                          "no position encoding. Your numbers are checked against the outlined kind."),
+               showcase=(("preset", "Gemma-3-4B-it"),)),
 )
 
 LESSON = Lesson(

@@ -146,7 +146,7 @@ def rope_setup(settings: RopeSettings) -> RopeSetup:
     else:
         try:
             layers = layer_map(config)
-            kind, layer_note = _described_kind(layers, settings.layer_type)
+            kind, layer_note = described_kind(layers, settings.layer_type)
             spec = kind.spec
             context = extended_length(config)
         except ValueError as err:
@@ -180,7 +180,7 @@ def rope_setup(settings: RopeSettings) -> RopeSetup:
                      layers, kind, layer_note, context)
 
 
-def _described_kind(layers: LayerMap, choice: str) -> tuple[LayerKind, str | None]:
+def described_kind(layers: LayerMap, choice: str) -> tuple[LayerKind, str | None]:
     """The kind of layer ``choice`` names, or the default kind with a sentence saying why."""
     if choice == "auto":
         return layers.default_kind, None
@@ -285,7 +285,7 @@ def _layer_map_figure(result, style) -> object:
     from figures.layers import layer_map_figure
 
     rows, num_layers, context = layer_rows(result.setup)
-    return layer_map_figure(rows, num_layers=num_layers, context=context)
+    return layer_map_figure(rows, num_layers=num_layers, context=context, note=result.setup.layer_note)
 
 
 SHOWCASE_HYBRID = (("source", "preset"), ("preset", "Gemma-3-4B-it"))  # the gallery's layer map: a hybrid model

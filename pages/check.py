@@ -100,6 +100,9 @@ else:
 
 page.figure("theta")
 page.figure("error")
+if result.layers.hybrid or result.layer_note:
+    st.subheader(_("Which layers are checked"))
+    page.figure("layer-map")
 show_formula(r"\text{match} \iff \frac{|\theta^{\text{yours}}_i - \theta_i|}{\theta_i} \le "
              r"8\,\varepsilon_{32}\,\bigl(1 + |\ln \theta_i|\bigr)\ \ \forall i,\qquad \varepsilon_{32} = 2^{-23}",
              N_("match"), N_("yours"))

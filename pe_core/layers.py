@@ -145,7 +145,12 @@ def _with_theta(block: dict, config: Mapping) -> dict:
 
 
 def _global_and_local(local_theta_key: str) -> Callable[[Mapping, list[str]], dict[str, dict]]:
-    """Gemma 3 / OLMo 3: a block per layer type; a v4 ``rope_scaling`` block scales the full-attention layers only."""
+    """Gemma 3 / OLMo 3: a block per layer type; a v4 ``rope_scaling`` block scales the full-attention layers only.
+
+    The sliding layers' base is read from ``local_theta_key``, else the class default ``rope_theta_local``:
+    Olmo3Config pops ``rope_theta`` for its full-attention block first, so its sliding layers never see it
+    (a config with rope_theta 10⁶ rotates them at the class default 500,000).
+    """
     def parameters(config: Mapping, layer_types: list[str]) -> dict[str, dict]:
         given = config.get("rope_parameters")
         blocks = {key: dict(value) for key, value in given.items() if isinstance(value, Mapping)} \
@@ -239,7 +244,7 @@ FAMILIES: dict[str, Family] = {
                           layer_head_dim={FULL: "global_head_dim"}),
     "olmo3": Family(defaults={"rope_theta": 500_000.0, "rope_theta_local": 500_000.0, "sliding_window": 4096,
                               "max_position_embeddings": 2048},
-                    layer_pattern=_every_nth_full(4), parameters=_global_and_local("rope_theta")),
+                    layer_pattern=_every_nth_full(4), parameters=_global_and_local("rope_theta_local")),
     "exaone4": Family(defaults={"sliding_window": 4096, "max_position_embeddings": 2048},
                       layer_pattern=_exaone4_pattern, applies_rope=_exaone4_rope),
     "cohere2": Family(defaults={"sliding_window": 4096, "max_position_embeddings": 8192},
@@ -344,14 +349,15 @@ class LayerMap(NamedTuple):
     @property
     def default_kind(self) -> LayerKind:
         """The layers the pages describe unless told otherwise: those context extension scales, else the
-        full-attention layers with RoPE, else the first with RoPE."""
+        full-attention layers with RoPE, else the first with RoPE; among several, full attention first (gpt-oss
+        scales its sliding and its full layers alike), then the most layers."""
         rotary = self.rotary_kinds
         if not rotary:
             raise ValueError(_("No layer of this model applies RoPE, so there are no rotary frequencies to show."))
         for wanted in (lambda k: k.extends, lambda k: k.span_kind == "full", lambda k: True):
             found = [kind for kind in rotary if wanted(kind)]
             if found:
-                return max(found, key=lambda kind: len(kind.layers))
+                return max(found, key=lambda kind: (kind.span_kind == "full", len(kind.layers)))
         raise AssertionError("unreachable")
 
     @property

@@ -205,3 +205,18 @@ def test_a_llama4_style_config_rotates_its_chunked_layers_only_with_the_models_o
         for index in kind.layers:
             assert bool(_attention_module(text_config, index).use_rope) == kind.has_rope
     assert ours.kind("full_attention_nope").nope_note is not None
+
+
+def test_olmo3_sliding_layers_keep_the_class_default_base_whatever_rope_theta_says():
+    config = {**_published(CONFIGS / "allenai--Olmo-3.1-32B-Instruct.json"), "rope_theta": 1_000_000.0}
+    rotary = _rotary(_model_config(config))
+    ours = layer_map(config)
+    for kind in ours.rotary_kinds:
+        inv_freq, _attention = _buffers(rotary, kind.layer_type)
+        torch.testing.assert_close(rope_frequencies(kind.spec).inv_freq, inv_freq, rtol=2e-6, atol=0)
+    assert (ours.kind("sliding_attention").spec.base, ours.kind("full_attention").spec.base) == (500_000.0, 1e6)
+
+
+def test_when_both_kinds_are_scaled_the_full_attention_layers_are_described():
+    gpt_oss = _published(CONFIGS / "openai--gpt-oss-20b.json")  # 12 sliding and 12 full layers, YaRN on both
+    assert layer_map(gpt_oss).default_kind.layer_type == "full_attention"
