@@ -2,9 +2,9 @@
 
 from pe_core.biases import alibi_slopes, t5_relative_bucket
 from pe_core.config import context_length_of, extended_length, from_hf_config, head_dim_of, layer_map
-from pe_core.layers import LayerKind, LayerMap
 from pe_core.decay import random_phase_level, rope_decay_bound
 from pe_core.device import compute_device, device_label
+from pe_core.layers import LayerKind, LayerMap
 from pe_core.methods import METHOD_TITLES, METHODS, MethodSetup, method_setup
 from pe_core.precision import collision_summary, exact_position_fraction, first_inexact_position
 from pe_core.presets import Preset, load_presets, preset_by_name
