@@ -101,7 +101,8 @@ def temperature_part() -> None:
         "With floor_scale = {floor} and attn_scale = {scale:g} it is 1 for the first {plain} positions, "
         "**×{v1:.4f}** at m = {m1}, **×{v2:.4f}** at {m2}, **×{v3:.4f}** at {m3} and **×{v4:.4f}** at {m4}. It has the "
         "shape of YaRN's √(1/t) = 0.1 ln s + 1 ({yarn}), but per query position, in steps of floor_scale tokens, and "
-        "only on the layers without RoPE."
+        "only on the layers without RoPE; and YaRN's multiplies both q and k (the score gets its square), Llama 4's "
+        "only q."
     ).format(floor=length_text(s.floor_scale), scale=s.attn_scale, plain=length_text(s.floor_scale - 1),
              v1=first.value, m1=length_text(first.position), v2=second.value, m2=length_text(second.position),
              v3=third.value, m3=length_text(third.position), v4=last.value, m4=length_text(last.position),

@@ -70,9 +70,10 @@ def image_part() -> None:
     page.figure("sequence-positions")
     page.figure("image-grid")
     st.caption(_(
-        "A video adds frames along the time axis: Qwen2-VL and Qwen2.5-VL step the time position with the frames' "
-        "time ({qwen25}); Qwen3-VL writes timestamps into the text instead ({qwen3vl})."
-    ).format(qwen25=cite("qwen2_5_vl"), qwen3vl=cite("qwen3_vl")))
+        "A video adds frames along the time axis: Qwen2-VL steps the time position by 1 per temporal patch (two "
+        "frames), Qwen2.5-VL by the patch's duration in seconds × `tokens_per_second` ({qwen25}; {code}); Qwen3-VL "
+        "writes timestamps into the text instead ({qwen3vl})."
+    ).format(qwen25=cite("qwen2_5_vl"), code=cite("qwen2_vl_code"), qwen3vl=cite("qwen3_vl")))
 
 
 page.parts({"pairs": pairs_part, "image": image_part})
