@@ -309,7 +309,9 @@ class StreamlitClient:
         elif kind == "bidi_component":  # the app's charts (ui.chart): the figure travels as its payload
             run.figures.append(element.bidi_component.bytes.decode())
         elif kind == "exception":
-            run.problems.append(f"exception on the page: {element.exception.type}: {element.exception.message}")
+            where = " <- ".join(line.strip() for line in reversed(element.exception.stack_trace[-6:]) if line.strip())
+            run.problems.append(f"exception on the page: {element.exception.type}: {element.exception.message[:300]}"
+                                + (f" (at {where})" if where else ""))
         elif kind == "alert" and element.alert.format == element.alert.ERROR:
             run.problems.append("error box on the page: " + element.alert.body[:200])
 

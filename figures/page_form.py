@@ -77,7 +77,9 @@ def page_form(figure: go.Figure, *, narrow: bool = False) -> PageFigure:
         _wrap_axis_titles(each, narrow)
         if narrow:
             _wrap_annotations(each, layout)
-    shown = go.Figure(data=figure.data, layout=layout, frames=frames)
+    # copies of the traces: given a figure's own trace objects, plotly takes each one's "type" out of it while it
+    # builds the new one, and ``figure`` is shared (a lesson's cached figure that other sessions draw meanwhile)
+    shown = go.Figure(data=[trace.to_plotly_json() for trace in figure.data], layout=layout, frames=frames)
     for trace in shown.data:
         name = getattr(trace, "name", None)
         if name and getattr(trace, "showlegend", None) is not False:

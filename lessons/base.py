@@ -594,7 +594,9 @@ class Lesson:
             return self._build_scrubbed(spec, settings, style)  # each frame is drawn with the highlights
         plain = settings.without_highlights()
         if spec.highlight is not None and plain != settings:
-            figure = go.Figure(self.figure(spec.name, plain, SCREEN, frames=False))  # a copy of the shared one
+            # a copy of the shared one, made from its plain data: copying the figure itself has plotly take each trace's
+            # "type" out of the shared trace for a moment, and another session drawing it then saw another figure
+            figure = go.Figure(self.figure(spec.name, plain, SCREEN, frames=False).to_dict())
             spec.highlight(figure, self.result(plain, spec.groups), settings)
         else:
             figure = spec.build(self.result(settings, spec.groups), style)

@@ -195,7 +195,7 @@ def thumbnails(out: Path, lessons: Mapping[str, Lesson] | None = None, *, log=pr
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for lesson in (lessons or all_lessons()).values():
-        figure = go.Figure(lesson.figure(lesson.key_figure_name))
+        figure = go.Figure(lesson.figure(lesson.key_figure_name).to_dict())  # a copy that leaves the shared one alone
         width, height = THUMBNAIL_SIZE
         figure.update_layout(width=width, height=height, title=None, showlegend=False,
                              margin=dict(l=40, r=10, t=34, b=40))
