@@ -458,6 +458,13 @@ class BoundedCache:
         return len(self._items)
 
 
+def copy_of(figure: go.Figure) -> go.Figure:
+    """A new figure like the shared (cached) ``figure``, to change. Built from copies of its traces: given the traces
+    themselves (``go.Figure(figure)``), plotly takes each one's "type" out of it while it builds and puts it back
+    after, and a session drawing the shared figure in that moment saw another figure or an error."""
+    return go.Figure(data=[trace.to_plotly_json() for trace in figure.data], layout=figure.layout, frames=figure.frames)
+
+
 def cached(max_entries: int = 32) -> Callable:
     """Memoise a pure function of hashable arguments (a pe_core call a lesson repeats across settings)."""
 
@@ -594,9 +601,7 @@ class Lesson:
             return self._build_scrubbed(spec, settings, style)  # each frame is drawn with the highlights
         plain = settings.without_highlights()
         if spec.highlight is not None and plain != settings:
-            # a copy of the shared one, made from its plain data: copying the figure itself has plotly take each trace's
-            # "type" out of the shared trace for a moment, and another session drawing it then saw another figure
-            figure = go.Figure(self.figure(spec.name, plain, SCREEN, frames=False).to_dict())
+            figure = copy_of(self.figure(spec.name, plain, SCREEN, frames=False))
             spec.highlight(figure, self.result(plain, spec.groups), settings)
         else:
             figure = spec.build(self.result(settings, spec.groups), style)

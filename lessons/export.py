@@ -30,7 +30,7 @@ import plotly.graph_objects as go
 from figures.export import FORMATS, IMAGE_FORMATS, INSTALL_HINT, PNG_SCALE, browser_available, file_stem, render
 from i18n import DEFAULT_LANGUAGE, LANGUAGES, _, current_language, use_language
 from lessons import all_lessons
-from lessons.base import SCREEN, FigureStyle, Lesson, LessonSettings, SettingsError
+from lessons.base import SCREEN, FigureStyle, Lesson, LessonSettings, SettingsError, copy_of
 
 Selection = dict[str, set[str] | None]  # lesson -> figure names (None: all)
 
@@ -195,7 +195,7 @@ def thumbnails(out: Path, lessons: Mapping[str, Lesson] | None = None, *, log=pr
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for lesson in (lessons or all_lessons()).values():
-        figure = go.Figure(lesson.figure(lesson.key_figure_name).to_dict())  # a copy that leaves the shared one alone
+        figure = copy_of(lesson.figure(lesson.key_figure_name))
         width, height = THUMBNAIL_SIZE
         figure.update_layout(width=width, height=height, title=None, showlegend=False,
                              margin=dict(l=40, r=10, t=34, b=40))
