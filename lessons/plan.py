@@ -262,7 +262,7 @@ def _layers_caption(result: Result) -> str:
              "position encoding. A thick outline marks the layers the plan's configs change.").format(
         target=result.target)
     if not result.plan.planned.layers:
-        text += " " + _("The config gives no layer count, so the kinds are shown without their positions.")
+        text = sentences((text, _("The config gives no layer count, so the kinds are shown without their positions.")))
     return text
 
 

@@ -9,7 +9,7 @@ import dataclasses
 import json
 from typing import NamedTuple
 
-from i18n import N_, _
+from i18n import N_, _, sentences
 from lessons.base import LessonSettings, SettingsError, cached, setting
 from lessons.format import base_text, length_text, scale_text
 from lessons.model_source import (
@@ -277,7 +277,7 @@ def layer_map_caption(setup: RopeSetup) -> str:
              "position encoding. The figures on this page describe its {kind} (thick outline).").format(
         kind=kind_text(setup.layers, setup.kind))
     if not setup.layers.num_layers:
-        text += " " + _("The config gives no layer count, so the kinds are shown without their positions.")
+        text = sentences((text, _("The config gives no layer count, so the kinds are shown without their positions.")))
     return text
 
 

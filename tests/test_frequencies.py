@@ -319,7 +319,7 @@ def test_line_figures_plot_the_computed_values():
 
 def test_registry_order_and_bad_settings():
     assert list(LESSON.figures) == ["angle-heatmaps", "unseen-angles", "wavelengths", "interpolation-ratio",
-                                    "yarn-ramp"]
+                                    "yarn-ramp", "layer-map"]
     with pytest.raises(ValueError, match="valid keys"):
         LESSON.settings.from_mapping({"colour": "red"})
 
