@@ -220,57 +220,72 @@ class Family:
 
 _GEMMA_LOCAL = _global_and_local("rope_local_base_freq")
 
+def _class(theta: float = 10_000.0, max_positions: int = 2048, layers: int = 32, **more) -> dict:
+    """A config class's defaults for the keys that decide RoPE (its default_theta, max_position_embeddings, ...)."""
+    return {"rope_theta": theta, "max_position_embeddings": max_positions, "num_hidden_layers": layers, **more}
+
+
+def _alternating(config: Mapping) -> list[str]:
+    return [SLIDING if (i + 1) % 2 else FULL for i in range(config["num_hidden_layers"])]
+
+
+# Each row holds its transformers config class's own defaults (tests/test_layers.py reads a bare config of each
+# family with the class and compares).
 FAMILIES: dict[str, Family] = {
-    "llama": Family(),
-    "mistral": Family(layer_pattern=_mistral_pattern),
-    "mixtral": Family(layer_pattern=_mistral_pattern),
-    "qwen2": Family(layer_pattern=_qwen2_pattern),
-    "qwen3": Family(layer_pattern=_qwen2_pattern),
-    "qwen3_moe": Family(layer_pattern=_qwen2_pattern),
-    "qwen2_vl_text": Family(),
-    "qwen2_5_vl_text": Family(),
-    "qwen3_vl_text": Family(),
-    "qwen3_vl_moe_text": Family(),
-    "gemma": Family(defaults={"head_dim": 256, "max_position_embeddings": 8192}),
-    "gemma2": Family(defaults={"head_dim": 256, "num_hidden_layers": 26, "max_position_embeddings": 8192,
-                               "sliding_window": 4096},
-                     layer_pattern=lambda config: [SLIDING if (i + 1) % 2 else FULL for i in range(config["num_hidden_layers"])]),
-    "gemma3_text": Family(defaults={"head_dim": 256, "num_attention_heads": 8, "num_hidden_layers": 26,
-                                    "max_position_embeddings": 131_072, "sliding_window": 4096,
-                                    "rope_theta": 1_000_000.0, "rope_theta_local": 10_000.0},
+    "llama": Family(defaults=_class()),
+    "mistral": Family(defaults=_class(max_positions=131_072, sliding_window=4096), layer_pattern=_mistral_pattern),
+    "mixtral": Family(defaults=_class(1_000_000.0, 131_072), layer_pattern=_mistral_pattern),
+    "qwen2": Family(defaults=_class(max_positions=32768, sliding_window=4096), layer_pattern=_qwen2_pattern),
+    "qwen3": Family(defaults=_class(max_positions=32768, head_dim=128, sliding_window=4096),
+                    layer_pattern=_qwen2_pattern),
+    "qwen3_moe": Family(defaults=_class(max_positions=32768, layers=24, sliding_window=4096),
+                        layer_pattern=_qwen2_pattern),
+    "qwen2_vl_text": Family(defaults=_class(1_000_000.0, 32768, 80)),
+    "qwen2_5_vl_text": Family(defaults=_class(1_000_000.0, 32768, 80)),
+    "qwen3_vl_text": Family(defaults=_class(500_000.0, 128_000, head_dim=128)),
+    "qwen3_vl_moe_text": Family(defaults=_class(500_000.0, 128_000, 24)),
+    "gemma": Family(defaults=_class(max_positions=8192, layers=28, head_dim=256)),
+    "gemma2": Family(defaults=_class(max_positions=8192, layers=26, head_dim=256, sliding_window=4096),
+                     layer_pattern=_alternating),
+    "gemma3_text": Family(defaults=_class(1_000_000.0, 131_072, 26, head_dim=256, num_attention_heads=8,
+                                          sliding_window=4096, rope_theta_local=10_000.0),
                           layer_pattern=_every_nth_full(6), parameters=_GEMMA_LOCAL, advertises_extended=True),
-    "gemma4_text": Family(defaults={"head_dim": 256, "global_head_dim": 512, "sliding_window": 512},
+    "gemma4_text": Family(defaults=_class(max_positions=131_072, layers=30, head_dim=256, global_head_dim=512,
+                                          sliding_window=512),
                           layer_pattern=_every_nth_full(6), parameters=_gemma4_parameters,
                           layer_head_dim={FULL: "global_head_dim"}),
-    "olmo3": Family(defaults={"rope_theta": 500_000.0, "rope_theta_local": 500_000.0, "sliding_window": 4096,
-                              "max_position_embeddings": 2048},
+    "olmo3": Family(defaults=_class(500_000.0, rope_theta_local=500_000.0, sliding_window=4096),
                     layer_pattern=_every_nth_full(4), parameters=_global_and_local("rope_theta_local")),
-    "exaone4": Family(defaults={"sliding_window": 4096, "max_position_embeddings": 2048},
-                      layer_pattern=_exaone4_pattern, applies_rope=_exaone4_rope),
-    "cohere2": Family(defaults={"sliding_window": 4096, "max_position_embeddings": 8192},
+    "exaone4": Family(defaults=_class(sliding_window=4096), layer_pattern=_exaone4_pattern,
+                      applies_rope=_exaone4_rope),
+    "cohere2": Family(defaults=_class(max_positions=8192, layers=40, sliding_window=4096),
                       layer_pattern=_every_nth_full(4), applies_rope=_rope_on_sliding_only, layout=_interleaved),
-    "cohere": Family(layout=_interleaved),
-    "llama4_text": Family(defaults={"rope_theta": 500_000.0, "head_dim": 128, "max_position_embeddings": 131_072,
-                                    "attention_chunk_size": 8192, "num_hidden_layers": 48},
+    "cohere": Family(defaults=_class(500_000.0, 8192, 40), layout=_interleaved),
+    "llama4_text": Family(defaults=_class(500_000.0, 131_072, 48, head_dim=128, attention_chunk_size=8192),
                           layer_pattern=_llama4_pattern, applies_rope=_llama4_rope, layout=_interleaved,
                           nope_note=N_("attention temperature tuning: queries scaled by 1 + attn_scale·ln(1 + ⌊(m + 1)/floor_scale⌋)")),
-    "qwen3_next": Family(defaults={"partial_rotary_factor": 0.25, "head_dim": 256, "max_position_embeddings": 32768},
+    "qwen3_next": Family(defaults=_class(max_positions=32768, layers=48, head_dim=256, partial_rotary_factor=0.25),
                          layer_pattern=_every_nth_full(4, other=LINEAR)),
-    "qwen3_5_text": Family(defaults={"partial_rotary_factor": 0.25}, layer_pattern=_every_nth_full(4, other=LINEAR)),
-    "gpt_oss": Family(defaults={"rope_theta": 150_000.0, "head_dim": 64, "sliding_window": 128,
-                                "max_position_embeddings": 131_072},
-                      layer_pattern=lambda config: [SLIDING if (i + 1) % 2 else FULL for i in range(config["num_hidden_layers"])],
-                      parameters=_gpt_oss_parameters),
-    "gpt_neox": Family(defaults={"partial_rotary_factor": 0.25},
+    "qwen3_5_text": Family(defaults=_class(max_positions=32768, head_dim=256, partial_rotary_factor=0.25),
+                           layer_pattern=_every_nth_full(4, other=LINEAR)),
+    "gpt_oss": Family(defaults=_class(150_000.0, 131_072, 36, head_dim=64, sliding_window=128),
+                      layer_pattern=_alternating, parameters=_gpt_oss_parameters),
+    "gpt_neox": Family(defaults=_class(layers=44, partial_rotary_factor=0.25),
                        renamed={"rotary_pct": "partial_rotary_factor", "rotary_emb_base": "rope_theta"}),
-    "stablelm": Family(defaults={"partial_rotary_factor": 0.25}),
-    "phi": Family(defaults={"partial_rotary_factor": 0.5}),
-    "glm": Family(defaults={"partial_rotary_factor": 0.5}, layout=_interleaved),
-    "glm4": Family(defaults={"partial_rotary_factor": 0.5}, layout=_interleaved),
-    "glm4_moe": Family(defaults={"partial_rotary_factor": 0.5}),
-    "deepseek_v2": Family(head_dim_key="qk_rope_head_dim", defaults={"qk_rope_head_dim": 64}, layout=_interleaved),
-    "deepseek_v3": Family(head_dim_key="qk_rope_head_dim", defaults={"qk_rope_head_dim": 64}, layout=_deepseek_layout),
-    "kimi_k2": Family(head_dim_key="qk_rope_head_dim", defaults={"qk_rope_head_dim": 64}, layout=_deepseek_layout),
+    "stablelm": Family(defaults=_class(max_positions=4096, partial_rotary_factor=0.25)),
+    "phi": Family(defaults=_class(layers=24, partial_rotary_factor=0.5)),
+    "glm": Family(defaults=_class(max_positions=131_072, layers=40, head_dim=128, partial_rotary_factor=0.5),
+                  layout=_interleaved),
+    "glm4": Family(defaults=_class(max_positions=131_072, layers=40, head_dim=128, partial_rotary_factor=0.5),
+                   layout=_interleaved),
+    "glm4_moe": Family(defaults=_class(max_positions=131_072, layers=46, partial_rotary_factor=0.5)),
+    "deepseek_v2": Family(head_dim_key="qk_rope_head_dim", defaults=_class(qk_rope_head_dim=64), layout=_interleaved),
+    "deepseek_v3": Family(head_dim_key="qk_rope_head_dim", defaults=_class(max_positions=4096, layers=61,
+                                                                           qk_rope_head_dim=64),
+                          layout=_deepseek_layout),
+    "kimi_k2": Family(head_dim_key="qk_rope_head_dim", defaults=_class(max_positions=4096, layers=61,
+                                                                       qk_rope_head_dim=64),
+                      layout=_deepseek_layout),
 }
 GENERIC = Family()
 # A composite config names its text model's family by its own model type when the text part does not.
@@ -370,7 +385,9 @@ def effective_config(text: Mapping) -> tuple[dict, Family]:
     family = family_of(text.get("model_type"))
     values = dict(family.defaults)
     for key, value in text.items():
-        if value is not None:
+        # an explicit null overrides the class default (Mixtral's "sliding_window": null is no window), except for
+        # the base, which the classes read as "use the default"
+        if value is not None or key not in ("rope_theta", "rope_local_base_freq"):
             values[family.renamed.get(key, key)] = value
     values.setdefault("rope_theta_local", 10_000.0)
     return values, family

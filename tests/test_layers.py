@@ -132,8 +132,8 @@ def test_gpt_neox_reads_rotary_pct_and_rotary_emb_base():
 
 
 def test_a_config_without_a_layer_count_still_reads_its_kinds():
-    ours = layer_map({"model_type": "exaone4", "head_dim": 128, "sliding_window": 4096, "rope_theta": 1e6})
-    assert ours.num_layers == 0 and [kind.key for kind in ours.kinds] == ["sliding_attention", "full_attention_nope"]
+    ours = layer_map({"head_dim": 128, "rope_theta": 1e6, "layer_types": None})  # no model type: no class defaults
+    assert ours.num_layers == 0 and [kind.key for kind in ours.kinds] == ["full_attention"]
     assert all(kind.layers == () for kind in ours.kinds)
 
 
@@ -220,3 +220,33 @@ def test_olmo3_sliding_layers_keep_the_class_default_base_whatever_rope_theta_sa
 def test_when_both_kinds_are_scaled_the_full_attention_layers_are_described():
     gpt_oss = _published(CONFIGS / "openai--gpt-oss-20b.json")  # 12 sliding and 12 full layers, YaRN on both
     assert layer_map(gpt_oss).default_kind.layer_type == "full_attention"
+
+
+# A family's row must hold its class's defaults: a config that leaves every RoPE key out is read as the class reads it.
+BARE_FAMILIES = sorted(set(model_classes.ROTARY_CLASSES) & set(__import__("pe_core.layers", fromlist=["FAMILIES"]).FAMILIES))
+
+
+@pytest.mark.parametrize("model_type", BARE_FAMILIES)
+def test_a_bare_config_gets_its_classs_defaults(model_type):
+    import transformers
+
+    from pe_core.layers import TEXT_MODEL_TYPES
+
+    outer = {text: outer for outer, text in TEXT_MODEL_TYPES.items()}.get(model_type)
+    if outer is not None or model_type not in transformers.CONFIG_MAPPING:
+        pytest.skip("read through its composite config (tested on the published files)")
+    bare = {"model_type": model_type, "hidden_size": 256, "num_attention_heads": 4, "num_hidden_layers": 8}
+    text_config = _model_config(bare)
+    rotary = _rotary(text_config)
+    ours = layer_map(bare)
+    assert list(ours.layer_types) == list(getattr(text_config, "layer_types", None) or ours.layer_types)
+    for kind in ours.rotary_kinds:
+        inv_freq, attention = _buffers(rotary, kind.layer_type)
+        computed = rope_frequencies(kind.spec, kind.spec.original_max_position_embeddings)
+        expected = inv_freq[:kind.spec.num_pairs] if kind.spec.rope_type == "proportional" else inv_freq
+        torch.testing.assert_close(computed.inv_freq, expected, rtol=2e-6, atol=0)
+        assert computed.attention_factor == pytest.approx(attention, rel=1e-6)
+    for kind in ours.kinds:
+        if model_type in NOPE_RULES:
+            for index in kind.layers:
+                assert NOPE_RULES[model_type](_attention_module(text_config, index)) == kind.has_rope
