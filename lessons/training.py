@@ -779,15 +779,41 @@ def store_text(settings: Settings | None = None) -> str:
     if ships is not None and config.replace(seed=DEFAULT_SEEDS[0]).family == ships.grid.base.family:
         texts.append(_("{count} of them shipped with the app (trained on {device}).").format(
             count=len(ships.records), device=shown_device_label(ships.training_device)))
-    run_s = service().estimate_s(config)
+    own_s, shipped_s = _run_seconds(config, {r.hash for r in (ships.records if ships else ())})
+    run_s = own_s if own_s is not None else shipped_s
     if run_s is not None:
-        texts.append(_("A new run of this size takes about {time}, going by the stored runs' times.").format(
-            time=duration_text(run_s)))
-        if missing:
-            texts.append(ngettext("The {count} missing run takes about {all}.", "The {count} missing runs take about {all}: "
-                                  "the seeds of an encoding train together as one batch.", len(missing)).format(
+        if own_s is not None:
+            texts.append(_("A new run of this size takes about {time}, going by the runs this server stored.").format(
+                time=duration_text(run_s)))
+        else:
+            texts.append(_("The shipped runs of this size took about {time} each on {device}; this server's own "
+                           "runs will tell its time.").format(time=duration_text(run_s),
+                                                             device=shown_device_label(ships.training_device)))
+        if missing and own_s is not None:
+            texts.append(ngettext("The {count} missing run takes about {all}.", "The {count} missing runs take about "
+                                  "{all}: the seeds of an encoding train together as one batch.", len(missing)).format(
                 count=len(missing), all=duration_text(run_s * len(missing))))
     return sentences(texts)
+
+
+def _stored_hash(config: dict) -> str | None:
+    try:
+        return ExperimentConfig.from_json(config).hash
+    except ValueError:  # a run stored by another version of the app, with knobs this one does not know
+        return None
+
+
+def _run_seconds(config: ExperimentConfig, shipped: set[str]) -> tuple[float | None, float | None]:
+    """The median seconds of a stored run of ``config``'s shape, scaled to its steps: of the runs this server (or
+    its workers) trained, and of the runs that shipped with the app (timed on another machine)."""
+    own, came = [], []
+    for stored, seconds in service().store.seconds_per_run():
+        if not stored.get("steps") or any(stored.get(k) != getattr(config, k)
+                                          for k in ("d_model", "n_layer", "train_length")):
+            continue
+        scaled = seconds * config.steps / stored["steps"]
+        (came if _stored_hash(stored) in shipped else own).append(scaled)
+    return tuple(sorted(times)[len(times) // 2] if times else None for times in (own, came))
 
 
 def stored_runs(limit: int = 500) -> list[dict]:
