@@ -36,6 +36,8 @@ def _variants(training_settings):
         settings = training_settings if lesson.name == "training" else None
         for name, spec in lesson.figures.items():
             yield f"{lesson.name}:{name}", lesson, name, settings
+            if spec.showcase:  # the settings the gallery shows it at
+                yield f"{lesson.name}:{name} (showcase)", lesson, name, lesson.settings(**dict(spec.showcase))
             if spec.scrub:
                 yield f"{lesson.name}:{name} (own slider)", lesson, name, dataclasses.replace(
                     settings or lesson.settings(), **{SCRUB_SETTING: True})
