@@ -76,7 +76,7 @@ def presenting() -> bool:
         st.session_state[PRESENT_KEY] = linked is not None and linked.lower() in _YES
         if linked is not None and linked.lower() not in (*_YES, *_NO):
             st.warning(_("The link set presenter mode to `{value}`; use present=1 to present.").format(
-                value=linked), icon="🔗")
+                value=linked), icon=":material/link:")
     return bool(st.session_state[PRESENT_KEY])
 
 
