@@ -69,7 +69,7 @@ def test_only_figures_that_read_the_pick_take_a_click():
 def test_a_link_with_a_pair_restores_the_highlight():
     at = run_whole_page(PAGE, {"pair": "30", "d": "64"})
     assert {pair for _, pair in outlined_columns(figure_titled(at, HEATMAP))} == {30.0}
-    assert len(chart_figures(at)) == 5
+    assert len(chart_figures(at)) == 6  # the five frequency figures and the layer map
 
 
 def test_a_pair_beyond_the_head_marks_nothing():

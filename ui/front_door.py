@@ -76,6 +76,13 @@ QUESTIONS: dict[str, tuple[str, str, str]] = {
     "pages/compare.py": (N_("How does a long-context variant's RoPE differ from its base model's?"),
                          N_("Which pairs change, and by how much?"),
                          N_("Which parameters differ?")),
+    "pages/hybrid.py": (N_("Why do sliding-window layers keep a small base?"),
+                        N_("Which layers of Gemma 3, EXAONE 4 and Llama 4 apply no position encoding?"),
+                        N_("What is left for context extension to change, and what does Llama 4's attention "
+                           "temperature do?")),
+    "pages/mrope.py": (N_("Which of a head's pairs carry time, height and width?"),
+                       N_("What positions do the tokens of an image get?"),
+                       N_("How do Qwen2.5-VL's blocks and Qwen3-VL's alternating pairs differ?")),
     "pages/glossary.py": (N_("What does each symbol mean?"), N_("What is its formula?"), N_("Which pages use it?")),
     "pages/sources.py": (N_("Which paper introduced each method?"), N_("Which blog posts and code does the app "
                                                                        "follow?"), N_("Where can I read more?")),
