@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 import plotly.graph_objects as go
 
-from figures.theme import GRID, INK, MUTED, TEMPLATE_NAME, new_figure, series_colour
+from figures.theme import GRID, INK, LEGEND_BELOW, MUTED, TEMPLATE_NAME, new_figure, series_colour
 from i18n import N_, _
 
 TITLE = N_("Layer map: what each layer attends to, and its RoPE")
@@ -51,7 +51,7 @@ def layer_maps_figure(first: ModelLayers, second: ModelLayers) -> go.Figure:
     """Two layer maps, one above the other, each with its own layer axis."""
     from plotly.subplots import make_subplots
 
-    figure = make_subplots(rows=2, cols=1, subplot_titles=(first.label, second.label), vertical_spacing=0.2)
+    figure = make_subplots(rows=2, cols=1, subplot_titles=(first.label, second.label), vertical_spacing=0.3)
     figure.update_layout(template=TEMPLATE_NAME, title_text=_(COMPARE_TITLE))
     offset = 0
     for row, model in enumerate((first, second), start=1):
@@ -60,8 +60,8 @@ def layer_maps_figure(first: ModelLayers, second: ModelLayers) -> go.Figure:
         offset += len(model.kinds)
     figure.update_xaxes(title_text=None, row=1, col=1)  # the lower plot's "layer" names both axes
     figure.update_yaxes(title_text=_("tokens"))
-    figure.update_layout(barmode="overlay", bargap=0.1, showlegend=True, height=760, margin=dict(b=170),
-                         legend=dict(orientation="h", x=0, xanchor="left", y=-0.1, yanchor="top", font=dict(size=12)))
+    figure.update_layout(barmode="overlay", bargap=0.1, showlegend=True, height=800, margin=dict(b=230),
+                         legend={**LEGEND_BELOW, "font": dict(size=12)})
     return figure
 
 

@@ -294,7 +294,8 @@ def test_resolvable_places_drop_smeared_digits():
 
 def test_every_figure_at_defaults_and_with_other_settings():
     figures = LESSON.all_figures()
-    assert list(figures) == ["digits-against-n", "units-digit-zoom", "phase-dials", "pair-turns", "stretch-bound"]
+    assert list(figures) == ["digits-against-n", "units-digit-zoom", "phase-dials", "pair-turns", "stretch-bound",
+                             "layer-map"]
     for figure in figures.values():
         assert figure.layout.title.text
         assert len(figure.to_json()) < 400_000

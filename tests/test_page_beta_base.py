@@ -276,4 +276,4 @@ def test_no_method_and_no_conversion_says_what_to_do():
     at.run()
     assert_clean(at)
     assert any("Pick at least one method" in i.value for i in at.info)
-    assert len(chart_figures(at)) == 3
+    assert len(chart_figures(at)) == 4  # the three that need no method, and the layer map

@@ -279,7 +279,7 @@ def test_every_figure_draws_the_computed_values():
                                              "low_dtype": "float16"})
     figures = LESSON.all_figures(settings)
     assert list(figures) == ["exact-fraction", "binade-spacing", "collision-window", "angle-error", "angle-error-map",
-                             "logit-error"]
+                             "logit-error", "layer-map"]
     for figure in figures.values():
         assert figure.layout.title.text
     fraction = figures["exact-fraction"]

@@ -79,7 +79,7 @@ def test_bad_paste_errs_in_the_main_area_and_keeps_the_last_good_figures():
 @pytest.mark.parametrize(("config", "message"), [
     ({"model_type": "bert", "hidden_size": 768, "num_attention_heads": 12}, "learned absolute position"),
     ({"rope_theta": 10000}, "head_dim"),
-    ({"head_dim": 64, "rope_scaling": {"rope_type": "proportional"}}, "not supported"),
+    ({"head_dim": 64, "rope_scaling": {"rope_type": "axial"}}, "not supported"),
 ])
 def test_unsupported_configs_are_refused_by_name(config, message):
     at = pasted(config)
