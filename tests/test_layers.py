@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import logging
 from pathlib import Path
 
 import pytest
@@ -21,7 +20,6 @@ from pe_core.config import extended_length, layer_map
 from tests import model_classes
 
 transformers = pytest.importorskip("transformers")
-logging.getLogger("transformers").setLevel(logging.ERROR)
 
 CONFIGS = Path(__file__).parent / "data" / "model_configs"
 CONFIG_FILES = sorted(CONFIGS.glob("*.json"))

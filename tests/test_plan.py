@@ -54,9 +54,12 @@ def transformers_warnings():
     stream = io.StringIO()
     handler = logging.StreamHandler(stream)
     logger = hf_logging.get_logger("transformers")
+    level = logger.level
+    logger.setLevel(logging.WARNING)  # whatever another test of this worker set it to
     logger.addHandler(handler)
     yield stream
     logger.removeHandler(handler)
+    logger.setLevel(level)
 
 
 def expected_frequencies(result, method, note) -> tuple[torch.Tensor, float]:
