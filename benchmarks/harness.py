@@ -206,9 +206,15 @@ def draws_figures_on_load(info, lessons: dict) -> bool:
 
 
 def has_slider(info, lessons: dict) -> bool:
-    """Whether the page's lesson has a slider whose move redraws a plotly figure."""
-    return draws_figures_on_load(info, lessons) and any(
-        c.widget in SLIDER_WIDGETS for c in _lesson_of(info, lessons).settings.controls().values())
+    """Whether the page, as it opens, has a slider whose move redraws a plotly figure (a page in parts opens on its
+    first part: a slider only another part's figures read is not drawn there)."""
+    if not draws_figures_on_load(info, lessons):
+        return False
+    lesson = _lesson_of(info, lessons)
+    specs = [lesson.figures[name] for name in (lesson.parts[0].figures if lesson.parts else lesson.figures)]
+    read = None if any(spec.groups is None for spec in specs) else {g for spec in specs for g in spec.groups}
+    return any(c.widget in SLIDER_WIDGETS and (read is None or c.group in read)
+               for c in lesson.settings.controls().values())
 
 
 SLIDER_THUMBS = '[data-testid="stSlider"] input[type="range"]'

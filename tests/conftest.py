@@ -216,3 +216,13 @@ def select_points(at, chart_key: str, points: list[dict]):
     state.id = widget_id
     setattr(state, field, json.dumps(value))
     return at._run(picked)
+
+
+def opens_with_a_chart(page_info) -> bool:
+    """Does the page draw a chart as it opens (a page in parts opens on its first part, which may have none)?"""
+    from lessons import all_lessons
+
+    if not page_info.charts:
+        return False
+    lesson = all_lessons().get(page_info.lesson) if page_info.lesson else None
+    return lesson is None or not lesson.parts or bool(lesson.parts[0].figures)

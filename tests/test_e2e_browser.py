@@ -27,6 +27,7 @@ from benchmarks.harness import (
     wait_for_app_idle,
 )
 from lessons import all_lessons
+from tests.conftest import opens_with_a_chart
 from ui.chart import plotly_file_name
 from ui.lesson import BORROWED_KEY
 from ui.pages import available_pages
@@ -91,7 +92,7 @@ def test_deep_link_on_a_fresh_server_uses_the_app_navigation(target):
         assert page_errors(page) == []
         library_js = ("(name) => performance.getEntriesByType('resource').filter((entry) => entry.name.endsWith(name))"
                       ".map((entry) => entry.startTime)")
-        if target.charts:  # the library was asked for while the page computed, before its first chart was made
+        if opens_with_a_chart(target):  # the library was asked for while the page computed, before its first chart
             sidebar.get_by_text("计算设备").wait_for(timeout=30_000)  # and the page computed with torch
             page.wait_for_function("() => window.Plotly", timeout=90_000)
             [library] = page.evaluate(library_js, plotly_file_name())
