@@ -30,12 +30,17 @@ import plotly.graph_objects as go
 import plotly.io
 import streamlit as st
 
+from figures.training import TABLE_WIDTH
+
 APP_ROOT = Path(__file__).resolve().parents[1]
 STATIC_DIR = APP_ROOT / "static"  # what Streamlit serves at app/static/ (next to app.py)
 COMPONENT_NAME = "pe_plotly_chart"
 # The class of a chart's plot element. The browser benchmark and tests find charts by it and read the figure a
 # chart was last handed (``__peText``) and whether it is near the screen (``__peNear``).
 CHART_CLASS = "pe-chart"
+# px a table figure is drawn at, at least (the width its rows' heights are laid out for): on a phone it scrolls
+# sideways in its own box
+TABLE_MIN_WIDTH = TABLE_WIDTH + 20
 # The hidden element that starts loading plotly.js at the start of a run (``preload_library``): a failed load is
 # left to the charts, which load again and say why.
 PRELOAD_NAME, PRELOAD_KEY = "pe_plotly_preload", "pe-preload"
@@ -98,6 +103,10 @@ function draw(chart) {
   const settingsText = JSON.stringify([settings, download && download.format]);
   const update = {data: figure.data || [], layout, frames: figure.frames || []};
   if (chart.__peConfig !== settingsText || !chart._context) update.config = config;
+  // A table's columns do not wrap to a phone's width: it is drawn at a readable width and scrolls in its own box.
+  const table = update.data.some((trace) => trace.type === "table");
+  chart.style.minWidth = table ? TABLE_MIN_WIDTH + "px" : "";
+  chart.parentElement.style.overflowX = table ? "auto" : "";
   whenIdle(chart, (Plotly) => {
     if (chart.__pePending !== undefined) return;  // a newer figure arrived while the library loaded
     return Plotly.react(chart, update).then(() => {
@@ -231,7 +240,8 @@ def _library_js(component_js: str) -> str:
 
 @cache
 def _chart_js() -> str:
-    return _library_js(_CHART_JS).replace("__CHART_CLASS__", CHART_CLASS).replace("__PICK_EVENT__", PICK_EVENT)
+    return (_library_js(_CHART_JS).replace("__CHART_CLASS__", CHART_CLASS).replace("__PICK_EVENT__", PICK_EVENT)
+            .replace("TABLE_MIN_WIDTH", str(TABLE_MIN_WIDTH)))
 
 
 def _component():
