@@ -17,7 +17,7 @@ from typing import NamedTuple
 import plotly.graph_objects as go
 import torch
 
-from figures.theme import HIGHLIGHT, LEGEND_BELOW, MUTED, keyed, new_figure, series_colour, style_of
+from figures.theme import HIGHLIGHT, LEGEND_BELOW, MUTED, TABLE_WIDTH, keyed, new_figure, series_colour, style_of
 from i18n import N_, _
 
 MAX_LINE_POINTS = 2000
@@ -168,7 +168,6 @@ def loss_curve_figure(steps: Sequence[int], losses: Sequence[float], validation:
     return _legend_below(figure, 110)
 
 
-TABLE_WIDTH = 980  # px a table is laid out for (the export's width less the margins); wider screens wrap less
 CHARACTER_WIDTH = 8.6  # px of a character at the table's 14 px font (digits are the widest: estimate high)
 LINE_HEIGHT = 20  # px each further line of a wrapped cell adds
 

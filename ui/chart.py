@@ -30,7 +30,7 @@ import plotly.graph_objects as go
 import plotly.io
 import streamlit as st
 
-from figures.training import TABLE_WIDTH
+from figures.theme import TABLE_WIDTH
 
 APP_ROOT = Path(__file__).resolve().parents[1]
 STATIC_DIR = APP_ROOT / "static"  # what Streamlit serves at app/static/ (next to app.py)
