@@ -117,9 +117,8 @@ def checked_layers(settings: Settings) -> CheckedLayers:
         layers = layer_map(config_of(settings.source, settings.preset, settings.config))
     except ValueError as err:
         raise SettingsError(str(err)) from err
-    if settings.layer_type != "auto" and any(kind.layer_type == settings.layer_type and not kind.has_rope
-                                             for kind in layers.kinds) \
-            and not any(kind.layer_type == settings.layer_type and kind.has_rope for kind in layers.kinds):
+    asked = [kind for kind in layers.kinds if kind.layer_type == settings.layer_type]
+    if asked and not any(kind.has_rope for kind in asked):
         raise SettingsError(_("The {layers} layers of this model apply no position encoding (NoPE): there are no "
                               "θᵢ to check. Pick another kind under Layers checked.").format(
             layers=layer_type_title(settings.layer_type)))

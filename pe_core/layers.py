@@ -333,8 +333,9 @@ class LayerKind(NamedTuple):
     @property
     def extends(self) -> bool:
         """Does context extension scale these layers (a scaled rope type)?"""
-        return self.spec is not None and self.spec.rope_type not in ("default", "proportional") or \
-            (self.spec is not None and self.spec.rope_type == "proportional" and self.spec.factor > 1)
+        if self.spec is None:
+            return False
+        return self.spec.rope_type not in ("default", "proportional") or self.spec.factor > 1
 
 
 class LayerMap(NamedTuple):
@@ -348,14 +349,12 @@ class LayerMap(NamedTuple):
         """The kind named ``key`` (a layer type, or None for the default: the one context extension scales)."""
         if key is None:
             return self.default_kind
-        for kind in self.kinds:
-            if key in (kind.key, kind.layer_type) and (kind.has_rope or key == kind.key):
-                return kind
-        for kind in self.kinds:
-            if key == kind.layer_type:
-                return kind
-        raise ValueError(_("This model has no {key!r} layers; its layer types are {choices}.").format(
-            key=key, choices=", ".join(kind.key for kind in self.kinds)))
+        matching = [kind for kind in self.kinds if key in (kind.key, kind.layer_type)]
+        if not matching:
+            raise ValueError(_("This model has no {key!r} layers; its layer types are {choices}.").format(
+                key=key, choices=", ".join(kind.key for kind in self.kinds)))
+        # a layer type names its rotary kind where it has one; "<type>_nope" names the kind without RoPE
+        return next((kind for kind in matching if kind.has_rope or key == kind.key), matching[0])
 
     @property
     def rotary_kinds(self) -> tuple[LayerKind, ...]:
