@@ -174,14 +174,20 @@ def read_numbers(data: bytes, filename: str) -> tuple[float, ...]:
     return read_inv_freq(data, filename).values
 
 
+def _named_kind(filename: str, types) -> tuple[str, str]:
+    """A file's name to show and its type (its suffix), refused by name unless it is one of ``types``."""
+    name = Path(filename).name or _("the file")
+    kind = Path(filename).suffix.lower().lstrip(".")
+    if kind not in types:
+        raise ValueError(_("{name}: unknown file type; give one of {types}.").format(
+            name=name, types=", ".join("." + t for t in types)))
+    return name, kind
+
+
 def read_inv_freq(data: bytes, filename: str, layer_type: str | None = None) -> NumbersRead:
     """The θᵢ in a file's bytes and, for a state dict, the key they were read from (the ``layer_type``'s own
     buffer where the model keeps one per layer type)."""
-    name = Path(filename).name or _("the file")
-    kind = Path(filename).suffix.lower().lstrip(".")
-    if kind not in NUMBER_FILE_TYPES:
-        raise ValueError(_("{name}: unknown file type; give one of {types}.").format(
-            name=name, types=", ".join("." + t for t in NUMBER_FILE_TYPES)))
+    name, kind = _named_kind(filename, NUMBER_FILE_TYPES)
     if len(data) > MAX_FILE_BYTES:
         raise ValueError(_("{name} is {size:.1f} MB; a list of θᵢ is a few kB.").format(name=name, size=len(data) / 1e6))
     if not data:
@@ -226,11 +232,7 @@ def _torch_file(data: bytes, name: str):
 def read_tensors(data: bytes, filename: str, max_bytes: int = MAX_FILE_BYTES) -> dict[str, torch.Tensor]:
     """Named tensors from a file's bytes: a PyTorch file (.pt, .pth, .bin: a tensor, a (nested) dict of tensors, or
     a pair of tensors, read as q and k), a .safetensors file or a NumPy .npz archive."""
-    name = Path(filename).name or _("the file")
-    kind = Path(filename).suffix.lower().lstrip(".")
-    if kind not in TENSOR_FILE_TYPES:
-        raise ValueError(_("{name}: unknown file type; give one of {types}.").format(
-            name=name, types=", ".join("." + t for t in TENSOR_FILE_TYPES)))
+    name, kind = _named_kind(filename, TENSOR_FILE_TYPES)
     if len(data) > max_bytes:
         raise ValueError(_("{name} is {size:.1f} MB; at most {limit:.0f} MB is read.").format(
             name=name, size=len(data) / 1e6, limit=max_bytes / 1e6))
