@@ -10,7 +10,7 @@ from ui.lesson import LessonPage
 
 import derivations
 from derivations.rope_blocks import HEAD_DIM
-from i18n import _, translated_latex
+from i18n import _, full_stop, translated_latex
 from lessons import derivations as lesson
 
 VERIFIED_MARK = ":green-badge[:material/check_circle: {text}]"
@@ -43,7 +43,7 @@ def show_variant(variant: derivations.Derivation, head_dim: int) -> lesson.Verdi
         st.markdown(_("{lead} {said} **sympy shows** {shows}").format(lead=lead, said=_(variant.said),
                                                                        shows=_(variant.shows)))
         st.latex(translated_latex(variant.claim))
-        detail = _("{checked} Residual: {residual}.").format(checked=markdown_text(_(verdict.checked)),
+        detail = _("{checked} Residual: {residual}.").format(checked=full_stop(markdown_text(_(verdict.checked))),
                                                             residual=residual_text(verdict.residual))
         if verdict.counterexample:
             detail += " " + _("Counterexample: {example}.").format(example=_(verdict.counterexample))
@@ -70,7 +70,7 @@ def show_derivation(derivation: derivations.Derivation, head_dim: int) -> lesson
                 st.caption(_("Source: {source}").format(source=_(derivation.source)))
         residual = "0" if verdict.holds else residual_text(verdict.residual)
         st.caption(_("**What sympy checked:** {checked} Residual: {residual}.").format(
-            checked=markdown_text(_(verdict.checked)), residual=residual))
+            checked=full_stop(markdown_text(_(verdict.checked))), residual=residual))
         if not verdict.holds:
             st.error(_("sympy could not confirm this claim. {example}").format(example=_(verdict.counterexample or "")))
         for note in derivation.notes:

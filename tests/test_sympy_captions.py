@@ -30,3 +30,12 @@ def test_a_chinese_sympy_caption_ends_with_a_full_stop():
     at = run_page_with_sidebar("pages/decay.py", {"lang": "zh", "part": "all"})
     captions = [c.value for c in at.caption if "sympy" in c.value]
     assert captions and all(c.rstrip().endswith(("。", ".")) for c in captions), [c[-40:] for c in captions]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_derivations_page_ends_what_sympy_checked_before_its_residual(lang):
+    at = run_whole_page("pages/maths.py", {"lang": lang})
+    assert not at.exception, at.exception
+    captions = [c.value for c in at.caption if "Residual" in c.value or "残差" in c.value]
+    assert captions, "the derivations page shows no residual"
+    assert not [c for c in captions if ";" in c.split("Residual")[0][-3:] or "；残差" in c], captions
