@@ -2,6 +2,7 @@
 
     python -m benchmarks.browser [--moves 8] [--rounds 3] [--pages frequencies,decay] [--app DIR] [--json PATH]
     python -m benchmarks.browser --elements [--moves 8]
+    python -m benchmarks.browser --warmup [--pages FIRST,READER] [--rounds 3]
 
 In one run, in headless Chromium against local servers (nothing else is contacted):
 
@@ -35,6 +36,10 @@ handed its figure, so this count is what a page's length costs its moves.
 
 ``--elements`` measures instead what one element of each kind costs a move: the floor with ``ELEMENTS_ADDED`` of
 them under its chart (``floor_app.py``'s query parameters), alternated with the bare floor in one browser.
+
+``--warmup`` measures what the server's background warm-up costs a reader: a fresh server draws one page (which
+starts the warm-up a few seconds later), then the reader opens another page and moves its slider; the same on a
+server whose warm-up is off, alternated over the rounds. 1.00x is a warm-up the reader never meets.
 
 The floor and the pages are measured in ``--rounds`` rounds, in turn. Each round starts a fresh browser and fresh
 servers, and measures both cold first pages again: a process's luck moved one round's floor by a fifth from one
@@ -368,6 +373,46 @@ def element_costs(moves: int, rounds: int = 2) -> dict:
     return {"added": ELEMENTS_ADDED, "floor": medians.pop(""), "kinds": medians}
 
 
+# The reader's page is opened this long after the server's first page has drawn: the warm-up (``ui.warmup``) starts
+# WARM_DELAY_S (6 s) after that page's script ends, and takes minutes on two cores, so the reader meets it at work.
+WARMUP_READER_DELAY_S = 7.0
+
+
+def warmup_costs(app_dir: Path, first: str, reader: str, moves: int, rounds: int = 3) -> dict:
+    """What the background warm-up costs a reader: a fresh server opens ``first`` (which starts the warm-up), and
+    ``WARMUP_READER_DELAY_S`` later the reader opens ``reader`` and moves its slider, on a server with the warm-up
+    and on one without (``PE_EXPLORER_WARMUP=0``), alternated over ``rounds`` (medians of every round's moves)."""
+    measured: dict[str, list[dict]] = {"on": [], "off": []}
+    with chromium() as browser:
+        for turn in range(rounds):
+            for mode in ("on", "off") if turn % 2 == 0 else ("off", "on"):
+                env = {"PE_EXPLORER_WARMUP": "1" if mode == "on" else "0"}
+                with streamlit_server(cwd=app_dir, env=env) as (base_url, _):
+                    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+                    page = context.new_page()
+                    page.goto(f"{base_url}/{first}", timeout=120_000)
+                    page.wait_for_selector(CHARTS, timeout=120_000)
+                    _wait_until_drawn(page, page.locator(CHARTS).count())
+                    context.close()
+                    time.sleep(WARMUP_READER_DELAY_S)
+                    measured[mode].append(measure_page(browser, f"{base_url}/{reader}", moves))
+                print(f"  round {turn + 1}/{rounds}: measured the reader with the warm-up {mode}", file=sys.stderr,
+                      flush=True)
+    return {"first": first, "reader": reader, "delay_s": WARMUP_READER_DELAY_S, "rounds": rounds,
+            **{mode: combine_rounds(runs) for mode, runs in measured.items()}}
+
+
+def warmup_table(results: dict) -> str:
+    on, off = results["on"], results["off"]
+    lines = [f"a reader opens {results['reader']} {results['delay_s']:.0f} s after a fresh server drew "
+             f"{results['first']} ({results['rounds']} rounds, medians)",
+             f"{'':<22}" + "".join(f"{label:>22}" for _, label in METRICS)]
+    for name, row in (("warm-up off", off), ("warm-up running", on)):
+        lines.append(f"{name:<22}" + "".join(f"{row[key]:>14.0f} ms {row[key] / off[key]:>4.2f}x"
+                                             for key, _ in METRICS))
+    return "\n".join(lines)
+
+
 def element_table(results: dict) -> str:
     floor, added = results["floor"], results["added"]
     lines = [f"{'under the chart':<48}{'first change':>14}{'settled':>10}{'per element':>14}",
@@ -445,6 +490,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--app", type=Path, default=ROOT, help="the checkout to measure (default: this one)")
     parser.add_argument("--elements", action="store_true",
                         help="what one element of each kind costs a move, on the floor (instead of the pages)")
+    parser.add_argument("--warmup", action="store_true",
+                        help="what the background warm-up costs a reader: the second page of --pages (default: the "
+                             "first two pages with a slider) opened while the warm-up that the first started runs, "
+                             "against a server without it (instead of the pages)")
     parser.add_argument("--json", type=Path, help="where to write the results (default: benchmarks/results/)")
     args = parser.parse_args(argv)
     if args.elements:
@@ -454,6 +503,13 @@ def main(argv: list[str] | None = None) -> int:
     only = set(args.pages.split(",")) if args.pages else None
     if args.rounds < 1 or args.moves < 1:
         parser.error("--rounds and --moves must be at least 1")
+    if args.warmup:
+        paths = args.pages.split(",") if args.pages else [path for _, path in _pages(args.app.resolve())][:2]
+        if len(paths) != 2:
+            parser.error("--warmup needs two pages: the server's first, then the reader's")
+        results = warmup_costs(args.app.resolve(), paths[0], paths[1], args.moves, args.rounds)
+        print(warmup_table(results))
+        return _write(results, args.json or HERE / "results" / "browser_warmup.json")
     results = run(args.app.resolve(), args.moves, only, args.rounds)
     print(table(results))
     return _write(results, args.json or HERE / "results" / "browser.json")

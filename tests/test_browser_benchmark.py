@@ -123,3 +123,16 @@ def test_the_table_sets_each_page_beside_its_same_length_floor():
     assert decay.split()[:4] == ["decay", "30", "+", "25"]
     assert "190 /  200 ms 0.95x" in decay and decay.endswith("200 /  160 ms 1.25x")
     assert len(lines) == heading + 3  # family's floor was not measured: no row rather than a wrong one
+
+
+def test_the_warmup_table_gives_the_reader_with_the_warmup_running_as_a_ratio_to_none():
+    from benchmarks.browser import warmup_table
+
+    off = {"first_change_ms": 200.0, "settled_ms": 250.0, "first_load_ms": 3000.0}
+    on = {"first_change_ms": 220.0, "settled_ms": 250.0, "first_load_ms": 2700.0}
+    lines = warmup_table({"first": "frequencies", "reader": "decay", "delay_s": 7.0, "rounds": 3,
+                          "on": on, "off": off}).splitlines()
+    assert lines[0] == "a reader opens decay 7 s after a fresh server drew frequencies (3 rounds, medians)"
+    assert lines[2].split() == ["warm-up", "off", "200", "ms", "1.00x", "250", "ms", "1.00x", "3000", "ms", "1.00x"]
+    assert lines[3].split() == ["warm-up", "running", "220", "ms", "1.10x", "250", "ms", "1.00x", "2700", "ms",
+                                "0.90x"]
