@@ -257,6 +257,9 @@ class Positions(NamedTuple):
     """What attention needs to know about position, made once per forward pass for every layer."""
 
     rotary: Rotary | None = None
+    # RoPE's (cos, sin) [T, d/2] when the caller gives them (copies with other specs stacked under vmap), else
+    # the rotary's own
+    angles: tuple[torch.Tensor, torch.Tensor] | None = None
     bias: torch.Tensor | None = None  # [heads, T, T] additive (ALiBi, T5), −inf above the diagonal
     table: torch.Tensor | None = None  # Transformer-XL: R_r for r = 0 .. T−1; DeBERTa: the 2k relative embeddings
     index: torch.Tensor | None = None  # [T, T] row of ``table`` for query i and key j (XL: i − j; DeBERTa: δ(i, j))
@@ -292,7 +295,7 @@ class CausalSelfAttention(nn.Module):
             y = self._rectified(q, k, v, rotary)
         elif rotary is not None:
             # rotated in float32 even under bf16 autocast: low-precision angles blur positions
-            cos, sin = rotary.cos_sin(length, x.device, torch.float32)
+            cos, sin = where.angles if where.angles is not None else rotary.cos_sin(length, x.device, torch.float32)
             q = rotate(q.float(), cos, sin, rotary.pairing)
             k = rotate(k.float(), cos, sin, rotary.pairing).to(v.dtype)
             if rotary.logn:
@@ -430,8 +433,10 @@ class TinyTransformer(nn.Module):
         table, index, future = self._tables[key]
         return Positions(table=self.deberta_table.weight if table is None else table, index=index, future=future)
 
-    def forward(self, idx: torch.Tensor) -> torch.Tensor:
-        """Logits [batch, T, vocab] for token ids [batch, T]."""
+    def forward(self, idx: torch.Tensor, rope_angles: tuple[torch.Tensor, torch.Tensor] | None = None
+                ) -> torch.Tensor:
+        """Logits [batch, T, vocab] for token ids [batch, T]; ``rope_angles``: RoPE's float32 (cos, sin) [T, d/2] to
+        use instead of the model's own spec (a stacked batch's copies each bring their own)."""
         length = idx.shape[1]
         x = self.token_embedding(idx)
         if self.config.position == "learned":
@@ -444,6 +449,10 @@ class TinyTransformer(nn.Module):
             table = sinusoidal_table(length, self.config.d_model, self.config.rope_base).to(x.dtype).to(x.device)
             x = x * math.sqrt(self.config.d_model) + table
         where = self.positions(length, x.device, x.dtype)
+        if rope_angles is not None:
+            if self.rotary is None or self.rotary.window is not None:
+                raise ValueError("rope_angles replace a RoPE model's plain rotation (no ReRoPE window).")
+            where = where._replace(angles=rope_angles)
         for block in self.blocks:
             x = block(x, where)
         return self.lm_head(self.norm_final(x))

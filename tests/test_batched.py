@@ -14,6 +14,7 @@ import torch
 from pe_core.data import random_windows
 from pe_core.model import POSITION_ENCODINGS
 from pe_core.train import ExperimentConfig, TrainingRun, run_experiment
+from pe_core.train.evaluate import method_spec
 from pe_core.train.experiment import ExperimentBatch, ExperimentRun, batch_groups, run_experiments
 from pe_core.train.loop import TrainingBatch
 
@@ -99,6 +100,39 @@ def test_a_batch_refuses_to_stack_models_of_other_shapes():
     with pytest.raises(ValueError, match="share"):
         TrainingBatch(mixed, stacked=True)
     TrainingBatch(mixed, stacked=False)  # one by one, any runs go together
+
+
+def fine_tunes(methods: tuple[str, ...]) -> list[TrainingRun]:
+    """One trained model's fine-tunes at 4× its length, one per method (each a copy with its own RoPE spec)."""
+    base = runs("rope", (0,))[0]
+    for _ in base.steps():
+        pass
+    length = 4 * base.length
+    return [TrainingRun.fine_tune_of(base, method_spec(base.model, method, length), length, 6, 1e-3)
+            for method in methods]
+
+
+def test_the_fine_tunes_of_several_methods_stack_and_each_trains_with_its_own_frequencies():
+    methods = ("pi", "ntk", "yarn")
+    alone, stacked = fine_tunes(methods), fine_tunes(methods)
+    specs = [run.model.rope_spec for run in stacked]
+    assert len(set(specs)) == len(methods)  # three specs: each copy must rotate by its own angles
+    for run in alone:
+        for _ in run.steps():
+            pass
+    for _ in TrainingBatch(stacked, stacked=True).steps():
+        pass
+    torch.testing.assert_close(losses(stacked), losses(alone), rtol=1e-5, atol=1e-5)
+    assert [run.model.rope_spec for run in stacked] == specs
+    # the methods' losses part by far more than the tolerance: one copy's angles for all would have failed above
+    assert float((losses(alone)[0] - losses(alone)[2]).abs().max()) > 100 * 1e-5 * 4
+
+
+def test_copies_stack_only_with_the_same_rope_tricks():
+    plain, with_logn = fine_tunes(("pi", "pi"))
+    with_logn.model.rotary.logn = True
+    with pytest.raises(ValueError, match="share"):
+        TrainingBatch([plain, with_logn], stacked=True)
 
 
 def test_the_batches_are_each_runs_own_stream():

@@ -225,7 +225,7 @@ def run_experiment(config: ExperimentConfig, corpus: Corpus | None = None, devic
 
 class ExperimentBatch:
     """Experiments worked on together, phase by phase: their training runs as one ``TrainingBatch``, each
-    (method, length) evaluated for every model in one round, each method's fine-tunes as one batch.
+    (method, length) evaluated for every model in one round, and every method's fine-tunes as one batch.
 
     Every experiment keeps its own numbers (those of a run alone: see ``TrainingBatch``), progress and stop;
     one that stops leaves the batch with its state kept, so its own ``work()`` resumes it. On the CPU a
@@ -279,10 +279,8 @@ class ExperimentBatch:
             yield from flush()
             yield from self._evaluations(live)
             yield from flush()
-            methods = dict.fromkeys(m for e in self.experiments for m in e.config.fine_tuned_methods)
-            for method in methods:
-                yield from self._fine_tunes(method, live, stops)
-                yield from flush()
+            yield from self._fine_tunes(live, stops)
+            yield from flush()
         finally:
             self._charge(self.experiments)
 
@@ -307,32 +305,46 @@ class ExperimentBatch:
                 yield e, Status(EVALUATING, e.config.encoding, method, len(e.evaluation.results), len(_pairs(e)),
                                 e.fraction())
 
-    def _fine_tunes(self, method: str, live: Callable[[], list[ExperimentRun]],
+    def _fine_tunes(self, live: Callable[[], list[ExperimentRun]],
                     stops: Callable[[ExperimentRun], bool]) -> Iterator[tuple[ExperimentRun, Status]]:
-        todo = [e for e in live() if method in e.config.fine_tuned_methods and method not in e.fine_tunes]
+        """Every experiment's fine-tune of every method, as one batch (stacked, the methods' copies differ only in
+        their RoPE angles)."""
+        todo = [(e, method) for e in live() for method in e.config.fine_tuned_methods if method not in e.fine_tunes]
         if not todo:
             return
-        map_experiments([e for e in todo if method not in e.untuned], lambda e: e._untuned(method))
-        tunes = [e._tune(method) for e in todo]
-        by_run = {id(tune): e for tune, e in zip(tunes, todo, strict=True)}
+        untuned = {}  # an experiment's model takes one method's spec at a time: its methods in turn, on one thread
+        for e, method in todo:
+            if method not in e.untuned:
+                untuned.setdefault(e, []).append(method)
+        map_experiments(list(untuned), lambda e: [e._untuned(method) for method in untuned[e]])
+        tunes = [e._tune(method) for e, method in todo]
+        by_run = {id(tune): e for tune, (e, _method) in zip(tunes, todo, strict=True)}
         batch = TrainingBatch(tunes, stacked=self.stacked)
         for records in batch.steps(should_stop=lambda run: stops(by_run[id(run)])):
-            due = [(todo[i], record.step) for i, record in records
-                   if record.step in fine_tune_checkpoints(todo[i].config.fine_tune_steps)]
+            due = [todo[i] for i, record in records
+                   if record.step in fine_tune_checkpoints(todo[i][0].config.fine_tune_steps)]
+            steps = {i: record.step for i, record in records}
             # measured before the yield: a stop here keeps it
-            for (e, step), along in zip(due, map_experiments([e for e, _ in due], lambda e: e._measure_tune(method)),
-                                        strict=True):
-                e._checkpoint(method, step, along)
-            self._charge([todo[i] for i, _ in records])
+            for (e, method), along in zip(due, self._measured(due), strict=True):
+                e._checkpoint(method, steps[todo.index((e, method))], along)
+            self._charge(list(dict.fromkeys(todo[i][0] for i, _ in records)))
             for i, record in records:
-                e = todo[i]
+                e, method = todo[i]
                 yield e, Status(FINE_TUNING, e.config.encoding, method, record.step, record.total_steps,
                                 e.fraction(), record)
-        finished = [e for e in todo if e in live() and method in e.tunes and e.tunes[method].done]
-        afters = map_experiments(finished, lambda e: e._measure_tune(method))
-        self._charge(finished)
-        for e, after in zip(finished, afters, strict=True):
+        finished = [(e, method) for e, method in todo
+                    if e in live() and method in e.tunes and e.tunes[method].done]
+        afters = self._measured(finished)
+        self._charge(list(dict.fromkeys(e for e, _ in finished)))
+        for (e, method), after in zip(finished, afters, strict=True):
             yield e, e._finish_fine_tune(method, after)
+
+    @staticmethod
+    def _measured(tunes: Sequence[tuple[ExperimentRun, str]]) -> list[LengthResult]:
+        """Each (experiment, method)'s fine-tuned model (a model of its own) at the longest length, spread over the
+        worker threads."""
+        return map_work(list(tunes), lambda pair: pair[0]._measure_tune(pair[1]),
+                        tunes[0][0].run.device if tunes else None)
 
 
 def _pairs(experiment: ExperimentRun) -> list[tuple[int, str]]:
@@ -344,15 +356,21 @@ def map_experiments(experiments: Sequence[ExperimentRun], work: Callable[[Experi
     """``work(e)`` for every experiment, in order; on the CPU spread over the worker threads (each experiment has
     its own models, and one thread per computation keeps every number what it is alone)."""
     experiments = list(experiments)
-    on_cpu = bool(experiments) and experiments[0].run.device.type == "cpu"
-    if not (on_cpu and cpu_threads() > 1 and len(experiments) > 1):
-        return [work(e) for e in experiments]
+    return map_work(experiments, work, experiments[0].run.device if experiments else None)
 
-    def task(e: ExperimentRun):
-        use_cpu_threads(e.run.device)
-        return work(e)
 
-    return list(shard_workers().map(task, experiments))
+def map_work(items: Sequence, work: Callable, device: torch.device | None) -> list:
+    """``work(item)`` for every item, in order; on the CPU spread over the worker threads. No two items may touch
+    one model."""
+    items = list(items)
+    if not (device is not None and device.type == "cpu" and cpu_threads() > 1 and len(items) > 1):
+        return [work(item) for item in items]
+
+    def task(item):
+        use_cpu_threads(device)
+        return work(item)
+
+    return list(shard_workers().map(task, items))
 
 
 def batch_key(config: ExperimentConfig) -> str:

@@ -352,9 +352,10 @@ class TrainingBatch:
     - stacked (CUDA, or ``stacked=True``): the models' weights are stacked along a leading copy dimension
       (``torch.func.stack_module_state``) and one ``vmap`` of the model computes every copy's loss with
       batched matrix products, the PyTorch model-ensembling recipe; at these sizes a GPU step costs its
-      kernel launches, so N copies cost about what one does. Each model's parameters are views of the
-      stack, so its own optimiser, clipping and evaluation work on them unchanged. The numbers agree with
-      one by one to float32 rounding (products summed in another order).
+      kernel launches, so N copies cost about what one does. Copies may differ in their RoPE frequencies
+      (each brings its own cos and sin), so the fine-tunes of several methods stack. Each model's parameters
+      are views of the stack, so its own optimiser, clipping and evaluation work on them unchanged. The
+      numbers agree with one by one to float32 rounding (products summed in another order).
 
     On two CPU cores stacking is slower (batched products run below the plain ones' speed), so the CPU
     does not stack; see the benchmarks.
@@ -369,13 +370,9 @@ class TrainingBatch:
             raise ValueError("The runs of a batch must train on one device.")
         if stacked is None:
             stacked = next(iter(devices)).type != "cpu"
-        if stacked and len(self.runs) > 1:
-            first = self.runs[0]
-            for run in self.runs[1:]:
-                if (run.model_config, run.length, run.train_config.batch_size, run.model.rope_spec,
-                        run.start_token) != (first.model_config, first.length, first.train_config.batch_size,
-                                             first.model.rope_spec, first.start_token):
-                    raise ValueError("Stacked runs must share the model's shape, length, batch size and RoPE.")
+        if stacked and len(self.runs) > 1 and len({_stack_shape(run) for run in self.runs}) > 1:
+            raise ValueError("Stacked runs must share the model's shape, length, batch size and RoPE's tricks (their "
+                             "RoPE frequencies may differ: the fine-tunes of several methods stack).")
         self.stacked = stacked
         self._stack: _Stack | None = None
 
@@ -431,6 +428,13 @@ class TrainingBatch:
             self._stack = None
 
 
+def _stack_shape(run: TrainingRun) -> tuple:
+    """What stacked copies must share: each copy brings its own weights, batch and RoPE angles, nothing else."""
+    rotary = run.model.rotary
+    tricks = None if rotary is None else (rotary.pairing, rotary.logn, rotary.window, rotary.leak)
+    return run.model_config, run.length, run.train_config.batch_size, run.start_token, tricks
+
+
 class _Stack:
     """The weights of several same-shaped models as one tensor per parameter, [copies, ...], each model's
     parameters turned into views of its row (so its optimiser updates the stack in place)."""
@@ -450,17 +454,33 @@ class _Stack:
         self.base = copy.deepcopy(models[0])
         self.autocast = runs[0]._autocast
 
-        def copy_loss(weights: dict, buffers: dict, batch: torch.Tensor) -> torch.Tensor:
-            logits = functional_call(self.base, (weights, buffers), (batch[:, :-1],))
+        def copy_loss(weights: dict, buffers: dict, batch: torch.Tensor, angles) -> torch.Tensor:
+            logits = functional_call(self.base, (weights, buffers), (batch[:, :-1],), {"rope_angles": angles})
             return F.cross_entropy(logits.float().flatten(0, 1), batch[:, 1:].flatten())
 
         self.buffers = buffers
-        self.losses = vmap(copy_loss)
+        rope = models[0].rotary is not None
+        self.losses = vmap(copy_loss, in_dims=(0, 0, 0, 0 if rope else None))
+        self._angles: dict[int, tuple[torch.Tensor, torch.Tensor] | None] = {}
+
+    def angles(self, length: int) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """Every copy's RoPE (cos, sin) at ``length``, stacked [copies, T, d/2] (None: not a RoPE model). Each
+        copy's own, so copies with different specs (the fine-tunes of several methods) train together."""
+        if length not in self._angles:
+            rotaries = [run.model.rotary for run in self.runs]
+            if rotaries[0] is None:
+                self._angles[length] = None
+            else:
+                device = self.weights[0].device
+                pairs = [rotary.cos_sin(length, device, torch.float32) for rotary in rotaries]
+                self._angles[length] = (torch.stack([cos for cos, _ in pairs]), torch.stack([sin for _, sin in pairs]))
+        return self._angles[length]
 
     def gradients(self, batch: torch.Tensor) -> list[torch.Tensor]:
         """Each copy's loss on its own rows of ``batch`` [copies, B, T + 1]; each gradient left in its model."""
         with self.autocast(), sdpa_kernel(_STACKED_ATTENTION):
-            losses = self.losses(dict(zip(self.names, self.weights, strict=True)), self.buffers, batch)
+            losses = self.losses(dict(zip(self.names, self.weights, strict=True)), self.buffers, batch,
+                                 self.angles(batch.shape[-1] - 1))
         gradients = torch.autograd.grad(losses.sum(), self.weights)
         for row, run in enumerate(self.runs):
             for parameter, gradient in zip(run.model.parameters(), gradients, strict=True):
