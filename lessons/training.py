@@ -779,20 +779,27 @@ def store_text(settings: Settings | None = None) -> str:
     if ships is not None and config.replace(seed=DEFAULT_SEEDS[0]).family == ships.grid.base.family:
         texts.append(_("{count} of them shipped with the app (trained on {device}).").format(
             count=len(ships.records), device=shown_device_label(ships.training_device)))
-    own_s, shipped_s = _run_seconds(config, {r.hash for r in (ships.records if ships else ())})
+    shipped_hashes = {r.hash for r in (ships.records if ships else ())}
+    own_s, shipped_s = _run_seconds(config, shipped_hashes)
     run_s = own_s if own_s is not None else shipped_s
     if run_s is not None:
         if own_s is not None:
-            texts.append(_("A new run of this size takes about {time}, going by the runs this server stored.").format(
+            texts.append(_("A new run like this one takes about {time}, going by the runs this server stored.").format(
                 time=duration_text(run_s)))
         else:
-            texts.append(_("The shipped runs of this size took about {time} each on {device}; this server's own "
+            texts.append(_("Shipped runs like this one took about {time} each on {device}; this server's own "
                            "runs will tell its time.").format(time=duration_text(run_s),
                                                              device=shown_device_label(ships.training_device)))
         if missing and own_s is not None:
+            by_encoding: dict[str, list[ExperimentConfig]] = {}
+            for run in missing:
+                by_encoding.setdefault(run.encoding, []).append(run)
+            # an encoding's runs cost what its stored runs cost (a RoPE run also evaluates and fine-tunes its methods)
+            all_s = sum(len(runs) * (_run_seconds(runs[0], shipped_hashes)[0] or own_s)
+                        for runs in by_encoding.values())
             texts.append(ngettext("The {count} missing run takes about {all}.", "The {count} missing runs take about "
                                   "{all}: the seeds of an encoding train together as one batch.", len(missing)).format(
-                count=len(missing), all=duration_text(run_s * len(missing))))
+                count=len(missing), all=duration_text(all_s)))
     return sentences(texts)
 
 
@@ -804,16 +811,14 @@ def _stored_hash(config: dict) -> str | None:
 
 
 def _run_seconds(config: ExperimentConfig, shipped: set[str]) -> tuple[float | None, float | None]:
-    """The median seconds of a stored run of ``config``'s shape, scaled to its steps: of the runs this server (or
-    its workers) trained, and of the runs that shipped with the app (timed on another machine)."""
+    """The median seconds of stored runs like ``config`` (``comparable_seconds``): of the runs this server (or its
+    workers) trained, and of the runs that shipped with the app (timed on another machine)."""
+    from pe_core.train.service import comparable_seconds, median
+
     own, came = [], []
-    for stored, seconds in service().store.seconds_per_run():
-        if not stored.get("steps") or any(stored.get(k) != getattr(config, k)
-                                          for k in ("d_model", "n_layer", "train_length")):
-            continue
-        scaled = seconds * config.steps / stored["steps"]
-        (came if _stored_hash(stored) in shipped else own).append(scaled)
-    return tuple(sorted(times)[len(times) // 2] if times else None for times in (own, came))
+    for stored, seconds in comparable_seconds(service().store, config):
+        (came if _stored_hash(stored) in shipped else own).append(seconds)
+    return median(own), median(came)
 
 
 def stored_runs(limit: int = 500) -> list[dict]:

@@ -90,3 +90,64 @@ def test_every_encoding_draws_how_it_sees_position_without_training():
     assert "Transformer-XL's R" in titles["xl"] and "(width 64, base 50)" in titles["xl"]
     deberta = lesson.LESSON.figure("position", lesson.Settings.from_mapping({"enc": "deberta"}))
     assert "k = 64" in titles["deberta"] and list(deberta.data[0].y[:2]) == [64, 65] and deberta.data[0].y[-1] == 127
+
+
+def test_a_new_runs_time_is_read_off_the_stored_runs_that_do_its_work(tmp_path):
+    from lessons.training import duration_text, store_text
+    from pe_core.train.shipped import seed_store, shipped_records
+
+    store = open_store(str(tmp_path / "runs.sqlite3"))
+    seed_store(store)
+    service = TrainingService(store, JobLimiter(1, 4), device="cpu")
+
+    def median_of(encoding=None):
+        times = sorted(r.total_seconds for r in shipped_records() if encoding in (None, r.config.encoding))
+        return times[len(times) // 2]
+
+    rope = ExperimentConfig()
+    alibi = rope.replace(encoding="alibi")
+    assert service.estimate_s(rope) == pytest.approx(median_of("rope"))
+    assert service.estimate_s(alibi) == pytest.approx(median_of("alibi"))
+    # a RoPE run evaluates and fine-tunes every method: the shape's median alone would understate it
+    assert median_of("rope") > 2 * median_of("alibi")
+    # work no stored run does is read off every run of its shape, scaled to its steps
+    assert service.estimate_s(rope.replace(fine_tune=("pi",), steps=2000)) == pytest.approx(2 * median_of())
+    previous = use_service(service)
+    try:
+        text = store_text()
+    finally:
+        use_service(previous)
+        store.close()
+    assert f"Shipped runs like this one took about {duration_text(median_of('rope'))} each" in text
+
+
+def test_the_missing_runs_time_adds_each_encodings_own_time(tmp_path):
+    import dataclasses
+
+    from lessons.training import Settings, duration_text, missing_runs, store_text
+    from pe_core.train.shipped import shipped_records
+
+    longer = {"steps": 2000}  # an experiment nothing shipped for: this server's own runs tell its time
+    store = open_store(str(tmp_path / "runs.sqlite3"))
+    own = {}
+    for record in shipped_records():
+        if record.config.seed == 0 and record.config.encoding in ("rope", "alibi"):
+            stored = dataclasses.replace(record, config=record.config.replace(**longer))
+            store.put(stored)
+            own[record.config.encoding] = stored.total_seconds
+    service = TrainingService(store, JobLimiter(1, 4), device="cpu")
+    previous = use_service(service)
+    try:
+        settings = dataclasses.replace(Settings(), **longer)
+        missing = missing_runs(settings)
+        text = store_text(settings)
+    finally:
+        use_service(previous)
+        store.close()
+    counts = {encoding: sum(c.encoding == encoding for c in missing) for encoding in ("rope", "alibi")}
+    assert len(missing) == 38 and counts == {"rope": 4, "alibi": 4}
+    # an encoding without a stored run of its own costs what this server's runs of the shape cost (their median)
+    shape_s = max(own.values())
+    expected = counts["rope"] * own["rope"] + counts["alibi"] * own["alibi"] + 30 * shape_s
+    assert f"A new run like this one takes about {duration_text(own['rope'])}" in text
+    assert f"The 38 missing runs take about {duration_text(expected)}" in text

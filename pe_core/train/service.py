@@ -45,6 +45,34 @@ POLL_S = 1.0  # how often a job that another trainer runs reads its row
 MAX_FOLLOWING = 256  # jobs a server follows at once while workers train them (each one is a sleeping thread)
 
 
+def comparable_seconds(store: RunStore, config: ExperimentConfig) -> list[tuple[dict, float]]:
+    """Stored runs like ``config``, each with its seconds scaled to ``config``'s steps: those of its shape (width,
+    layers, L), and of them those that do its work (encoding, methods evaluated, methods fine-tuned) where any
+    were stored. A RoPE run evaluates and fine-tunes every method, so it takes about three times what an ALiBi run
+    of its shape takes."""
+    same_shape = [(stored, seconds * config.steps / stored["steps"]) for stored, seconds in store.seconds_per_run()
+                  if stored.get("steps") and all(stored.get(k) == getattr(config, k)
+                                                 for k in ("d_model", "n_layer", "train_length"))]
+    same_work = [(stored, seconds) for stored, seconds in same_shape if _work(stored) == _work(config)]
+    return same_work or same_shape
+
+
+def _work(config: ExperimentConfig | dict) -> tuple | None:
+    """What a run computes besides its shape: its encoding and the methods it evaluates and fine-tunes (None for
+    a run stored by another version of the app, with knobs this one does not know)."""
+    if isinstance(config, dict):
+        try:
+            config = ExperimentConfig.from_json(config)
+        except ValueError:
+            return None
+    return config.encoding, config.evaluated_methods, config.fine_tuned_methods
+
+
+def median(values: Sequence[float]) -> float | None:
+    """The middle value (the upper one of an even count); None for none."""
+    return sorted(values)[len(values) // 2] if values else None
+
+
 class QueueEntry(NamedTuple):
     """A job of the store's queue as a page shows it: when it should start and end."""
 
@@ -124,19 +152,11 @@ class TrainingService:
             return self._paused.get(config.hash)
 
     def estimate_s(self, config: ExperimentConfig) -> float | None:
-        """Seconds a run should take: the median of stored runs of the same shape, scaled by their steps.
+        """Seconds a run should take: the median of ``comparable_seconds``.
 
         None when nothing comparable was stored (the page then gives no time until the run measures itself).
         """
-        comparable = []
-        for stored, seconds in self.store.seconds_per_run():
-            same_shape = all(stored.get(k) == getattr(config, k) for k in ("d_model", "n_layer", "train_length"))
-            if same_shape and stored.get("steps"):
-                comparable.append(seconds * config.steps / stored["steps"])
-        if not comparable:
-            return None
-        comparable.sort()
-        return comparable[len(comparable) // 2]
+        return median([seconds for _stored, seconds in comparable_seconds(self.store, config)])
 
     def _device_label(self) -> str:
         device = torch.device(self.device) if self.device is not None else compute_device()
