@@ -4,7 +4,6 @@ import streamlit as st
 
 from i18n import _
 from ui.layout import finish_page, start_page
-from ui.navigation import requested_page
 from ui.pages import available_pages
 
 st.set_page_config(page_title=_("Positional-encoding explorer"), page_icon=":material/cyclone:", layout="wide")
@@ -13,15 +12,12 @@ sections: dict[str, list] = {}
 listed = {page.url_path: page for page in available_pages()}
 for page in listed.values():
     sections.setdefault(_(page.section), []).append(
-        st.Page(page.path, title=_(page.title), icon=page.icon, default=page.path == "pages/home.py",
+        st.Page(page.path, title=_(page.title), icon=page.icon, default=page.path == "app_pages/home.py",
                 url_path=page.url_path or None)
     )
 
 # every page listed: a folded list ends in "View N more", a button whose text Streamlit does not let an app translate
 navigation = st.navigation(sections, expanded=True)
-asked = requested_page(sections)
-if asked is not None and asked.url_path != navigation.url_path:
-    st.switch_page(asked, query_params=st.query_params.to_dict())
 start_page(charts=listed[navigation.url_path].charts)
 try:
     navigation.run()

@@ -21,7 +21,7 @@ class _PageRerun:
     def __call__(self) -> None:
         if self.at is None:
             # Home's page links only resolve inside the app's navigation, so it runs through app.py
-            self.at = run_page("app.py" if self.path == "pages/home.py" else self.path, self.query)
+            self.at = run_page("app.py" if self.path == "app_pages/home.py" else self.path, self.query)
         else:
             self.at.run()
         assert not self.at.exception, self.at.exception

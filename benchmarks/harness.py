@@ -193,7 +193,7 @@ def page_errors(page) -> list[str]:
 SLIDER_WIDGETS = ("slider", "select_slider")
 # The derivations page draws a figure only beside the claims it illustrates, and its slider picks a claim: a
 # load need not draw a chart, and a slider move need not change one.
-FIGURES_ON_DEMAND = ("pages/maths.py",)
+FIGURES_ON_DEMAND = ("app_pages/maths.py",)
 
 
 def _lesson_of(info, lessons: dict):

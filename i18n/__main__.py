@@ -35,7 +35,7 @@ from i18n.catalog import LOCALES, ROOT, compile_catalog
 from i18n.check import catalog_problems
 
 TEMPLATE = LOCALES / "messages.pot"
-SOURCES = ["app.py", "pages", "ui", "lessons", "figures", "derivations", "pe_core", "references", "i18n", "benchmarks"]
+SOURCES = ["app.py", "app_pages", "ui", "lessons", "figures", "derivations", "pe_core", "references", "i18n", "benchmarks"]
 KEYWORDS = ["-k", "_", "-k", "N_", "-k", "ngettext:1,2"]
 
 

@@ -10,7 +10,7 @@ lands later joins the tour with no edit here. Every step is checked when this mo
 settings through the lesson's ``Settings.from_mapping``, its figure in the lesson's registry, its answer
 among its choices, its sources in the references.
 
-No Streamlit here: the page (``pages/tour.py``) and the tests read the same steps.
+No Streamlit here: the page (``app_pages/tour.py``) and the tests read the same steps.
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ def test_app_runs_and_shows_home_and_device():
 
 def test_registry_lists_only_existing_pages():
     listed = available_pages()
-    assert listed[0].path == "pages/home.py"
+    assert listed[0].path == "app_pages/home.py"
     assert all((ROOT / page.path).exists() for page in listed)
     assert {page.path for page in PAGES} >= {page.path for page in listed}
 
@@ -91,7 +91,7 @@ def test_home_has_three_questions_for_every_page_and_titles_match_lessons():
     lessons = all_lessons()
     pages = {page.path: page for page in available_pages()}
     for page in pages.values():
-        if page.path == "pages/home.py":
+        if page.path == "app_pages/home.py":
             continue
         assert len(QUESTIONS.get(page.path, ())) == 3, page.path
         if page.lesson:
@@ -128,8 +128,8 @@ def test_only_a_page_that_shows_a_checked_formula_imports_sympy():
         assert done.returncode == 0, done.stderr
         return done.stdout.strip()
 
-    assert imports("pages/frequencies.py") == "False False"  # typesets formulas, checks none
-    assert imports("pages/rope_code.py") == "True True"
+    assert imports("app_pages/frequencies.py") == "False False"  # typesets formulas, checks none
+    assert imports("app_pages/rope_code.py") == "True True"
 
 
 def _own_imports(path) -> list[str]:
@@ -145,10 +145,11 @@ def _own_imports(path) -> list[str]:
     return [name for name in names if name in own]
 
 
-def test_a_page_imports_the_app_shell_before_the_rest_of_the_app():
-    """A fresh server's first shared link runs the page on its own (Streamlit's pages/ folder); importing ui sends
-    that run through app.py's navigation (ui/navigation.py). Before the lessons import torch, the sidebar is drawn a
-    second sooner and the browser loads the chart library meanwhile."""
+def test_the_app_shell_imports_no_torch_and_no_page_sits_in_an_old_style_pages_folder():
+    """app.py draws the shared sidebar and starts loading the chart library before a page's lessons import torch.
+    Streamlit runs a ``pages/`` folder beside the main script as old-style pages on a fresh server's first runs,
+    before app.py's st.navigation: a student opening a shared link then got the page without app.py's shell."""
+    assert not (ROOT / "pages").exists()
     for page in available_pages():
         assert _own_imports(ROOT / page.path)[0] == "ui", page.path
     shell_imports = "import sys, ui; print([m for m in ('torch', 'sympy') if m in sys.modules])"
@@ -175,7 +176,7 @@ def test_a_page_that_draws_charts_loads_the_chart_library_as_it_starts():
 
 def test_the_pages_said_to_draw_no_chart_draw_none():
     chartless = [page for page in available_pages() if not page.charts]
-    assert {page.path for page in chartless} == {"pages/home.py", "pages/glossary.py", "pages/sources.py"}
+    assert {page.path for page in chartless} == {"app_pages/home.py", "app_pages/glossary.py", "app_pages/sources.py"}
     for page in chartless:  # Home through app.py: its page links need the navigation
         at = AppTest.from_file(str(ROOT / "app.py")).run() if page.url_path == "" else run_page(page.path)
         assert not at.exception, page.path

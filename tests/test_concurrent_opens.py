@@ -1,9 +1,9 @@
 """Students who open a fresh server at the same moment each get their own page, the same page a lone student gets.
 
-A class opens the link together: on a fresh server, the first runs start before the first of them has switched
-Streamlit from its old-style ``pages/`` navigation to app.py's (ui/navigation.py). A run that missed the switch showed
-the page without app.py's shell until the student's first move, and the load test counted its figures as ones no
-lone session drew.
+A class opens the link together. While the pages sat in a folder named ``pages/``, a fresh server's first runs
+started as Streamlit's old-style pages, before app.py's st.navigation; a run that missed the switch showed the page
+without app.py's shell until the student's first move, and the load test counted its figures as ones no lone session
+drew. The pages now live in ``app_pages/``, so every run goes through app.py.
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def test_students_opening_a_fresh_server_together_each_see_a_lone_students_page(
 
     def student(value: str) -> None:
         try:
-            start.wait()  # every first run starts before any of them has switched the navigation
+            start.wait()  # every first run starts at once
             together[value] = _open(fresh_server, value)
         except BaseException as error:  # noqa: BLE001 - reported below, with the value
             failures.append(error)

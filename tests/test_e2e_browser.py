@@ -41,7 +41,7 @@ pytestmark = [
 RESULTS = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
 LATENCIES: dict[str, list[float]] = {}
 PAGES_WITH_SLIDERS = [p for p in available_pages() if has_slider(p, all_lessons())]
-OTHER_PAGES = [p for p in available_pages() if p not in PAGES_WITH_SLIDERS and p.path != "pages/home.py"]
+OTHER_PAGES = [p for p in available_pages() if p not in PAGES_WITH_SLIDERS and p.path != "app_pages/home.py"]
 
 
 @pytest.fixture(scope="module")
@@ -66,10 +66,10 @@ def open_page(chromium, url: str, *, init_script: str | None = None):
     return page
 
 
-# a page with sliders, one whose address is not its file's name (/derivations is pages/maths.py), and one that
+# a page with sliders, one whose address is not its file's name (/derivations is app_pages/maths.py), and one that
 # draws no chart
-FIRST_VISITS = PAGES_WITH_SLIDERS[:1] + [p for p in available_pages() if p.path in ("pages/maths.py",
-                                                                                    "pages/glossary.py")]
+FIRST_VISITS = PAGES_WITH_SLIDERS[:1] + [p for p in available_pages() if p.path in ("app_pages/maths.py",
+                                                                                    "app_pages/glossary.py")]
 
 
 # when the page's first chart element was made (an init script: it runs before the page's own scripts)
@@ -392,7 +392,7 @@ def test_export_button_downloads_a_png(app):
 
 def test_training_starts_shows_progress_and_stops_keeping_the_partial_run(app):
     base_url, _, chromium = app
-    info = next((p for p in available_pages() if p.path == "pages/training.py"), None)
+    info = next((p for p in available_pages() if p.path == "app_pages/training.py"), None)
     if info is None:
         pytest.skip("no training page")
     page = open_page(chromium, f"{base_url}/{info.url_path}?steps=2000&dm=32&nl=1&hd=16")

@@ -31,7 +31,7 @@ def bound_keys(path: str) -> list[str]:
     return keys
 
 
-PAGES = [p for p in available_pages() if p.path != "pages/home.py"]
+PAGES = [p for p in available_pages() if p.path != "app_pages/home.py"]
 
 
 @pytest.mark.parametrize("info", PAGES, ids=[p.title for p in PAGES])

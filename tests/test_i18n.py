@@ -196,10 +196,10 @@ ALL_METHODS_ZH = ["直接外推", "位置插值 (PI)", "NTK-aware", "动态 NTK"
 
 
 @pytest.mark.parametrize(("path", "query"), [
-    ("pages/frequencies.py", {"src": "真实模型", "preset": "DeepSeek-V3", "slide": "true"}),
-    ("pages/frequencies.py", {"src": "粘贴 config.json", "methods": ALL_METHODS_ZH, "s2": "4×", "view": "mod 2π"}),
-    ("pages/decay.py", {"src": "真实模型", "preset": "Phi-3.5-mini-instruct", "methods": ALL_METHODS_ZH}),
-    ("pages/beta_base.py", {"bfor": "普通的数", "P": "5"}),
+    ("app_pages/frequencies.py", {"src": "真实模型", "preset": "DeepSeek-V3", "slide": "true"}),
+    ("app_pages/frequencies.py", {"src": "粘贴 config.json", "methods": ALL_METHODS_ZH, "s2": "4×", "view": "mod 2π"}),
+    ("app_pages/decay.py", {"src": "真实模型", "preset": "Phi-3.5-mini-instruct", "methods": ALL_METHODS_ZH}),
+    ("app_pages/beta_base.py", {"bfor": "普通的数", "P": "5"}),
 ])
 def test_other_views_read_in_chinese_too(path, query, one_torch_thread):
     """A real model's note, a pasted config, every method, the slide style: text the default view does not show."""
@@ -213,7 +213,7 @@ def test_other_views_read_in_chinese_too(path, query, one_torch_thread):
 
 
 def test_downloads_follow_the_language(one_torch_thread):
-    at = run_page_with_sidebar("pages/frequencies.py", {"lang": "zh"})
+    at = run_page_with_sidebar("app_pages/frequencies.py", {"lang": "zh"})
     with use_language("zh"):  # AppTest formats option labels outside the script run
         open_export_menus(at)
     labels = [b.proto.label for b in at.get("download_button")]
@@ -231,12 +231,12 @@ def _chart_figures(at):
 
 
 def test_a_bad_link_value_is_explained_in_chinese():
-    at = run_page_with_sidebar("pages/frequencies.py", {"lang": "zh", "d": "999"})
+    at = run_page_with_sidebar("app_pages/frequencies.py", {"lang": "zh", "d": "999"})
     assert any("链接把 **头维度 d** 设为 `999`" in w.value for w in at.warning)
 
 
 def test_a_config_error_from_the_core_is_shown_in_chinese():
-    at = run_page_with_sidebar("pages/frequencies.py", {"lang": "zh", "src": "粘贴 config.json",
+    at = run_page_with_sidebar("app_pages/frequencies.py", {"lang": "zh", "src": "粘贴 config.json",
                                                         "config": '{"hidden_size": 64, "rope_theta": 0.5}'})
     errors = " ".join(e.value for e in at.error)
     assert "这些设置无法使用：config.json 必须给出头的宽度" in errors
@@ -254,7 +254,7 @@ def _widget_values(at) -> dict:
 
 
 def test_switching_language_keeps_every_other_setting(one_torch_thread):
-    at = page_test("pages/frequencies.py", SETTINGS)
+    at = page_test("app_pages/frequencies.py", SETTINGS)
     at.run()
     before_url, before_values = dict(at.query_params), _widget_values(at)
     assert before_values["methods"] == ["direct", "yarn"] and before_values["view"] == "angle"
@@ -286,7 +286,7 @@ def test_a_run_reads_the_language_once_and_again_after_the_switch(one_torch_thre
     reads = []
     read = language._read_language
     monkeypatch.setattr(language, "_read_language", lambda: reads.append(1) or read())
-    at = page_test("pages/frequencies.py", SETTINGS)
+    at = page_test("app_pages/frequencies.py", SETTINGS)
     at.run()
     assert 1 <= len(reads) <= 3  # not once per translated string (hundreds a run)
     reads.clear()
@@ -303,7 +303,7 @@ def test_a_run_reads_the_language_once_and_again_after_the_switch(one_torch_thre
     ("zh-CN", "en", "en"), ("en-US", "zh", "zh"), ("zh-CN", "xx", "zh"), ("de-DE", "xx", "en"),
 ])
 def test_the_link_then_the_browser_choose_the_language(locale, lang, expected):
-    at = run_page_with_sidebar("pages/glossary.py", {"lang": lang} if lang else None, locale=locale)
+    at = run_page_with_sidebar("app_pages/glossary.py", {"lang": lang} if lang else None, locale=locale)
     assert not at.exception
     assert bool(CJK.search(at.title[0].value)) == (expected == "zh")
     assert at.get("button_group")[0].value == expected
@@ -320,7 +320,7 @@ def test_the_link_then_the_browser_choose_the_language(locale, lang, expected):
 def test_a_link_in_one_language_opens_whole_in_the_other(query, locale, url, one_torch_thread):
     """The controls take every option the link names, and the address bar names them in the page's language
     (Streamlit alone would drop the labels it cannot read, from the control and from the link)."""
-    at = run_page_with_sidebar("pages/frequencies.py", query, locale=locale)
+    at = run_page_with_sidebar("app_pages/frequencies.py", query, locale=locale)
     values = _widget_values(at)
     assert values["methods"] == ["direct", "pi"] and values["view"] == "angle"
     assert not at.warning

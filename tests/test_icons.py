@@ -11,7 +11,7 @@ import pytest
 from ui.pages import PAGES
 
 ROOT = Path(__file__).resolve().parent.parent
-SOURCES = sorted([ROOT / "app.py", *(ROOT / "ui").glob("*.py"), *(ROOT / "pages").glob("*.py")])
+SOURCES = sorted([ROOT / "app.py", *(ROOT / "ui").glob("*.py"), *(ROOT / "app_pages").glob("*.py")])
 ICON_KEYWORDS = {"icon", "page_icon"}
 
 

@@ -14,7 +14,7 @@ from lessons import frequencies as lesson
 from tests.conftest import chart_figures, drawn_charts, figure_titled, run_whole_page, select_points
 from ui.lesson import picked_value
 
-PAGE = "pages/frequencies.py"
+PAGE = "app_pages/frequencies.py"
 HEATMAP, UNSEEN, WAVELENGTH, RATIO = ("Rotation angle m·θᵢ", "Pairs that reach angles never seen",
                                       "Wavelength λᵢ", "Interpolation ratio")
 pytestmark = pytest.mark.usefixtures("one_torch_thread")

@@ -13,7 +13,7 @@ import pytest
 from tests.conftest import chart_figures, figure_titled, open_expander, run_whole_page
 from tests.tables import shown_tables
 
-PAGE = "pages/beta_base.py"
+PAGE = "app_pages/beta_base.py"
 TITLES = ("Digits of n in base β", "Zoom near n", "RoPE phases at position", "Turns made by each pair",
           "Base stretch λ needed", "Layer map")
 SMALLEST = "smallest λ: (s − (s−1)/β<sup>P</sup>)<sup>1/P</sup>"

@@ -16,7 +16,7 @@ from pe_core.inputs import numbers_text
 from tests.conftest import figure_titled, run_page
 from tests.visible_text import run_page_with_sidebar
 
-PAGE = "pages/check.py"
+PAGE = "app_pages/check.py"
 TITLES = ("Expected θᵢ and yours", "Relative error of your θᵢ")
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

@@ -11,7 +11,7 @@ from pe_core.inputs import numbers_text
 from tests.conftest import run_page
 from tests.visible_text import run_page_with_sidebar
 
-PAGE = "pages/check.py"
+PAGE = "app_pages/check.py"
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 

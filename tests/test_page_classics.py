@@ -10,7 +10,7 @@ from tests.tables import shown_tables
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
-LINEAGE, CODE, CAVEATS = "pages/lineage.py", "pages/rope_code.py", "pages/caveats.py"
+LINEAGE, CODE, CAVEATS = "app_pages/lineage.py", "app_pages/rope_code.py", "app_pages/caveats.py"
 
 
 def page_text(at) -> str:

@@ -14,7 +14,7 @@ import pytest
 
 from tests.conftest import chart_figures, figure_titled, run_whole_page
 
-PAGE = "pages/decay.py"
+PAGE = "app_pages/decay.py"
 TITLES = ("RoFormer's decay bound", "The decay bound under context-extension methods", "Sinusoidal encodings",
           "Similarity of positions", "Through random W<sub>q</sub>", "RoPE q·k against distance",
           "Sinusoidal PEs through random W<sub>q</sub>, W<sub>k</sub>", "Layer map")

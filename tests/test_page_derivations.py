@@ -8,11 +8,11 @@ import time
 
 import pytest
 
-import derivations  # imported first: the page's file name shadows the package when pages/ is on sys.path
+import derivations  # imported first: the page's file name shadows the package when app_pages/ is on sys.path
 from lessons import derivations as lesson
 from tests.conftest import figure_titled, run_page, run_whole_page
 
-PAGE = "pages/maths.py"
+PAGE = "app_pages/maths.py"
 VERIFIED = "verified by sympy"
 REFUTED = "refuted by sympy"
 BLOCK_SLUGS = [d.slug for d in derivations.DERIVATIONS if d.parameter is not None]

@@ -271,8 +271,8 @@ def test_app_home_has_the_shared_box_and_no_zip(deferred):
 
 
 FIGURE_PAGES = [p.path for p in available_pages()  # the tour shows a figure once the reader has answered
-                if p.path not in ("pages/home.py", "pages/tour.py", "pages/training.py", "pages/glossary.py",
-                                  "pages/sources.py")]
+                if p.path not in ("app_pages/home.py", "app_pages/tour.py", "app_pages/training.py", "app_pages/glossary.py",
+                                  "app_pages/sources.py")]
 
 
 @pytest.mark.parametrize("page", FIGURE_PAGES)
@@ -306,8 +306,8 @@ def test_a_chart_keeps_its_identity_when_its_figure_changes():
     def charts(at) -> dict:
         return {chart.key: chart for chart in drawn_charts(at)}
 
-    default = charts(run_page_with_sidebar("pages/decay.py", {"part": "all"}))
-    other = charts(run_page_with_sidebar("pages/decay.py", {"d": "256", "part": "all"}))
+    default = charts(run_page_with_sidebar("app_pages/decay.py", {"part": "all"}))
+    other = charts(run_page_with_sidebar("app_pages/decay.py", {"d": "256", "part": "all"}))
     assert {key: chart.id for key, chart in other.items()} == {key: chart.id for key, chart in default.items()}
     assert other["decay_bound"].figure == default["decay_bound"].figure
     assert other["decay_bound"].config["toImageButtonOptions"]["filename"] == "decay_bound"
@@ -319,7 +319,7 @@ def test_a_chart_keeps_its_identity_when_its_figure_changes():
 def test_a_lesson_pages_zip_names_each_figure_after_its_own_settings(deferred):
     from lessons import decay
 
-    at = run_page_with_sidebar("pages/decay.py", {"d": "256"})
+    at = run_page_with_sidebar("app_pages/decay.py", {"d": "256"})
     at.radio(key="_export_zip_format").set_value("html").run()
     build = [entry for entry in deferred if entry[0].endswith(".zip")][-1][2]
     with zipfile.ZipFile(io.BytesIO(build())) as archive:

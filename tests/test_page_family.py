@@ -11,7 +11,7 @@ import torch
 
 from tests.conftest import ROOT, chart_figures, figure_titled, run_whole_page
 
-PAGE = "pages/family.py"
+PAGE = "app_pages/family.py"
 # T5's default buckets (Raffel et al. 2020), i − j = 0 .. 30, typed in (see tests/test_family.py)
 T5_DEFAULT_TABLE = [0, 1, 2, 3, 4, 5, 6, 7, 8, 8, 8, 8, 9, 9, 9, 9, 10, 10, 10, 10, 10, 10, 10,
                      11, 11, 11, 11, 11, 11, 11, 11]

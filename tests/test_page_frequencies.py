@@ -13,7 +13,7 @@ from lessons.frequencies import MAX_HEATMAP_CELLS, MAX_HEATMAP_ROWS
 from pe_core import METHOD_TITLES, METHODS, load_presets
 from tests.conftest import chart_figures, figure_titled, open_expander, run_page, run_whole_page
 
-PAGE = "pages/frequencies.py"
+PAGE = "app_pages/frequencies.py"
 DYNAMIC_TRIO = [METHOD_TITLES[m] for m in ("direct", "ntk", "dynamic")]  # the URL carries the labels shown
 TITLES = ("Rotation angle m·θᵢ", "Pairs that reach angles never seen", "Wavelength λᵢ", "Interpolation ratio",
           "NTK-by-parts: the YaRN paper", "Layer map")

@@ -9,7 +9,7 @@ import pytest
 
 from tests.conftest import chart_figures, figure_titled, run_whole_page
 
-PAGE = "pages/hybrid.py"
+PAGE = "app_pages/hybrid.py"
 
 
 def prose(at) -> str:

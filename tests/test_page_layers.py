@@ -11,7 +11,7 @@ from tests.conftest import figure_titled, run_page
 from ui.lesson import PART_KEY
 
 CONFIGS = Path(__file__).parent / "data" / "model_configs"
-PAGES = ("pages/frequencies.py", "pages/decay.py", "pages/precision.py", "pages/beta_base.py")
+PAGES = ("app_pages/frequencies.py", "app_pages/decay.py", "app_pages/precision.py", "app_pages/beta_base.py")
 # Pythia-160m's RoPE keys as in EleutherAI/pythia-160m's config.json (GPT-NeoX: rotary_pct, rotary_emb_base).
 PYTHIA = {"model_type": "gpt_neox", "architectures": ["GPTNeoXForCausalLM"], "hidden_size": 768,
           "num_attention_heads": 12, "num_hidden_layers": 12, "rotary_pct": 0.25, "rotary_emb_base": 10000,
@@ -54,7 +54,7 @@ def _kinds(at) -> dict[str, dict]:
     (LLAMA4_STYLE, {"chunked attention ×6 · chunks of 8,192": 6, "full attention ×2 · no position encoding (NoPE)": 2}),
 ], ids=["gemma3", "exaone4", "qwen3-next", "gemma4", "pythia", "llama4-style"])
 def test_a_pasted_hybrid_config_draws_its_layer_map(config, expected):
-    kinds = _kinds(_layers_part("pages/frequencies.py", config))
+    kinds = _kinds(_layers_part("app_pages/frequencies.py", config))
     for start, count in expected.items():
         matching = [trace for name, trace in kinds.items() if name.startswith(start)]
         assert len(matching) == 1, (start, list(kinds))
@@ -62,11 +62,11 @@ def test_a_pasted_hybrid_config_draws_its_layer_map(config, expected):
 
 
 def test_gemma3_is_shown_at_its_own_context_length_and_its_sliding_layers_at_their_window():
-    at = _layers_part("pages/frequencies.py", _config("google--gemma-3-4b-it"))
+    at = _layers_part("app_pages/frequencies.py", _config("google--gemma-3-4b-it"))
     captions = " ".join(c.value for c in at.sidebar.caption)
     assert "trained at L = 16,384 · shown at L′ = 131,072" in captions
     assert "about its full attention: 5 of 34 layers" in captions
-    at = _layers_part("pages/frequencies.py", _config("google--gemma-3-4b-it"), "sliding_attention")
+    at = _layers_part("app_pages/frequencies.py", _config("google--gemma-3-4b-it"), "sliding_attention")
     captions = " ".join(c.value for c in at.sidebar.caption)
     assert "base 10,000 · trained at L = 1,024" in captions and "within 1,024 tokens" in captions
 
@@ -81,13 +81,13 @@ def test_asking_for_nope_layers_shows_the_rotary_ones_and_says_why(page):
 
 
 def test_a_model_without_such_layers_says_so():
-    at = _layers_part("pages/decay.py", _config("meta-llama--Llama-3.1-8B"), "sliding_attention")
+    at = _layers_part("app_pages/decay.py", _config("meta-llama--Llama-3.1-8B"), "sliding_attention")
     captions = " ".join(c.value for c in at.sidebar.caption)
     assert "This model has no sliding-window attention layers; showing its full attention layers." in captions
 
 
 def test_compare_puts_two_hybrid_layer_maps_side_by_side():
-    at = run_page("pages/compare.py", {"src_a": "Paste config.json", "src_b": "Paste config.json"})
+    at = run_page("app_pages/compare.py", {"src_a": "Paste config.json", "src_b": "Paste config.json"})
     at.text_area[0].input(json.dumps(_config("google--gemma-3-4b-it"))).run()
     at.text_area[1].input(json.dumps(_config("LGAI-EXAONE--EXAONE-4.0-32B"))).run()
     assert not at.exception and not at.error
@@ -104,7 +104,7 @@ def test_compare_puts_two_hybrid_layer_maps_side_by_side():
 
 
 def _check_page(config: dict, numbers, layer_type: str = "auto"):
-    at = run_page("pages/check.py", {"src": "Paste config.json", "layers": layer_type})
+    at = run_page("app_pages/check.py", {"src": "Paste config.json", "layers": layer_type})
     at.text_area(key=_key("config")).input(json.dumps(config)).run()
     at.text_area(key=_key("numbers")).input(json.dumps([float(v) for v in numbers])).run()
     return at

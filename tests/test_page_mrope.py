@@ -9,7 +9,7 @@ import pytest
 
 from tests.conftest import chart_figures, figure_titled, run_whole_page
 
-PAGE = "pages/mrope.py"
+PAGE = "app_pages/mrope.py"
 
 
 def prose(at) -> str:

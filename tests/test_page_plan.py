@@ -13,8 +13,8 @@ from lessons.model_source import GEMMA3_CONFIG
 from pe_core.plan import MAX_TARGET, TARGET_CEILING
 from tests.conftest import figure_titled, run_page
 
-PLAN = "pages/plan.py"
-COMPARE = "pages/compare.py"
+PLAN = "app_pages/plan.py"
+COMPARE = "app_pages/compare.py"
 PLAN_TITLES = ("What each method does to θᵢ", "Unseen at L′", "Men et al.'s criterion", "Bases against context length")
 LAYER_MAP = "Layer map"
 CONFIGS = Path(__file__).parent / "data" / "model_configs"

@@ -11,7 +11,7 @@ import pytest
 from pe_core import precision as pp
 from tests.conftest import figure_titled, run_whole_page
 
-PAGE = "pages/precision.py"
+PAGE = "app_pages/precision.py"
 FRACTION = "Share of positions"
 SPACING = "Gap between neighbouring"
 ANGLE = "RoPE angle error"

@@ -14,7 +14,7 @@ from lessons.tour import available_steps, step_figure, step_settings, step_text
 from tests.conftest import ROOT, chart_figures, drawn_charts, run_page
 from ui.pages import available_pages
 
-PAGE = "pages/tour.py"
+PAGE = "app_pages/tour.py"
 STEPS = available_steps()
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -134,7 +134,7 @@ def test_in_the_app_the_sidebar_is_hidden_and_the_link_keeps_the_settings():
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
     at.run()  # Home first: the navigation is then the app's own
     at.query_params["present"] = "1"
-    at.switch_page("pages/tour.py").run()
+    at.switch_page("app_pages/tour.py").run()
     assert not at.exception
     assert '[data-testid="stSidebar"]' in css(at)  # the app's sidebar is hidden
     at.toggle(key="present").set_value(False).run()

@@ -16,7 +16,7 @@ from pe_core.train.service import TrainingService, use_service
 from tests.conftest import chart_figures, drawn_charts, figure_titled, open_expander, run_page, run_whole_page
 from ui.lesson import PART_KEY
 
-PAGE = "pages/training.py"
+PAGE = "app_pages/training.py"
 # a model small enough that a whole run takes about a second (option widgets carry their labels in the URL)
 TINY = {"L": "16", "dm": "32", "nh": "2", "hd": "16", "nl": "1", "steps": "20", "x": ["1×", "2×"],
         "m": ["Direct extrapolation", "Position Interpolation"], "ft": ["Position Interpolation"], "fts": "10"}

@@ -64,12 +64,12 @@ PENDING_LESSONS = {"check", "plan", "compare", "rope_code", "lineage", "training
 
 
 def test_glossary_and_references_pages():
-    glossary = run_page("pages/glossary.py")
+    glossary = run_page("app_pages/glossary.py")
     assert not glossary.exception
     assert [h.value for h in glossary.subheader][: len(SYMBOLS)] == [
         f"{s.symbol} · {s.name}" for s in SYMBOLS]
     assert len(glossary.latex) == len(SYMBOLS)
-    references = run_page("pages/sources.py")
+    references = run_page("app_pages/sources.py")
     assert not references.exception
     text = " ".join(m.value for m in references.markdown)
     for reference in REFERENCES.values():
@@ -97,7 +97,7 @@ def visible_strings(at) -> list[str]:
 
 @pytest.mark.parametrize("info", available_pages(), ids=[p.title for p in available_pages()])
 def test_no_page_cites_documents_a_reader_cannot_open(info):
-    at = run_page("app.py" if info.path == "pages/home.py" else info.path)
+    at = run_page("app.py" if info.path == "app_pages/home.py" else info.path)
     assert not at.exception
     offending = [text for text in visible_strings(at) if UNCITABLE.search(text)]
     assert not offending, [UNCITABLE.search(t).group(0) + ": " + t[:120] for t in offending]

@@ -12,7 +12,7 @@ from lessons.rope_setup import config_examples
 from pe_core import preset_by_name
 from tests.conftest import chart_figures, figure_titled, run_whole_page
 
-PAGE = "pages/frequencies.py"
+PAGE = "app_pages/frequencies.py"
 PASTE = "Paste config.json"
 QWEN = preset_by_name("Qwen2.5-7B-Instruct (+YaRN x4)").config
 

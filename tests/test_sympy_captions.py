@@ -8,7 +8,7 @@ from i18n import full_stop
 from tests.conftest import run_whole_page
 from tests.visible_text import run_page_with_sidebar
 
-CHECKED_PAGES = ["pages/decay.py", "pages/caveats.py", "pages/lineage.py", "pages/rope_code.py"]
+CHECKED_PAGES = ["app_pages/decay.py", "app_pages/caveats.py", "app_pages/lineage.py", "app_pages/rope_code.py"]
 
 
 def test_the_last_semicolon_becomes_a_full_stop():
@@ -27,14 +27,14 @@ def test_sympy_captions_end_with_a_full_stop(path):
 
 
 def test_a_chinese_sympy_caption_ends_with_a_full_stop():
-    at = run_page_with_sidebar("pages/decay.py", {"lang": "zh", "part": "all"})
+    at = run_page_with_sidebar("app_pages/decay.py", {"lang": "zh", "part": "all"})
     captions = [c.value for c in at.caption if "sympy" in c.value]
     assert captions and all(c.rstrip().endswith(("。", ".")) for c in captions), [c[-40:] for c in captions]
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_the_derivations_page_ends_what_sympy_checked_before_its_residual(lang):
-    at = run_whole_page("pages/maths.py", {"lang": lang})
+    at = run_whole_page("app_pages/maths.py", {"lang": lang})
     assert not at.exception, at.exception
     captions = [c.value for c in at.caption if "Residual" in c.value or "残差" in c.value]
     assert captions, "the derivations page shows no residual"

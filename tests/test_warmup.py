@@ -54,7 +54,7 @@ EXIT_WHILE_WARMING = """
 import sys, time
 from streamlit.testing.v1 import AppTest
 at = AppTest.from_file("app.py", default_timeout=120)
-at.switch_page("pages/decay.py").run()
+at.switch_page("app_pages/decay.py").run()
 assert not at.exception, at.exception
 from ui import warmup  # after the page: a fresh server's first run imports ui
 warmup.QUIET_S = 0.0

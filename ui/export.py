@@ -60,7 +60,7 @@ def current_style() -> FigureStyle:
 # ---- names and links -------------------------------------------------------------------------
 
 def page_name() -> str:
-    """The running page's file stem (``frequencies`` for pages/frequencies.py)."""
+    """The running page's file stem (``frequencies`` for app_pages/frequencies.py)."""
     from streamlit.runtime.scriptrunner import get_script_run_ctx
 
     ctx = get_script_run_ctx()

@@ -26,63 +26,63 @@ class PageInfo(NamedTuple):
     @property
     def url_path(self) -> str:
         """Where the page lives in the browser ('' for Home)."""
-        if self.path == "pages/home.py":
+        if self.path == "app_pages/home.py":
             return ""
         return self.slug or Path(self.path).stem
 
 
 PAGES = (
-    PageInfo("pages/home.py", N_("Home"), ":material/home:", N_("Start"),
+    PageInfo("app_pages/home.py", N_("Home"), ":material/home:", N_("Start"),
              N_("What each page teaches and where to begin."), charts=False),
-    PageInfo("pages/tour.py", N_("RoPE and long context in 12 steps"), ":material/route:", N_("Start"),
+    PageInfo("app_pages/tour.py", N_("RoPE and long context in 12 steps"), ":material/route:", N_("Start"),
              N_("A guided lesson: each step sets up one figure, asks you to predict, then reveals why. With a "
              "presenter mode for class."), slug="tour"),
-    PageInfo("pages/frequencies.py", N_("θ heatmaps & scaling methods"), ":material/grid_on:", N_("RoPE and its extensions"),
+    PageInfo("app_pages/frequencies.py", N_("θ heatmaps & scaling methods"), ":material/grid_on:", N_("RoPE and its extensions"),
              N_("How direct extrapolation, PI, NTK-aware, dynamic NTK, NTK-by-parts, YaRN, Llama-3, LongRoPE "
              "and a base change reshape RoPE's rotation angles, dimension by dimension."), lesson="frequencies"),
-    PageInfo("pages/rope_code.py", N_("RoPE in code: complex numbers and rotate_half"), ":material/code:",
+    PageInfo("app_pages/rope_code.py", N_("RoPE in code: complex numbers and rotate_half"), ":material/code:",
              N_("RoPE and its extensions"),
              N_("LLaMA's precompute_freqs_cis and apply_rotary_emb next to transformers' rotate_half, number for "
              "number, and why the two pairings need permuted weights."), lesson="rope_code"),
-    PageInfo("pages/decay.py", N_("Long-range decay"), ":material/trending_down:", N_("RoPE and its extensions"),
+    PageInfo("app_pages/decay.py", N_("Long-range decay"), ":material/trending_down:", N_("RoPE and its extensions"),
              N_("RoFormer's decay bound, sinusoidal dot products and real q·k against distance."), lesson="decay"),
-    PageInfo("pages/beta_base.py", N_("RoPE as a β-base number"), ":material/pin:", N_("RoPE and its extensions"),
+    PageInfo("app_pages/beta_base.py", N_("RoPE as a β-base number"), ":material/pin:", N_("RoPE and its extensions"),
              N_("Positions as digits in base β: extrapolate, interpolate, or change the base."), lesson="beta_base"),
-    PageInfo("pages/caveats.py", N_("Caveats of context extension"), ":material/warning:", N_("RoPE and its extensions"),
+    PageInfo("app_pages/caveats.py", N_("Caveats of context extension"), ":material/warning:", N_("RoPE and its extensions"),
              N_("Dynamic NTK's KV cache measured, how large NTK-aware's s must be, PI's g(m) = m/s, and ReRoPE's "
              "inference cost computed."), lesson="caveats"),
-    PageInfo("pages/precision.py", N_("Low-precision positions"), ":material/blur_on:", N_("RoPE and its extensions"),
+    PageInfo("app_pages/precision.py", N_("Low-precision positions"), ":material/blur_on:", N_("RoPE and its extensions"),
              N_("Why bfloat16 positions collide above 256 and what that does to RoPE's angles."), lesson="precision"),
-    PageInfo("pages/hybrid.py", N_("Hybrid models: windows, NoPE and context extension"), ":material/layers:",
+    PageInfo("app_pages/hybrid.py", N_("Hybrid models: windows, NoPE and context extension"), ":material/layers:",
              N_("RoPE and its extensions"),
              N_("Why sliding-window layers keep a small base, which models drop RoPE from their global layers, what "
                 "that leaves context extension to change, and Llama 4's attention temperature."), lesson="hybrid"),
-    PageInfo("pages/mrope.py", N_("Multimodal RoPE"), ":material/view_in_ar:", N_("RoPE and its extensions"),
+    PageInfo("app_pages/mrope.py", N_("Multimodal RoPE"), ":material/view_in_ar:", N_("RoPE and its extensions"),
              N_("Which pairs carry time, height and width in Qwen2.5-VL, Qwen3-VL and Qwen3.5, and the positions of "
                 "an image's tokens."), lesson="mrope"),
-    PageInfo("pages/family.py", N_("The wider family"), ":material/family_history:", N_("Other encodings"),
+    PageInfo("app_pages/family.py", N_("The wider family"), ":material/family_history:", N_("Other encodings"),
              N_("Sinusoidal, learned, ALiBi, T5 buckets, ReRoPE, Dual Chunk Attention and log-n scaling."),
              lesson="family"),
-    PageInfo("pages/lineage.py", N_("From absolute to relative position"), ":material/account_tree:", N_("Other encodings"),
+    PageInfo("app_pages/lineage.py", N_("From absolute to relative position"), ":material/account_tree:", N_("Other encodings"),
              N_("The four terms of an attention score and what Shaw, Transformer-XL, T5, DeBERTa and TUPE keep of "
              "them; FLOATER, multiplicative, hierarchical, complex-order and CNN positions."), lesson="lineage"),
-    PageInfo("pages/maths.py", N_("Derivations (sympy-checked)"), ":material/functions:", N_("Maths"),
+    PageInfo("app_pages/maths.py", N_("Derivations (sympy-checked)"), ":material/functions:", N_("Maths"),
              N_("Every formula the app uses, derived step by step and verified by sympy."), slug="derivations",
              lesson="derivations"),
-    PageInfo("pages/check.py", N_("Check a RoPE implementation"), ":material/fact_check:", N_("For practitioners"),
+    PageInfo("app_pages/check.py", N_("Check a RoPE implementation"), ":material/fact_check:", N_("For practitioners"),
              N_("Paste or upload your θᵢ: a verdict against transformers to float32 precision, and the known bug "
                 "that reproduces them."), lesson="check"),
-    PageInfo("pages/plan.py", N_("Plan a context extension"), ":material/straighten:", N_("For practitioners"),
+    PageInfo("app_pages/plan.py", N_("Plan a context extension"), ":material/straighten:", N_("For practitioners"),
              N_("For a model and a target length: each method's parameters, the base the length needs, what stays "
                 "unseen, and config blocks to download."), lesson="plan"),
-    PageInfo("pages/compare.py", N_("Compare two RoPE configs"), ":material/compare_arrows:", N_("For practitioners"),
+    PageInfo("app_pages/compare.py", N_("Compare two RoPE configs"), ":material/compare_arrows:", N_("For practitioners"),
              N_("Two configs side by side: θ ratio per pair, wavelengths, attention factors, every parameter that "
                 "differs."), lesson="compare"),
-    PageInfo("pages/training.py", N_("Train a tiny transformer"), ":material/model_training:", N_("Experiment"),
+    PageInfo("app_pages/training.py", N_("Train a tiny transformer"), ":material/model_training:", N_("Experiment"),
              N_("Train a small model live at a short length and watch each encoding extrapolate."), lesson="training"),
-    PageInfo("pages/glossary.py", N_("Glossary of symbols"), ":material/menu_book:", N_("Reference"),
+    PageInfo("app_pages/glossary.py", N_("Glossary of symbols"), ":material/menu_book:", N_("Reference"),
              N_("Every symbol the app shows: its name, formula and meaning."), charts=False),
-    PageInfo("pages/sources.py", N_("References"), ":material/library_books:", N_("Reference"),
+    PageInfo("app_pages/sources.py", N_("References"), ":material/library_books:", N_("Reference"),
              N_("The papers, posts and code every claim here cites."), slug="references", charts=False),
 )
 

@@ -30,12 +30,12 @@ with st.expander(_("A 50-minute class"), expanded=True, icon=":material/school:"
             st.markdown(_("**{start}–{end} min**").format(start=minutes, end=minutes + stop.minutes), width="content")
             st.page_link(page.path, label=_(page.title), icon=page.icon, query_params=shared)
         st.caption(_(stop.activity))
-        if stop.path == "pages/training.py":  # what the store holds and what training more costs, read from it
+        if stop.path == "app_pages/training.py":  # what the store holds and what training more costs, read from it
             st.caption(training.store_text())
         minutes += stop.minutes
 
 st.header(_("Every page"))
-cards = [page for page in available_pages() if page.path != "pages/home.py"]
+cards = [page for page in available_pages() if page.path != "app_pages/home.py"]
 for number, page in enumerate(cards):
     if number % 3 == 0:  # a row at a time, so a phone, which stacks columns, keeps the pages in order
         columns = st.columns(3)

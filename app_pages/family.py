@@ -60,10 +60,10 @@ def trained_model():
 
 
 def link_to_training() -> None:
-    if not (ROOT / "pages" / "training.py").exists():
+    if not (ROOT / "app_pages" / "training.py").exists():
         return
     try:
-        st.page_link("pages/training.py", label=_("Train a tiny transformer"), icon=":material/model_training:")
+        st.page_link("app_pages/training.py", label=_("Train a tiny transformer"), icon=":material/model_training:")
     except Exception:  # the page is not registered when this script runs on its own (tests, direct run)
         st.caption(_("Open **Train a tiny transformer** from the sidebar."))
 
