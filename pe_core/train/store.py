@@ -244,12 +244,17 @@ class RunStore:
             raise StoreError(Deferred(N_("The database at {where} holds other tables ({tables}), not a run store. It "
                                          "was left untouched; choose another location with --store or PE_RUN_STORE."),
                                       where=where, tables=", ".join(sorted(tables))))
-        rows = self._fetchall("SELECT value FROM store_meta WHERE key = ?", ("schema_version",))
-        version = rows[0][0] if rows else None
-        if version is not None and version.isdigit() and int(version) in MIGRATIONS \
-                and tables == MIGRATIONS[int(version)][0]:
-            self._migrate(int(version))
-            tables, version = self._tables(), str(STORE_SCHEMA_VERSION)
+        # the version and the tables are read under the version row's lock: a second app instance opening an old
+        # store reads them once the first one's migration has committed (read apart, it could see the old tables
+        # and the new version, and call the store damaged)
+        with self._transaction():
+            rows = self._fetchall("SELECT value FROM store_meta WHERE key = ?" + self.lock_row, ("schema_version",))
+            tables = self._tables()
+            version = rows[0][0] if rows else None
+            if version is not None and version.isdigit() and int(version) in MIGRATIONS \
+                    and tables == MIGRATIONS[int(version)][0]:
+                self._migrate(int(version))
+                tables, version = self._tables(), str(STORE_SCHEMA_VERSION)
         if version != str(STORE_SCHEMA_VERSION):
             older = version is not None and version.isdigit() and int(version) < STORE_SCHEMA_VERSION
             message = (N_("The run store at {where} was written by an older version of this app (store schema "
@@ -266,16 +271,15 @@ class RunStore:
                                       where=where, tables=", ".join(sorted(missing))))
 
     def _migrate(self, version: int) -> None:
-        """Bring a store of an older schema we know forward, one version at a time, in one transaction (two app
-        instances opening it at once: the second waits for the first's lock, then finds it migrated)."""
-        with self._transaction():
-            rows = self._fetchall("SELECT value FROM store_meta WHERE key = ?" + self.lock_row, ("schema_version",))
-            current = int(rows[0][0])
-            while current < STORE_SCHEMA_VERSION:
-                for statement in MIGRATIONS[current][1]:
-                    self._execute(statement.format(id=self.id_column, blob=self.blob_column))
-                current += 1
-            self._execute("UPDATE store_meta SET value = ? WHERE key = ?", (str(current), "schema_version"))
+        """Bring a store of an older schema we know forward, one version at a time, inside the transaction that
+        holds the version row's lock (two app instances opening it at once: the second waits for the first's lock,
+        then finds it migrated)."""
+        current = version
+        while current < STORE_SCHEMA_VERSION:
+            for statement in MIGRATIONS[current][1]:
+                self._execute(statement.format(id=self.id_column, blob=self.blob_column))
+            current += 1
+        self._execute("UPDATE store_meta SET value = ? WHERE key = ?", (str(current), "schema_version"))
 
     # ---- runs -------------------------------------------------------------------------------------
 
