@@ -1,6 +1,5 @@
-"""Warm the server a few seconds after it has served its first page: start the browser that draws exported images, then
-import every lesson and draw its figures at their defaults, and check the derivations with sympy, in a background
-thread, so the first export and the next page a class opens are quick.
+"""Warm the server a few seconds after it has served its first page: import every lesson and draw its figures at their
+defaults, and check the derivations with sympy, in a background thread, so the next page a class opens is quick.
 
 The warm-up gives way to readers: it works one figure at a time, only while no page's script is running and a moment
 after the last one ended (the reader's browser is still drawing what the run sent), and computes on a thread the
@@ -75,13 +74,6 @@ def _set_priority(thread_id: int | None, nice: int | None = None) -> None:
         os.setpriority(os.PRIO_PROCESS, thread_id, os.getpriority(os.PRIO_PROCESS, 0) if nice is None else nice)
 
 
-def _renderer() -> Iterator[tuple[str, Callable[[], object]]]:
-    from figures import export
-
-    if export.browser_available():
-        yield "the image renderer", export.start_renderer
-
-
 def _computations() -> Iterator[tuple[str, Callable[[], object]]]:
     """The warm-up's computing steps, small ones, as (what, do it)."""
     from lessons import all_lessons
@@ -115,10 +107,10 @@ def _run(steps: Iterator[tuple[str, Callable[[], object]]]) -> bool:
 def _warm() -> None:
     from i18n import use_language
 
-    # the renderer's browser is started at the server's own priority (it draws the exports readers ask for)
-    if not _run(_renderer()):
-        return
-    _set_priority(threading.get_native_id(), LOWEST_PRIORITY)  # pages get the cores first
+    # Pages get the cores first. The image renderer's browser is left to the first export: started here, even at the
+    # lowest priority, its start-up slowed a reader's page opened meanwhile by a sixth (python -m benchmarks.browser
+    # --warmup: first load 1.16-1.17x that without a warm-up; without the renderer, 1.03x).
+    _set_priority(threading.get_native_id(), LOWEST_PRIORITY)
     with use_language("en"):
         _run(_computations())
 
