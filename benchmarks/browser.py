@@ -205,17 +205,22 @@ def _watch_the_chart_it_moves(page, thumb, there: str, back: str) -> None:
     _settle(page)
 
 
+def draw_page(browser, url: str) -> None:
+    """Open ``url`` in a fresh tab until every figure is drawn, then close the tab."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    page.goto(url, timeout=120_000)
+    page.wait_for_selector(CHARTS, timeout=120_000)
+    _wait_until_drawn(page, page.locator(CHARTS).count())
+    context.close()
+
+
 def cold_first_page(app_dir: Path, script: str, path: str, browser) -> float:
     """Seconds-as-ms from starting a server process until its first page has drawn every figure."""
     started = time.perf_counter()
     with streamlit_server(cwd=app_dir, script=script) as (base_url, _):
-        context = browser.new_context(viewport={"width": 1400, "height": 1000})
-        page = context.new_page()
-        page.goto(f"{base_url}/{path}", timeout=120_000)
-        page.wait_for_selector(CHARTS, timeout=120_000)
-        _wait_until_drawn(page, page.locator(CHARTS).count())
+        draw_page(browser, f"{base_url}/{path}")
         elapsed = 1000 * (time.perf_counter() - started)
-        context.close()
     return elapsed
 
 
@@ -388,12 +393,7 @@ def warmup_costs(app_dir: Path, first: str, reader: str, moves: int, rounds: int
             for mode in ("on", "off") if turn % 2 == 0 else ("off", "on"):
                 env = {"PE_EXPLORER_WARMUP": "1" if mode == "on" else "0"}
                 with streamlit_server(cwd=app_dir, env=env) as (base_url, _):
-                    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-                    page = context.new_page()
-                    page.goto(f"{base_url}/{first}", timeout=120_000)
-                    page.wait_for_selector(CHARTS, timeout=120_000)
-                    _wait_until_drawn(page, page.locator(CHARTS).count())
-                    context.close()
+                    draw_page(browser, f"{base_url}/{first}")  # the warm-up starts WARM_DELAY_S after this page
                     time.sleep(WARMUP_READER_DELAY_S)
                     measured[mode].append(measure_page(browser, f"{base_url}/{reader}", moves))
                 print(f"  round {turn + 1}/{rounds}: measured the reader with the warm-up {mode}", file=sys.stderr,
