@@ -811,14 +811,15 @@ def _stored_hash(config: dict) -> str | None:
 
 
 def _run_seconds(config: ExperimentConfig, shipped: set[str]) -> tuple[float | None, float | None]:
-    """The median seconds of stored runs like ``config`` (``comparable_seconds``): of the runs this server (or its
-    workers) trained, and of the runs that shipped with the app (timed on another machine)."""
+    """The median seconds of runs like ``config`` (``comparable_seconds``): of the runs this server (or its workers)
+    trained and stored, and of the runs that shipped with the app, as the shipped file times them (a store seeded
+    by an older file keeps that file's times; the file's are the ones this version ships)."""
     from pe_core.train.service import comparable_seconds, median
+    from pe_core.train.shipped import shipped_records
 
-    own, came = [], []
-    for stored, seconds in comparable_seconds(service().store, config):
-        (came if _stored_hash(stored) in shipped else own).append(seconds)
-    return median(own), median(came)
+    stored = [(run, seconds) for run, seconds in service().store.seconds_per_run() if _stored_hash(run) not in shipped]
+    came = [(record.config.to_json(), record.total_seconds) for record in shipped_records()]
+    return tuple(median([seconds for _run, seconds in comparable_seconds(runs, config)]) for runs in (stored, came))
 
 
 def stored_runs(limit: int = 500) -> list[dict]:

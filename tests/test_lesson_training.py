@@ -151,3 +151,23 @@ def test_the_missing_runs_time_adds_each_encodings_own_time(tmp_path):
     expected = counts["rope"] * own["rope"] + counts["alibi"] * own["alibi"] + 30 * shape_s
     assert f"A new run like this one takes about {duration_text(own['rope'])}" in text
     assert f"The 38 missing runs take about {duration_text(expected)}" in text
+
+
+def test_the_shipped_runs_time_is_the_shipped_files_even_where_a_store_kept_an_older_files(tmp_path):
+    import dataclasses
+
+    from lessons.training import duration_text, store_text
+    from pe_core.train.shipped import shipped_records
+
+    store = open_store(str(tmp_path / "runs.sqlite3"))
+    for record in shipped_records():  # as an older file seeded them: the same runs, timed on a loaded machine
+        store.put(dataclasses.replace(record, total_seconds=25 * record.total_seconds))
+    service = TrainingService(store, JobLimiter(1, 4), device="cpu")
+    previous = use_service(service)
+    try:
+        text = store_text()
+    finally:
+        use_service(previous)
+        store.close()
+    rope = sorted(r.total_seconds for r in shipped_records() if r.config.encoding == "rope")
+    assert f"Shipped runs like this one took about {duration_text(rope[len(rope) // 2])} each" in text

@@ -45,12 +45,12 @@ POLL_S = 1.0  # how often a job that another trainer runs reads its row
 MAX_FOLLOWING = 256  # jobs a server follows at once while workers train them (each one is a sleeping thread)
 
 
-def comparable_seconds(store: RunStore, config: ExperimentConfig) -> list[tuple[dict, float]]:
-    """Stored runs like ``config``, each with its seconds scaled to ``config``'s steps: those of its shape (width,
-    layers, L), and of them those that do its work (encoding, methods evaluated, methods fine-tuned) where any
-    were stored. A RoPE run evaluates and fine-tunes every method, so it takes about three times what an ALiBi run
-    of its shape takes."""
-    same_shape = [(stored, seconds * config.steps / stored["steps"]) for stored, seconds in store.seconds_per_run()
+def comparable_seconds(runs: Sequence[tuple[dict, float]], config: ExperimentConfig) -> list[tuple[dict, float]]:
+    """Of ``runs`` (config, seconds: ``RunStore.seconds_per_run``), those like ``config``, each with its seconds
+    scaled to ``config``'s steps: those of its shape (width, layers, L), and of them those that do its work
+    (encoding, methods evaluated, methods fine-tuned) where there are any. A RoPE run evaluates and fine-tunes every
+    method, so it takes about three times what an ALiBi run of its shape takes."""
+    same_shape = [(stored, seconds * config.steps / stored["steps"]) for stored, seconds in runs
                   if stored.get("steps") and all(stored.get(k) == getattr(config, k)
                                                  for k in ("d_model", "n_layer", "train_length"))]
     same_work = [(stored, seconds) for stored, seconds in same_shape if _work(stored) == _work(config)]
@@ -156,7 +156,7 @@ class TrainingService:
 
         None when nothing comparable was stored (the page then gives no time until the run measures itself).
         """
-        return median([seconds for _stored, seconds in comparable_seconds(self.store, config)])
+        return median([seconds for _stored, seconds in comparable_seconds(self.store.seconds_per_run(), config)])
 
     def _device_label(self) -> str:
         device = torch.device(self.device) if self.device is not None else compute_device()
