@@ -779,8 +779,8 @@ def store_text(settings: Settings | None = None) -> str:
     if ships is not None and config.replace(seed=DEFAULT_SEEDS[0]).family == ships.grid.base.family:
         texts.append(_("{count} of them shipped with the app (trained on {device}).").format(
             count=len(ships.records), device=shown_device_label(ships.training_device)))
-    shipped_hashes = {r.hash for r in (ships.records if ships else ())}
-    own_s, shipped_s = _run_seconds(config, shipped_hashes)
+    own_runs, shipped_runs = _timed_runs({r.hash for r in (ships.records if ships else ())})
+    own_s, shipped_s = _seconds_like(own_runs, config), _seconds_like(shipped_runs, config)
     run_s = own_s if own_s is not None else shipped_s
     if run_s is not None:
         if own_s is not None:
@@ -795,7 +795,7 @@ def store_text(settings: Settings | None = None) -> str:
             for run in missing:
                 by_encoding.setdefault(run.encoding, []).append(run)
             # an encoding's runs cost what its stored runs cost (a RoPE run also evaluates and fine-tunes its methods)
-            all_s = sum(len(runs) * (_run_seconds(runs[0], shipped_hashes)[0] or own_s)
+            all_s = sum(len(runs) * (_seconds_like(own_runs, runs[0]) or own_s)
                         for runs in by_encoding.values())
             texts.append(ngettext("The {count} missing run takes about {all}.", "The {count} missing runs take about "
                                   "{all}: the seeds of an encoding train together as one batch.", len(missing)).format(
@@ -810,16 +810,21 @@ def _stored_hash(config: dict) -> str | None:
         return None
 
 
-def _run_seconds(config: ExperimentConfig, shipped: set[str]) -> tuple[float | None, float | None]:
-    """The median seconds of runs like ``config`` (``comparable_seconds``): of the runs this server (or its workers)
-    trained and stored, and of the runs that shipped with the app, as the shipped file times them (a store seeded
-    by an older file keeps that file's times; the file's are the ones this version ships)."""
-    from pe_core.train.service import comparable_seconds, median
+def _timed_runs(shipped: set[str]) -> tuple[list[tuple[dict, float]], list[tuple[dict, float]]]:
+    """(config, seconds) of the runs this server (or its workers) trained and stored, and of the runs that shipped
+    with the app as the shipped file times them (a store seeded by an older file keeps that file's times; the file's
+    are the ones this version ships)."""
     from pe_core.train.shipped import shipped_records
 
-    stored = [(run, seconds) for run, seconds in service().store.seconds_per_run() if _stored_hash(run) not in shipped]
-    came = [(record.config.to_json(), record.total_seconds) for record in shipped_records()]
-    return tuple(median([seconds for _run, seconds in comparable_seconds(runs, config)]) for runs in (stored, came))
+    own = [(run, seconds) for run, seconds in service().store.seconds_per_run() if _stored_hash(run) not in shipped]
+    return own, [(record.config.to_json(), record.total_seconds) for record in shipped_records()]
+
+
+def _seconds_like(runs: list[tuple[dict, float]], config: ExperimentConfig) -> float | None:
+    """The median seconds of ``runs`` like ``config`` (``comparable_seconds``)."""
+    from pe_core.train.service import comparable_seconds, median
+
+    return median([seconds for _run, seconds in comparable_seconds(runs, config)])
 
 
 def stored_runs(limit: int = 500) -> list[dict]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 
 import pytest
@@ -92,13 +93,24 @@ def test_every_encoding_draws_how_it_sees_position_without_training():
     assert "k = 64" in titles["deberta"] and list(deberta.data[0].y[:2]) == [64, 65] and deberta.data[0].y[-1] == 127
 
 
+@contextlib.contextmanager
+def serving(store):
+    """The pages read ``store`` through a training service of their own; the store is closed after."""
+    service = TrainingService(store, JobLimiter(1, 4), device="cpu")
+    previous = use_service(service)
+    try:
+        yield service
+    finally:
+        use_service(previous)
+        store.close()
+
+
 def test_a_new_runs_time_is_read_off_the_stored_runs_that_do_its_work(tmp_path):
     from lessons.training import duration_text, store_text
     from pe_core.train.shipped import seed_store, shipped_records
 
     store = open_store(str(tmp_path / "runs.sqlite3"))
     seed_store(store)
-    service = TrainingService(store, JobLimiter(1, 4), device="cpu")
 
     def median_of(encoding=None):
         times = sorted(r.total_seconds for r in shipped_records() if encoding in (None, r.config.encoding))
@@ -106,24 +118,18 @@ def test_a_new_runs_time_is_read_off_the_stored_runs_that_do_its_work(tmp_path):
 
     rope = ExperimentConfig()
     alibi = rope.replace(encoding="alibi")
-    assert service.estimate_s(rope) == pytest.approx(median_of("rope"))
-    assert service.estimate_s(alibi) == pytest.approx(median_of("alibi"))
-    # a RoPE run evaluates and fine-tunes every method: the shape's median alone would understate it
-    assert median_of("rope") > 2 * median_of("alibi")
-    # work no stored run does is read off every run of its shape, scaled to its steps
-    assert service.estimate_s(rope.replace(fine_tune=("pi",), steps=2000)) == pytest.approx(2 * median_of())
-    previous = use_service(service)
-    try:
+    with serving(store) as service:
+        assert service.estimate_s(rope) == pytest.approx(median_of("rope"))
+        assert service.estimate_s(alibi) == pytest.approx(median_of("alibi"))
+        # a RoPE run evaluates and fine-tunes every method: the shape's median alone would understate it
+        assert median_of("rope") > 2 * median_of("alibi")
+        # work no stored run does is read off every run of its shape, scaled to its steps
+        assert service.estimate_s(rope.replace(fine_tune=("pi",), steps=2000)) == pytest.approx(2 * median_of())
         text = store_text()
-    finally:
-        use_service(previous)
-        store.close()
     assert f"Shipped runs like this one took about {duration_text(median_of('rope'))} each" in text
 
 
 def test_the_missing_runs_time_adds_each_encodings_own_time(tmp_path):
-    import dataclasses
-
     from lessons.training import Settings, duration_text, missing_runs, store_text
     from pe_core.train.shipped import shipped_records
 
@@ -135,15 +141,10 @@ def test_the_missing_runs_time_adds_each_encodings_own_time(tmp_path):
             stored = dataclasses.replace(record, config=record.config.replace(**longer))
             store.put(stored)
             own[record.config.encoding] = stored.total_seconds
-    service = TrainingService(store, JobLimiter(1, 4), device="cpu")
-    previous = use_service(service)
-    try:
+    with serving(store):
         settings = dataclasses.replace(Settings(), **longer)
         missing = missing_runs(settings)
         text = store_text(settings)
-    finally:
-        use_service(previous)
-        store.close()
     counts = {encoding: sum(c.encoding == encoding for c in missing) for encoding in ("rope", "alibi")}
     assert len(missing) == 38 and counts == {"rope": 4, "alibi": 4}
     # an encoding without a stored run of its own costs what this server's runs of the shape cost (their median)
@@ -154,20 +155,13 @@ def test_the_missing_runs_time_adds_each_encodings_own_time(tmp_path):
 
 
 def test_the_shipped_runs_time_is_the_shipped_files_even_where_a_store_kept_an_older_files(tmp_path):
-    import dataclasses
-
     from lessons.training import duration_text, store_text
     from pe_core.train.shipped import shipped_records
 
     store = open_store(str(tmp_path / "runs.sqlite3"))
     for record in shipped_records():  # as an older file seeded them: the same runs, timed on a loaded machine
         store.put(dataclasses.replace(record, total_seconds=25 * record.total_seconds))
-    service = TrainingService(store, JobLimiter(1, 4), device="cpu")
-    previous = use_service(service)
-    try:
+    with serving(store):
         text = store_text()
-    finally:
-        use_service(previous)
-        store.close()
     rope = sorted(r.total_seconds for r in shipped_records() if r.config.encoding == "rope")
     assert f"Shipped runs like this one took about {duration_text(rope[len(rope) // 2])} each" in text

@@ -53,7 +53,8 @@ def comparable_seconds(runs: Sequence[tuple[dict, float]], config: ExperimentCon
     same_shape = [(stored, seconds * config.steps / stored["steps"]) for stored, seconds in runs
                   if stored.get("steps") and all(stored.get(k) == getattr(config, k)
                                                  for k in ("d_model", "n_layer", "train_length"))]
-    same_work = [(stored, seconds) for stored, seconds in same_shape if _work(stored) == _work(config)]
+    work = _work(config)
+    same_work = [(stored, seconds) for stored, seconds in same_shape if _work(stored) == work]
     return same_work or same_shape
 
 
