@@ -53,25 +53,31 @@ def _cpu_label(threads: int) -> str:
 
 
 AUTOCAST_NOTE = N_(", bf16 autocast")
+TF32_NOTE = N_(", TF32 matmuls")
+PRECISION_NOTES = (AUTOCAST_NOTE, TF32_NOTE)  # what a record's device label adds when training was not plain float32
 _STORED_CPU = re.compile(r"CPU \((\d+) threads?\)")
 
 
-def stored_device_label(device: torch.device, threads: int, *, autocast: bool) -> str:
+def stored_device_label(device: torch.device, threads: int, *, note: str = "") -> str:
     """What a run record keeps of where it ran: ``device_label`` in English (records are data, shown to readers
-    of every language through ``shown_device_label``), and whether bf16 autocast was on."""
+    of every language through ``shown_device_label``), and ``note``, one of ``PRECISION_NOTES`` when the training
+    matmuls ran in another precision than float32."""
+    if note and note not in PRECISION_NOTES:
+        raise ValueError(f"Unknown precision note {note!r}.")
     with use_language("en"):
-        return device_label(device, threads) + (AUTOCAST_NOTE if autocast else "")
+        return device_label(device, threads) + note
 
 
 def shown_device_label(stored: str) -> str:
     """A record's device label in the reader's language (a GPU's name stays as the driver gives it)."""
-    label, autocast, _rest = stored.partition(AUTOCAST_NOTE)
+    note = next((n for n in PRECISION_NOTES if stored.endswith(n)), "")
+    label = stored[:len(stored) - len(note)]
     cpu = _STORED_CPU.fullmatch(label)
     if cpu:
         label = _cpu_label(int(cpu[1]))
     elif label == MPS_LABEL:
         label = _(MPS_LABEL)
-    return label + (_(AUTOCAST_NOTE) if autocast else "")
+    return label + (_(note) if note else "")
 
 
 def use_server_threads() -> None:

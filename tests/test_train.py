@@ -46,7 +46,7 @@ from pe_core.train.__main__ import _parser as _cli_parser
 from pe_core.train.config import FINE_TUNABLE
 from pe_core.train.evaluate import evaluation_key, method_spec
 from pe_core.train.experiment import fine_tune_checkpoints
-from pe_core.train.loop import counting_saved_tensors
+from pe_core.train.loop import PRECISIONS, counting_saved_tensors
 from pe_core.train.published import SU_TABLE
 from pe_core.train.schema import MEMORY_COUNTED
 from pe_core.train.service import TrainingService
@@ -181,6 +181,8 @@ def test_a_record_names_the_cores_its_batch_parts_ran_on_in_english_whoever_trai
     ("CPU (2 threads), bf16 autocast", "CPU（2 个线程），bf16 autocast"),
     ("MPS (Apple GPU)", "MPS（Apple GPU）"),
     ("CUDA (NVIDIA H100 80GB HBM3), bf16 autocast", "CUDA (NVIDIA H100 80GB HBM3)，bf16 autocast"),
+    ("CUDA (NVIDIA H200), TF32 matmuls", "CUDA (NVIDIA H200)，TF32 矩阵乘法"),
+    ("CPU (2 threads), TF32 matmuls", "CPU（2 个线程），TF32 矩阵乘法"),
 ])
 def test_a_stored_device_label_reads_in_the_readers_language(stored, chinese):
     with use_language("zh"):
@@ -190,7 +192,8 @@ def test_a_stored_device_label_reads_in_the_readers_language(stored, chinese):
     if device.type == "cpu":  # what a record keeps, from the device itself
         threads = int(stored.split("(")[1].split(" ")[0])
         with use_language("zh"):
-            assert stored_device_label(device, threads, autocast="autocast" in stored) == stored
+            note = stored[stored.index(")") + 1:]
+            assert stored_device_label(device, threads, note=note) == stored
 
 
 def test_a_step_in_parts_has_the_whole_batchs_loss_and_gradient():
@@ -742,17 +745,39 @@ def test_a_start_token_heads_every_window_as_input_only():
 # --- the GPU path, exercised where it can be: autocast on the CPU ----------------------------------------
 
 
-def test_bf16_autocast_is_chosen_only_for_a_cuda_device_that_has_it(monkeypatch):
-    from pe_core.train.loop import autocast_dtype
+def test_a_run_trains_in_float32_off_cuda_and_in_the_chosen_precision_on_cuda(monkeypatch):
+    from pe_core.train.loop import CUDA_PRECISION, training_precision
 
-    assert autocast_dtype(torch.device("cpu")) is None
+    monkeypatch.setenv("PE_PRECISION", "bf16")
+    assert training_precision(torch.device("cpu")) == PRECISIONS["float32"]  # the CPU ignores the setting
     monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *args, **kwargs: True)
-    assert autocast_dtype(torch.device("cuda")) == torch.bfloat16
-    monkeypatch.setenv("PE_AUTOCAST", "0")
-    assert autocast_dtype(torch.device("cuda")) is None
-    monkeypatch.delenv("PE_AUTOCAST")
+    assert training_precision(torch.device("cuda")).autocast == torch.bfloat16
+    monkeypatch.setenv("PE_PRECISION", "TF32 ")
+    assert training_precision(torch.device("cuda")) == PRECISIONS["tf32"]
+    monkeypatch.delenv("PE_PRECISION")
+    assert training_precision(torch.device("cuda")) == PRECISIONS[CUDA_PRECISION] == PRECISIONS["float32"]
+    monkeypatch.setenv("PE_PRECISION", "bf16")
     monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *args, **kwargs: False)
-    assert autocast_dtype(torch.device("cuda")) is None
+    assert training_precision(torch.device("cuda")) == PRECISIONS["float32"]
+    monkeypatch.setenv("PE_PRECISION", "fp8")
+    with pytest.raises(ValueError, match="float32, tf32, bf16"):
+        training_precision(torch.device("cuda"))
+
+
+def test_tf32_is_switched_on_only_inside_a_training_step_and_the_label_says_so():
+    from pe_core.train.loop import computing_in, training_label
+
+    before = torch.get_float32_matmul_precision()
+    with computing_in(PRECISIONS["tf32"], torch.device("cpu")):
+        assert torch.get_float32_matmul_precision() == "high"
+    assert torch.get_float32_matmul_precision() == before == "highest"
+    with computing_in(PRECISIONS["bf16"], torch.device("cpu")):
+        assert torch.is_autocast_enabled("cpu") and torch.get_float32_matmul_precision() == "highest"
+    assert not torch.is_autocast_enabled("cpu")
+    plain = training_label(torch.device("cpu"))
+    assert plain.startswith("CPU (") and plain.endswith(")")
+    assert training_label(torch.device("cpu"), PRECISIONS["tf32"]) == plain + ", TF32 matmuls"
+    assert training_label(torch.device("cpu"), PRECISIONS["bf16"]) == plain + ", bf16 autocast"
 
 
 def test_a_bf16_autocast_step_keeps_rope_in_float32_and_trains_like_float32(monkeypatch):
@@ -761,7 +786,7 @@ def test_a_bf16_autocast_step_keeps_rope_in_float32_and_trains_like_float32(monk
     config = tiny_config(steps=8)
     plain = TrainingRun(config.model_config(), config.train_config(), device="cpu")
     mixed = TrainingRun(config.model_config(), config.train_config(), device="cpu")
-    mixed.autocast = torch.bfloat16
+    mixed.precision = PRECISIONS["bf16"]
     import pe_core.model as model_module
 
     seen = []

@@ -165,7 +165,8 @@ def evaluation_key(model: TinyTransformer, method: str, length: int) -> tuple:
         return (method, length)  # scored block by block
     frequencies = rope_frequencies(method_spec(model, method, length), seq_len=length)
     window = definition.window_at(c.train_length)
-    return (length, frequencies.inv_freq.numpy().tobytes(), frequencies.attention_factor,
+    # the frequencies' exact float64 values (no numpy: the trainer runs where only torch is installed)
+    return (length, tuple(frequencies.inv_freq.tolist()), frequencies.attention_factor,
             definition.logn and length > c.train_length,  # log_L n ≤ 1 within L: the factor is 1
             None if window is None or window >= length else (window, definition.leak))
 

@@ -15,7 +15,6 @@ from typing import NamedTuple
 import torch
 
 from pe_core.data import Corpus, load_corpus
-from pe_core.device import stored_device_label
 from pe_core.train.config import ExperimentConfig
 from pe_core.train.evaluate import (
     INFERENCE_METHODS,
@@ -26,7 +25,15 @@ from pe_core.train.evaluate import (
     evaluation_windows,
     method_spec,
 )
-from pe_core.train.loop import Progress, TrainingBatch, TrainingRun, cpu_threads, shard_workers, use_cpu_threads
+from pe_core.train.loop import (
+    Progress,
+    TrainingBatch,
+    TrainingRun,
+    cpu_threads,
+    shard_workers,
+    training_label,
+    use_cpu_threads,
+)
 from pe_core.train.schema import (
     MEMORY_COUNTED,
     MEMORY_PEAK,
@@ -190,7 +197,7 @@ class ExperimentRun:
         if not self.done:
             raise ValueError("The run is not finished yet: train and evaluate it to the end first.")
         run, c = self.run, self.config
-        device = stored_device_label(run.device, cpu_threads(), autocast=run.autocast is not None)
+        device = training_label(run.device, run.precision)
         order = {(m, n): i for i, (n, m) in enumerate((n, m) for n in c.lengths for m in c.evaluated_methods)}
         results = sorted(self.evaluation.results, key=lambda r: order[(r.method, r.length)])
         return RunRecord(

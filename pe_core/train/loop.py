@@ -29,7 +29,7 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from pe_core.data import Corpus, evenly_spaced_windows, load_corpus, random_windows, unigram_baseline, with_start
-from pe_core.device import compute_device
+from pe_core.device import AUTOCAST_NOTE, TF32_NOTE, compute_device, stored_device_label
 from pe_core.model import ModelConfig, TinyTransformer
 from pe_core.rope import RopeSpec
 from pe_core.train.config import TrainConfig
@@ -78,15 +78,57 @@ def shard_workers() -> ThreadPoolExecutor:
         return _SHARD_WORKERS
 
 
-def autocast_dtype(device: torch.device) -> torch.dtype | None:
-    """bfloat16 for the training matmuls on a GPU that has it (``PE_AUTOCAST=0`` turns it off); else None.
+class Precision(NamedTuple):
+    """How a CUDA run computes its training matmuls (RoPE's angles and rotations, the layer norms and the loss stay
+    float32 in every one: autocast's float32 list, and the model rotates in float32 itself)."""
 
-    Safe here because the model keeps what low precision would damage in float32: RoPE's angles
-    and rotations, the layer norms and the loss (autocast's float32 list).
-    """
-    if os.environ.get("PE_AUTOCAST", "1").strip() == "0" or device.type != "cuda":
-        return None
-    return torch.bfloat16 if torch.cuda.is_bf16_supported() else None
+    name: str
+    autocast: torch.dtype | None  # autocast's low-precision type, or None: float32 throughout
+    tf32: bool  # float32 matmuls on TensorFloat-32 cores (10 mantissa bits in the products)
+    note: str  # what the run's device label adds ("" for plain float32)
+
+
+PRECISIONS = {precision.name: precision for precision in (
+    Precision("float32", None, False, ""),
+    Precision("tf32", None, True, TF32_NOTE),
+    Precision("bf16", torch.bfloat16, False, AUTOCAST_NOTE),
+)}
+# A 64-wide model at 2,048 characters a step is bound by kernel launches, not arithmetic: on an H200 one run
+# trained in 29.3 s in float32 and 37.5 s under bf16 autocast (whose casts are more kernels). float32 also keeps
+# a GPU run's numbers those of the CPU's to float32 rounding. ``python -m benchmarks.gpu`` compares all three.
+CUDA_PRECISION = "float32"
+
+
+def training_precision(device: torch.device) -> Precision:
+    """The precision a run trains in: float32 off CUDA; on CUDA ``PE_PRECISION`` (float32, tf32 or bf16) or
+    ``CUDA_PRECISION`` (bf16 falls back to float32 on a GPU without it)."""
+    if device.type != "cuda":
+        return PRECISIONS["float32"]
+    name = os.environ.get("PE_PRECISION", "").strip().lower() or CUDA_PRECISION
+    if name not in PRECISIONS:
+        raise ValueError(f"PE_PRECISION must be one of {', '.join(PRECISIONS)} (got {name!r}).")
+    if PRECISIONS[name].autocast is torch.bfloat16 and not torch.cuda.is_bf16_supported():
+        return PRECISIONS["float32"]
+    return PRECISIONS[name]
+
+
+def training_label(device: torch.device, precision: Precision | None = None) -> str:
+    """Where and how a run trains, as its record keeps it: e.g. "CPU (2 threads)", "CUDA (NVIDIA H200), TF32
+    matmuls" (``precision``: the run's own, default the device's)."""
+    return stored_device_label(device, cpu_threads(), note=(precision or training_precision(device)).note)
+
+
+@contextlib.contextmanager
+def computing_in(precision: Precision, device: torch.device):
+    """Run the enclosed forward passes in ``precision`` (TF32 is a process-wide switch: set for the block, then
+    restored, so analysis outside training keeps full float32 matmuls)."""
+    with contextlib.ExitStack() as stack:
+        if precision.tf32:
+            stack.callback(torch.set_float32_matmul_precision, torch.get_float32_matmul_precision())
+            torch.set_float32_matmul_precision("high")
+        if precision.autocast is not None:
+            stack.enter_context(torch.autocast(device.type, dtype=precision.autocast))
+        yield
 
 
 def _decayed(name: str, parameter: torch.nn.Parameter) -> bool:
@@ -177,7 +219,7 @@ class TrainingRun:
         self.peak_memory_bytes: int | None = None  # CUDA only: torch.cuda.max_memory_allocated while training
         self.validation = self._marked(
             evenly_spaced_windows(self.corpus.validation, self.length, train_config.validation_windows))
-        self.autocast = autocast_dtype(self.device)
+        self.precision = training_precision(self.device)
 
     @classmethod
     def fine_tune_of(cls, run: TrainingRun, spec: RopeSpec, length: int, steps: int,
@@ -201,10 +243,8 @@ class TrainingRun:
     def done(self) -> bool:
         return self.step >= self.train_config.steps
 
-    def _autocast(self):
-        if self.autocast is None:
-            return contextlib.nullcontext()
-        return torch.autocast(self.device.type, dtype=self.autocast)
+    def _computing(self):
+        return computing_in(self.precision, self.device)
 
     def steps(self, limit: int | None = None) -> Iterator[Progress]:
         """Train until the configured number of steps (or ``limit`` more), yielding after each step.
@@ -269,7 +309,7 @@ class TrainingRun:
         return [(part, len(part) / len(batch)) for part in torch.tensor_split(batch, SHARDS) if len(part)]
 
     def _part_loss(self, model: TinyTransformer, part: torch.Tensor, share: float) -> torch.Tensor:
-        with self._autocast():
+        with self._computing():
             logits = model(part[:, :-1])
         return F.cross_entropy(logits.float().flatten(0, 1), part[:, 1:].flatten()) * share
 
@@ -452,7 +492,7 @@ class _Stack:
                 parameter.data = self.weights[self.names.index(name)].detach()[row]
         # one module computes every copy (its own parameters are replaced by each copy's in functional_call)
         self.base = copy.deepcopy(models[0])
-        self.autocast = runs[0]._autocast
+        self.computing = runs[0]._computing
 
         def copy_loss(weights: dict, buffers: dict, batch: torch.Tensor, angles) -> torch.Tensor:
             logits = functional_call(self.base, (weights, buffers), (batch[:, :-1],), {"rope_angles": angles})
@@ -478,7 +518,7 @@ class _Stack:
 
     def gradients(self, batch: torch.Tensor) -> list[torch.Tensor]:
         """Each copy's loss on its own rows of ``batch`` [copies, B, T + 1]; each gradient left in its model."""
-        with self.autocast(), sdpa_kernel(_STACKED_ATTENTION):
+        with self.computing(), sdpa_kernel(_STACKED_ATTENTION):
             losses = self.losses(dict(zip(self.names, self.weights, strict=True)), self.buffers, batch,
                                  self.angles(batch.shape[-1] - 1))
         gradients = torch.autograd.grad(losses.sum(), self.weights)

@@ -29,12 +29,12 @@ from typing import NamedTuple
 
 import torch
 
-from pe_core.device import compute_device, stored_device_label
+from pe_core.device import compute_device
 from pe_core.jobs import Job, JobLimiter, server_limiter
 from pe_core.train.attention import kept_weights
 from pe_core.train.config import ExperimentConfig
 from pe_core.train.experiment import ExperimentRun, Status, batch_key
-from pe_core.train.loop import cpu_threads
+from pe_core.train.loop import training_label
 from pe_core.train.schema import RunRecord
 from pe_core.train.shipped import seed_store
 from pe_core.train.store import CANCELLED, FAILED, QUEUED, RUNNING, QueuedJob, RunStore, StoreError, open_store
@@ -161,7 +161,7 @@ class TrainingService:
 
     def _device_label(self) -> str:
         device = torch.device(self.device) if self.device is not None else compute_device()
-        return stored_device_label(device, cpu_threads(), autocast=False)
+        return training_label(device)
 
     def _work(self, config: ExperimentConfig, job: Job) -> RunRecord | None:
         """Train ``config`` here, holding its queue row's lease; while another trainer holds it, follow it."""

@@ -25,11 +25,11 @@ from collections.abc import Callable, Iterator
 import torch
 
 from pe_core.data import Corpus, load_corpus
-from pe_core.device import compute_device, stored_device_label
+from pe_core.device import compute_device
 from pe_core.train.attention import kept_weights
 from pe_core.train.config import ExperimentConfig
 from pe_core.train.experiment import Status, run_experiments
-from pe_core.train.loop import cpu_threads
+from pe_core.train.loop import training_label
 from pe_core.train.schema import RunRecord
 from pe_core.train.store import DONE, FAILED, QueuedJob, RunStore, describe_location
 
@@ -71,7 +71,7 @@ class Worker:
         self.store = store
         self.name = name or default_name()
         self.device = torch.device(device) if device is not None else compute_device()
-        self.label = stored_device_label(self.device, cpu_threads(), autocast=False)
+        self.label = training_label(self.device)
         self.lease_s = float(lease_s)
         self.batch = batch
         self.corpus = corpus
