@@ -733,8 +733,9 @@ def duration_text(seconds: float) -> str:
     return _("{minutes:.0f} min").format(minutes=seconds / 60)
 
 
-def status_text(status, batch: tuple[int, int] | None = None) -> str:
-    """What runs now, in words: encoding, phase, method, step i of N."""
+def status_text(status, batch: tuple[int, int, int] | None = None) -> str:
+    """What runs now, in words: encoding, phase, method, step i of N (``batch``: the first and last of the runs
+    training together now, and how many runs the job has)."""
     from pe_core.train import EVALUATING, FINE_TUNING
 
     encoding = _encoding_title(status.encoding)
@@ -748,7 +749,10 @@ def status_text(status, batch: tuple[int, int] | None = None) -> str:
         text = _("{encoding}: training, step {step} of {total}").format(encoding=encoding, step=status.step,
                                                                        total=status.total)
     if batch is not None:
-        text = _("Run {index} of {count} · {text}").format(index=batch[0], count=batch[1], text=text)
+        first, last, count = batch
+        text = (_("Run {index} of {count} · {text}").format(index=first, count=count, text=text) if first == last
+                else _("Runs {first}–{last} of {count}, together · {text}").format(first=first, last=last, count=count,
+                                                                                 text=text))
     return text
 
 
@@ -766,6 +770,7 @@ def store_text(settings: Settings | None = None) -> str:
     """What the store holds of an experiment's seed table (the default one: the runs that ship with the app) and
     what training the rest costs, both read from the store (its runs' measured times on their devices)."""
     from pe_core.train import Grid
+    from pe_core.train.service import seconds_like, timed_runs
     from pe_core.train.shipped import shipped
 
     settings = settings or Settings()
@@ -779,8 +784,8 @@ def store_text(settings: Settings | None = None) -> str:
     if ships is not None and config.replace(seed=DEFAULT_SEEDS[0]).family == ships.grid.base.family:
         texts.append(_("{count} of them shipped with the app (trained on {device}).").format(
             count=len(ships.records), device=shown_device_label(ships.training_device)))
-    own_runs, shipped_runs = _timed_runs({r.hash for r in (ships.records if ships else ())})
-    own_s, shipped_s = _seconds_like(own_runs, config), _seconds_like(shipped_runs, config)
+    own_runs, shipped_runs = timed_runs(service().store)
+    own_s, shipped_s = seconds_like(own_runs, config), seconds_like(shipped_runs, config)
     run_s = own_s if own_s is not None else shipped_s
     if run_s is not None:
         if own_s is not None:
@@ -795,36 +800,12 @@ def store_text(settings: Settings | None = None) -> str:
             for run in missing:
                 by_encoding.setdefault(run.encoding, []).append(run)
             # an encoding's runs cost what its stored runs cost (a RoPE run also evaluates and fine-tunes its methods)
-            all_s = sum(len(runs) * (_seconds_like(own_runs, runs[0]) or own_s)
+            all_s = sum(len(runs) * (seconds_like(own_runs, runs[0]) or own_s)
                         for runs in by_encoding.values())
             texts.append(ngettext("The {count} missing run takes about {all}.", "The {count} missing runs take about "
                                   "{all}: the seeds of an encoding train together as one batch.", len(missing)).format(
                 count=len(missing), all=duration_text(all_s)))
     return sentences(texts)
-
-
-def _stored_hash(config: dict) -> str | None:
-    try:
-        return ExperimentConfig.from_json(config).hash
-    except ValueError:  # a run stored by another version of the app, with knobs this one does not know
-        return None
-
-
-def _timed_runs(shipped: set[str]) -> tuple[list[tuple[dict, float]], list[tuple[dict, float]]]:
-    """(config, seconds) of the runs this server (or its workers) trained and stored, and of the runs that shipped
-    with the app as the shipped file times them (a store seeded by an older file keeps that file's times; the file's
-    are the ones this version ships)."""
-    from pe_core.train.shipped import shipped_records
-
-    own = [(run, seconds) for run, seconds in service().store.seconds_per_run() if _stored_hash(run) not in shipped]
-    return own, [(record.config.to_json(), record.total_seconds) for record in shipped_records()]
-
-
-def _seconds_like(runs: list[tuple[dict, float]], config: ExperimentConfig) -> float | None:
-    """The median seconds of ``runs`` like ``config`` (``comparable_seconds``)."""
-    from pe_core.train.service import comparable_seconds, median
-
-    return median([seconds for _run, seconds in comparable_seconds(runs, config)])
 
 
 def stored_runs(limit: int = 500) -> list[dict]:

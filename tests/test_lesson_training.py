@@ -161,7 +161,12 @@ def test_the_shipped_runs_time_is_the_shipped_files_even_where_a_store_kept_an_o
     store = open_store(str(tmp_path / "runs.sqlite3"))
     for record in shipped_records():  # as an older file seeded them: the same runs, timed on a loaded machine
         store.put(dataclasses.replace(record, total_seconds=25 * record.total_seconds))
-    with serving(store):
+    with serving(store) as service:
         text = store_text()
+        estimate = service.estimate_s(ExperimentConfig())
+        service.store.enqueue(ExperimentConfig(seed=7), "shape")
+        (entry,) = service.queue_view()
     rope = sorted(r.total_seconds for r in shipped_records() if r.config.encoding == "rope")
     assert f"Shipped runs like this one took about {duration_text(rope[len(rope) // 2])} each" in text
+    # the queue's times and a new run's estimate read the same file, not the store's older times
+    assert estimate == entry.remaining_s == rope[len(rope) // 2]

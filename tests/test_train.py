@@ -51,6 +51,7 @@ from pe_core.train.published import SU_TABLE
 from pe_core.train.schema import MEMORY_COUNTED
 from pe_core.train.service import TrainingService
 from pe_core.train.spectrum import matched_ramp
+from pe_core.train.store import CANCELLED
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -718,6 +719,63 @@ def test_stored_runs_survive_a_restart_and_a_stopped_run_resumes(tmp_path):
     started = time.perf_counter()
     assert restarted.request(config) == record and time.perf_counter() - started < 2
     assert restarted.trained == 0
+
+
+def test_the_servers_own_trainer_trains_a_requests_seeds_as_one_batch_each_as_alone(tmp_path, monkeypatch):
+    from pe_core.train import service as service_module
+
+    sizes = []
+
+    class Recorded(service_module.ExperimentBatch):
+        def __init__(self, experiments, **kwargs):
+            sizes.append(sorted(e.config.seed for e in experiments))
+            super().__init__(experiments, **kwargs)
+
+    monkeypatch.setattr(service_module, "ExperimentBatch", Recorded)
+    service = service_on(tmp_path / "runs.sqlite3")
+    seeds = [tiny_config(seed=seed, steps=6, fine_tune=("pi",)) for seed in (1, 2, 3)]
+    other = tiny_config(seed=1, steps=6, fine_tune=("pi",), rope_base=100.0)  # another shape of experiment
+    job = service.request_all([*seeds, other], "seed table")
+    batches = []
+    while not job.finished:
+        batches.append(getattr(job, "batch", None))
+        time.sleep(0.005)
+    assert job.state == DONE and job.result == 4 and service.trained == 4
+    assert sizes == [[1, 2, 3], [1]]  # the three seeds together, then the other experiment
+    assert (1, 3, 4) in batches and batches[-1] in {(1, 3, 4), (4, 4, 4)}
+    for config in seeds:  # on the CPU a batch's numbers are bit for bit those of each run alone
+        alone = run_experiment(config, device="cpu")
+        stored = service.store.get(config.hash)
+        assert stored.results == alone.results and stored.fine_tunes == alone.fine_tunes
+        assert service.store.latest(config.hash).state == DONE
+    assert service.request_all(seeds, "seed table") is None  # nothing missing any more
+    with use_language("zh"):
+        assert lesson_status_text(job.reports()[-1], (1, 3, 4)).startswith("第 1–3 次运行（共 4 次）一起训练 · ")
+    assert lesson_status_text(job.reports()[-1], (4, 4, 4)).startswith("Run 4 of 4 · ")
+
+
+def lesson_status_text(status, batch):
+    from lessons.training import status_text
+
+    return status_text(status, batch)
+
+
+def test_a_stopped_batch_keeps_every_run_to_resume_and_cancels_their_queue_rows(tmp_path):
+    service = service_on(tmp_path / "runs.sqlite3")
+    seeds = [tiny_config(seed=seed, steps=400) for seed in (1, 2)]
+    job = service.request_all(seeds, "seed table")
+    while not [s for s in job.reports() if s.phase == TRAINING and s.step >= 3]:
+        time.sleep(0.01)
+    job.withdraw()
+    assert job.wait(30) and job.state == STOPPED and service.store.count() == 0
+    assert all(service.store.latest(c.hash).state == CANCELLED for c in seeds)
+    steps = {c.seed: service.paused(c).run.step for c in seeds}
+    assert len(set(steps.values())) == 1 and 3 <= steps[1] < 400  # stopped together, at the same step
+    resumed = service.request_all(seeds, "seed table")
+    assert resumed.wait(240) and resumed.result == 2
+    assert min(s.step for s in resumed.reports() if s.phase == TRAINING) == steps[1] + 1
+    for config in seeds:
+        assert service.store.get(config.hash).results == run_experiment(config, device="cpu").results
 
 
 def test_a_failed_store_open_is_reported_and_the_server_keeps_runs_in_memory(tmp_path, monkeypatch):

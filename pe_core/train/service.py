@@ -33,10 +33,10 @@ from pe_core.device import compute_device
 from pe_core.jobs import Job, JobLimiter, server_limiter
 from pe_core.train.attention import kept_weights
 from pe_core.train.config import ExperimentConfig
-from pe_core.train.experiment import ExperimentRun, Status, batch_key
+from pe_core.train.experiment import ExperimentBatch, ExperimentRun, Status, batch_groups, batch_key
 from pe_core.train.loop import training_label
 from pe_core.train.schema import RunRecord
-from pe_core.train.shipped import seed_store
+from pe_core.train.shipped import seed_store, shipped_records
 from pe_core.train.store import CANCELLED, FAILED, QUEUED, RUNNING, QueuedJob, RunStore, StoreError, open_store
 from pe_core.train.worker import LEASE_S, PROGRESS_S, WORKER_ALIVE_S, status_fields
 
@@ -67,6 +67,28 @@ def _work(config: ExperimentConfig | dict) -> tuple | None:
         except ValueError:
             return None
     return config.encoding, config.evaluated_methods, config.fine_tuned_methods
+
+
+def timed_runs(store: RunStore) -> tuple[list[tuple[dict, float]], list[tuple[dict, float]]]:
+    """(config, seconds) of the runs the store's trainers trained, and of the runs that shipped with the app as the
+    shipped file times them (a store seeded by an older file keeps that file's times; the file's are the ones this
+    version ships, measured on its machine)."""
+    shipped = shipped_records()
+    hashes = {record.hash for record in shipped}
+    own = [(run, seconds) for run, seconds in store.seconds_per_run() if _stored_hash(run) not in hashes]
+    return own, [(record.config.to_json(), record.total_seconds) for record in shipped]
+
+
+def seconds_like(runs: Sequence[tuple[dict, float]], config: ExperimentConfig) -> float | None:
+    """The median seconds of ``runs`` like ``config`` (``comparable_seconds``); None for none."""
+    return median([seconds for _run, seconds in comparable_seconds(runs, config)])
+
+
+def _stored_hash(config: dict) -> str | None:
+    try:
+        return ExperimentConfig.from_json(config).hash
+    except ValueError:  # a run stored by another version of the app, with knobs this one does not know
+        return None
 
 
 def median(values: Sequence[float]) -> float | None:
@@ -117,17 +139,19 @@ class TrainingService:
         if self.workers():
             return self.followers.submit(config.label(), lambda job: self._follow([config], job), key=config.hash,
                                          estimate_s=self.estimate_s(config))
-        return self.limiter.submit(config.label(), lambda job: self._work(config, job), key=config.hash,
+        return self.limiter.submit(config.label(), lambda job: self._work([config], job, 0, 1), key=config.hash,
                                    estimate_s=self.estimate_s(config))
 
     def request_all(self, configs: list[ExperimentConfig], name: str) -> Job | None:
-        """One job that trains every config of ``configs`` not stored yet (None if none is missing). Its reports
-        are the current run's ``Status``; ``job.phase`` says which run of how many. With workers running, the
+        """One job that trains every config of ``configs`` not stored yet (None if none is missing), those that
+        differ only in their seed as one batch (``batch_groups``), the groups one after another. Its reports are
+        the runs' ``Status``; ``job.batch`` says which runs of how many train now. With workers running, the
         configs wait in the store's queue, where the workers train those of one shape as one batch."""
         missing = [c for c in configs if c.hash not in self.store]
         if not missing:
             return None
-        estimates = [self.estimate_s(c) for c in missing]
+        timed = timed_runs(self.store)
+        estimates = [self.estimate_s(c, timed) for c in missing]
         total = None if any(e is None for e in estimates) else sum(estimates)
         key = "all:" + ",".join(c.hash for c in missing)
         if self.workers():
@@ -135,15 +159,14 @@ class TrainingService:
 
         def work(job: Job) -> int:
             done = 0
-            for index, config in enumerate(missing):
+            for group in batch_groups(missing):
                 if job.should_stop():
                     break
-                if config.hash in self.store:
-                    continue
-                share = _Share(job, index, len(missing))
-                if self._work(config, share) is not None:
-                    done += 1
-            return done
+                records = self._work(group, job, done, len(missing))
+                done += len(group)
+                if records is None:
+                    break
+            return sum(c.hash in self.store for c in missing)
 
         return self.limiter.submit(name, work, key=key, estimate_s=total)
 
@@ -152,56 +175,95 @@ class TrainingService:
         with self._lock:
             return self._paused.get(config.hash)
 
-    def estimate_s(self, config: ExperimentConfig) -> float | None:
-        """Seconds a run should take: the median of ``comparable_seconds``.
+    def estimate_s(self, config: ExperimentConfig, timed: tuple[list, list] | None = None) -> float | None:
+        """Seconds a run should take: the median of the comparable runs this store's trainers trained, else of the
+        comparable shipped runs (``timed``: ``timed_runs(self.store)``, read once for many estimates).
 
-        None when nothing comparable was stored (the page then gives no time until the run measures itself).
+        None when nothing comparable is known (the page then gives no time until the run measures itself).
         """
-        return median([seconds for _stored, seconds in comparable_seconds(self.store.seconds_per_run(), config)])
+        own, shipped = timed or timed_runs(self.store)
+        estimate = seconds_like(own, config)
+        return estimate if estimate is not None else seconds_like(shipped, config)
 
     def _device_label(self) -> str:
         device = torch.device(self.device) if self.device is not None else compute_device()
         return training_label(device)
 
-    def _work(self, config: ExperimentConfig, job: Job) -> RunRecord | None:
-        """Train ``config`` here, holding its queue row's lease; while another trainer holds it, follow it."""
-        key, label = config.hash, self._device_label()
+    def _work(self, configs: Sequence[ExperimentConfig], job: Job, before: int, count: int
+              ) -> RunRecord | list[RunRecord] | None:
+        """Train ``configs`` (equal but for the seed) here as one batch, holding their queue rows' leases; a config
+        another trainer holds is followed until it is stored. Returns the record (one config) or the records; None
+        if stopped first. ``before`` and ``count`` place the batch among a job's ``count`` runs, for its progress."""
+        records: dict[str, RunRecord] = {}
+        label = self._device_label()
         while True:
-            record = self.stored(config)
-            if record is not None:
-                return record
-            row = self.store.claim_hash(config, batch_key(config), self.owner, label, LEASE_S)
-            if row is not None:
-                break
-            held = self.store.latest(key)
+            records.update({c.hash: r for c in configs if c.hash not in records and (r := self.stored(c)) is not None})
+            pending = [c for c in configs if c.hash not in records]
+            if not pending:
+                return records[configs[0].hash] if len(configs) == 1 else [records[c.hash] for c in configs]
+            rows = {c.hash: row for c in pending
+                    if (row := self.store.claim_hash(c, batch_key(c), self.owner, label, LEASE_S)) is not None}
+            if rows:
+                trained = self._train([c for c in pending if c.hash in rows], rows, job, before + len(records), count)
+                if trained is None:
+                    return None
+                records.update(trained)
+                continue
+            held = self.store.latest(pending[0].hash)
             job.report(phase="another server trains this run", fraction=held.fraction if held else 0.0)
             job.store_job = held
             if job.should_stop():
                 return None
             time.sleep(POLL_S)
+
+    def _train(self, configs: list[ExperimentConfig], rows: dict[str, QueuedJob], job: Job, before: int,
+               count: int) -> dict[str, RunRecord] | None:
+        """Train the claimed ``configs`` together (each resumed where a stop left it) and store each record as its run
+        ends; None if the job was stopped (the unfinished runs are kept, paused, and their rows cancelled)."""
         job.store_job = None
+        job.batch = (before + 1, before + len(configs), count) if count > 1 else None
+        with self._lock:
+            experiments = [self._paused.pop(c.hash, None) or ExperimentRun(c, self.corpus, self.device)
+                           for c in configs]
+        records: dict[str, RunRecord] = {}
+        fractions = dict.fromkeys(rows, 0.0)
+        statuses: dict[str, dict] = {}
         try:
-            with self._lock:
-                experiment = self._paused.pop(key, None)
-            experiment = experiment or ExperimentRun(config, self.corpus, self.device)
             beat = time.monotonic()
-            for status in experiment.work():
-                job.report(status, phase=status.phase, fraction=status.fraction)
+            for experiment, status in ExperimentBatch(experiments).work(lambda e: job.should_stop()):
+                if status is None:
+                    continue
+                run_hash = experiment.config.hash
+                fractions[run_hash], statuses[run_hash] = status.fraction, status_fields(status)
+                job.report(status, phase=status.phase, fraction=(before + sum(fractions.values())) / count)
                 if time.monotonic() - beat > PROGRESS_S:
-                    self.store.renew(self.owner, LEASE_S, {row.id: (status.fraction, status_fields(status))})
+                    self.store.renew(self.owner, LEASE_S, {rows[h].id: (fractions[h], statuses.get(h))
+                                                           for h in rows if h not in records})
                     beat = time.monotonic()
-                if job.should_stop():
-                    with self._lock:
-                        self._paused[key] = experiment
-                        while len(self._paused) > MAX_PAUSED:
-                            self._paused.popitem(last=False)
-                    self.store.finish(row.id, self.owner, CANCELLED)
-                    return None
-            record = experiment.record()
+                if experiment.done and run_hash not in records:
+                    records[run_hash] = self._keep(experiment, rows[run_hash])
         except BaseException as err:
-            self.store.finish(row.id, self.owner, FAILED, f"{type(err).__name__}: {err}")
+            for run_hash, row in rows.items():
+                if run_hash not in records:
+                    self.store.finish(row.id, self.owner, FAILED, f"{type(err).__name__}: {err}")
             raise
-        weights = kept_weights(config, experiment.run.model)
+        if len(records) < len(configs):  # stopped: kept to resume, the rows withdrawn
+            with self._lock:
+                for experiment in experiments:
+                    if experiment.config.hash not in records:
+                        self._paused[experiment.config.hash] = experiment
+                while len(self._paused) > MAX_PAUSED:
+                    self._paused.popitem(last=False)
+            for run_hash, row in rows.items():
+                if run_hash not in records:
+                    self.store.finish(row.id, self.owner, CANCELLED)
+            return None
+        return records
+
+    def _keep(self, experiment: ExperimentRun, row: QueuedJob) -> RunRecord:
+        """Store a finished run with its kept weights, close its queue row, tell the listeners."""
+        record = experiment.record()
+        weights = kept_weights(experiment.config, experiment.run.model)
         if not self.store.complete(row.id, self.owner, record, weights):
             self.store.put(record, weights)  # this server stalled past its lease and another trainer took the row over
         self.trained += 1
@@ -213,7 +275,7 @@ class TrainingService:
         """Queue ``configs`` for the workers and follow their rows until every one is stored: the record (one
         config) or how many were stored (several); None if stopped first. ``job.store_jobs`` holds the rows."""
         self.store.enqueue_all([(c, batch_key(c)) for c in configs if c.hash not in self.store])
-        job.batch = (1, len(configs)) if len(configs) > 1 else None
+        job.batch = (1, 1, len(configs)) if len(configs) > 1 else None
         while True:
             rows = {c.hash: self.store.latest(c.hash) for c in configs}
             stored = {c.hash for c in configs if c.hash in self.store}
@@ -230,7 +292,7 @@ class TrainingService:
             job.report(phase="queued for a worker" if all(r.state == QUEUED for r in job.store_jobs)
                        else "a worker trains this run", fraction=sum(fractions) / len(fractions))
             if len(configs) > 1:
-                job.batch = (len(stored) + 1, len(configs))
+                job.batch = (len(stored) + 1, len(stored) + 1, len(configs))
             if job.should_stop():
                 for config in configs:
                     if config.hash not in stored:
@@ -248,13 +310,15 @@ class TrainingService:
         jobs = self.store.queue(finished=0)
         now = self.store.now()
         trainers = len(self.workers()) or self.limiter.max_running
-        return queue_view(jobs, now, trainers, self._estimate_json)
+        timed = timed_runs(self.store)
 
-    def _estimate_json(self, config: dict) -> float | None:
-        try:
-            return self.estimate_s(ExperimentConfig.from_json(config))
-        except ValueError:
-            return None
+        def estimate(config: dict) -> float | None:
+            try:
+                return self.estimate_s(ExperimentConfig.from_json(config), timed)
+            except ValueError:
+                return None
+
+        return queue_view(jobs, now, trainers, estimate)
 
 
 def queue_view(jobs: Sequence[QueuedJob], now: float, trainers: int,
@@ -290,24 +354,6 @@ def queue_view(jobs: Sequence[QueuedJob], now: float, trainers: int,
                 slots[0] += full
         entries.append(QueueEntry(job, position, full, wait))
     return entries
-
-
-class _Share:
-    """A job as seen by one run of several: progress scaled into the run's share of the whole."""
-
-    def __init__(self, job: Job, index: int, count: int):
-        self.job, self.index, self.count = job, index, count
-        job.batch = (index + 1, count)  # which run of how many, for the page
-
-    def should_stop(self) -> bool:
-        return self.job.should_stop()
-
-    def report(self, item=None, *, phase=None, fraction=None) -> None:
-        if phase is not None:
-            phase = f"{phase} (run {self.index + 1} of {self.count})"
-        if fraction is not None:
-            fraction = (self.index + fraction) / self.count
-        self.job.report(item, phase=phase, fraction=fraction)
 
 
 def latest_status(job: Job) -> Status | None:
