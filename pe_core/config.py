@@ -13,7 +13,16 @@ import math
 from collections.abc import Mapping
 
 from i18n import N_, _
-from pe_core.layers import TEXT_MODEL_TYPES, LayerKind, LayerMap, effective_config, family_of, layer_types_of, span_of
+from pe_core.layers import (
+    GENERIC,
+    TEXT_MODEL_TYPES,
+    LayerKind,
+    LayerMap,
+    effective_config,
+    family_of,
+    layer_types_of,
+    span_of,
+)
 from pe_core.rope import ROPE_TYPES, RopeSpec
 
 # Old names that transformers still accepts for a rope type. Qwen2-VL's "mrope" splits the pairs among
@@ -22,9 +31,7 @@ _TYPE_ALIASES = {"su": "longrope", "ntk-aware": "ntk", "dynamic_ntk": "dynamic",
 # Rope types transformers has that this app does not analyse, with what they are.
 _UNSUPPORTED_TYPES = {"axial": N_("the 2-D axial RoPE of vision encoders")}
 # Where multimodal and composite configs keep the language model's own config.
-SUB_CONFIG_KEYS = ("text_config", "language_config", "llm_config", "thinker_config")
-_TEXT_MODEL_KEYS = ("head_dim", "qk_rope_head_dim", "hidden_size", "num_attention_heads", "rope_theta",
-                    "rope_scaling", "rope_parameters", "max_position_embeddings")
+SUB_CONFIG_KEYS = ("text_config", "language_config", "llm_config", "thinker_config", "vlm_config")
 # Model families whose positions are not RoPE: named, so a pasted config is refused for the right reason.
 _NOT_ROPE_FAMILIES = {
     "gpt2": N_("learned absolute position embeddings"), "opt": N_("learned absolute position embeddings"),
@@ -53,23 +60,25 @@ def _positive_int(config: Mapping, key: str, where: str = "config.json") -> int:
 
 
 def text_config_of(config: Mapping) -> tuple[Mapping, str | None]:
-    """The part of a config.json that describes the language model, and the key it was found under.
+    """The part of a config.json that describes the language model, and the key path it was found under.
 
-    A text model's config is read as it is; a composite one (Gemma 3, LLaVA-style and other multimodal
-    configs) keeps it under ``text_config`` (or ``language_config`` ...), which is then read instead.
+    A text model's config is read as it is; a composite one (Gemma 3, LLaVA-style and other multimodal configs)
+    keeps it under ``text_config`` (or ``language_config`` ...), which is then read instead, as transformers'
+    ``get_text_config`` does, even where the top level has keys of its own (PaliGemma's hidden_size, an audio
+    encoder's RoPE) and one level further down (Qwen2.5-Omni's thinker_config.text_config).
     """
-    where = None
+    path = []
     parent_type = config.get("model_type")
-    if not any(config.get(key) is not None for key in _TEXT_MODEL_KEYS):
-        where = next((key for key in SUB_CONFIG_KEYS if isinstance(config.get(key), Mapping)), None)
-        if where is not None:
-            config = config[where]
+    while (key := next((k for k in SUB_CONFIG_KEYS if isinstance(config.get(k), Mapping)), None)) is not None:
+        path.append(key)
+        parent_type = config.get("model_type", parent_type)
+        config = config[key]
         if config.get("model_type") is None and isinstance(parent_type, str):
             config = {**config, "model_type": TEXT_MODEL_TYPES.get(parent_type, parent_type)}
     defaults = family_of(config.get("model_type")).defaults
     if defaults:
         config = {**defaults, **{k: v for k, v in config.items() if v is not None}}
-    return config, where
+    return config, ".".join(path) or None
 
 
 def _refuse_non_rope(config: Mapping) -> None:
@@ -141,18 +150,19 @@ def layer_map(config: Mapping | str) -> LayerMap:
     layout = family.layout(values)
     groups: dict[tuple[str, bool], list[int]] = {}
     for index, layer_type in enumerate(per_layer):
-        groups.setdefault((layer_type, family.applies_rope(values, index, layer_type)), []).append(index)
+        rotary = family.applies_rope(values, index, layer_type) and not (layer_type in blocks and blocks[layer_type] is None)
+        groups.setdefault((layer_type, rotary), []).append(index)
     specs: dict[str, RopeSpec] = {}
     kinds = []
     for (layer_type, rotary), layers in groups.items():
         spec = None
         block: Mapping = {}
         if rotary:
-            if layer_type not in blocks or blocks[layer_type] is None:
+            if layer_type not in blocks:
                 raise ValueError(_("config.json gives no RoPE parameters for its {layer_type!r} layers.").format(layer_type=layer_type))
             block = blocks[layer_type]
             if layer_type not in specs:
-                head_key = family.layer_head_dim.get(layer_type)
+                head_key = family.layer_head_dim.get(layer_type) or (family.head_dim_key if family is not GENERIC else None)
                 head_dim = _positive_int(values, head_key) if head_key and values.get(head_key) is not None else head_dim_of(values)
                 specs[layer_type] = _spec_from(values, dict(block), head_dim, family.advertises_extended)
             spec = specs[layer_type]

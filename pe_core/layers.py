@@ -25,13 +25,14 @@ from i18n import N_, _
 from pe_core.rope import RopeSpec
 
 FULL, SLIDING, CHUNKED, LINEAR = "full_attention", "sliding_attention", "chunked_attention", "linear_attention"
+INDEXED = "indexed_attention"  # DeepSeek Sparse Attention: an indexer picks the keys each query attends to
 # Layer types whose tokens do not attend by position at all (linear attention, state-space mixers).
 _POSITIONLESS_TYPES = (LINEAR, "mamba", "conv", "linear_attention_gated")
 # What each layer type's attention spans, as the reader sees it.
 SPAN_KINDS = {FULL: "full", SLIDING: "window", CHUNKED: "chunk", LINEAR: "linear"}
 LAYER_TYPE_TITLES = {
     FULL: N_("full attention"), SLIDING: N_("sliding-window attention"), CHUNKED: N_("chunked attention"),
-    LINEAR: N_("linear attention"),
+    LINEAR: N_("linear attention"), INDEXED: N_("indexed sparse attention"),
 }
 LAYOUTS = ("half", "interleaved")
 
@@ -43,10 +44,13 @@ def layer_type_title(layer_type: str) -> str:
 # ---- how families lay out their layers ---------------------------------------------------------------------
 
 
-def _every_nth_full(n: int, other: str = SLIDING) -> Callable[[Mapping], list[str]]:
-    """``other`` on every layer but each n-th, which is full attention (Gemma 3: 5 sliding, then 1 full)."""
+def _every_nth_full(n: int, other: str = SLIDING, period_key: str | None = None) -> Callable[[Mapping], list[str]]:
+    """``other`` on every layer but each n-th, which is full attention (Gemma 3: 5 sliding, then 1 full); the
+    config's ``period_key`` (by default sliding_window_pattern, or full_attention_interval) overrides n."""
+    period_key = period_key or ("sliding_window_pattern" if other == SLIDING else "full_attention_interval")
+
     def pattern(config: Mapping) -> list[str]:
-        period = config.get("sliding_window_pattern", n) if other == SLIDING else config.get("full_attention_interval", n)
+        period = config.get(period_key, n)
         if not isinstance(period, int) or isinstance(period, bool) or period < 1:
             raise ValueError(_("This {family} config has no 'layer_types' and its pattern {period!r} is not a "
                                "positive integer, so its layers cannot be laid out.").format(
@@ -81,6 +85,12 @@ def _llama4_pattern(config: Mapping) -> list[str]:
             for uses in _llama4_rope_flags(config)]
 
 
+def _smollm3_pattern(config: Mapping) -> list[str]:
+    # SmolLM3Config: a window (with use_sliding_window) only on the NoPE layers
+    window = config.get("sliding_window") if config.get("use_sliding_window") else None
+    return [SLIDING if window is not None and not uses else FULL for uses in _llama4_rope_flags(config)]
+
+
 def _llama4_rope_flags(config: Mapping) -> list[int]:
     flags = config.get("no_rope_layers")  # despite the name, 1 marks a layer that applies RoPE
     if not flags:
@@ -111,7 +121,13 @@ def _exaone4_rope(config: Mapping, index: int, layer_type: str) -> bool:
 
 
 def _llama4_rope(config: Mapping, index: int, layer_type: str) -> bool:
+    # Llama4TextAttention and SmolLM3Attention: `self.use_rope = config.no_rope_layers[layer_idx]`
     return bool(_llama4_rope_flags(config)[index])
+
+
+def _rope_if_configured(config: Mapping, index: int, layer_type: str) -> bool:
+    # GraniteMoeHybridModel builds its rotary module only when position_embedding_type == "rope" (else NoPE)
+    return config.get("position_embedding_type") == "rope" and _rope_everywhere(config, index, layer_type)
 
 
 # ---- RoPE parameters per layer type -------------------------------------------------------------------------
@@ -132,8 +148,9 @@ def _same_for_every_type(config: Mapping, layer_types: list[str]) -> dict[str, d
     """One block for every layer, unless it is nested by the config's own layer types (transformers 5)."""
     params = _flat_parameters(config)
     nested = [key for key in params if key in layer_types]
-    if nested:
-        return {layer_type: _with_theta(dict(params[layer_type] or {}), config) for layer_type in nested}
+    if nested:  # a null block: those layers have no RoPE (standardize_rope_params skips it, the rotary class too)
+        return {layer_type: None if params[layer_type] is None else _with_theta(dict(params[layer_type]), config)
+                for layer_type in nested}
     block = _with_theta(params, config)
     return {layer_type: block for layer_type in set(layer_types)}
 
@@ -174,6 +191,15 @@ def _gemma4_parameters(config: Mapping, layer_types: list[str]) -> dict[str, dic
         return {SLIDING: {"rope_type": "default", "rope_theta": 10_000.0},
                 FULL: {"rope_type": "proportional", "partial_rotary_factor": 0.25, "rope_theta": 1_000_000.0}}
     return _same_for_every_type(config, layer_types)
+
+
+def _class_block(block: dict) -> Callable[[Mapping, list[str]], dict[str, dict]]:
+    """A class whose config without RoPE parameters gets ``block`` (Mistral 4: YaRN ×128 on half of each head)."""
+    def parameters(config: Mapping, layer_types: list[str]) -> dict[str, dict]:
+        if config.get("rope_parameters") is None and config.get("rope_scaling") is None:
+            return {layer_type: _with_theta(dict(block), config) for layer_type in set(layer_types)}
+        return _same_for_every_type(config, layer_types)
+    return parameters
 
 
 def _gpt_oss_parameters(config: Mapping, layer_types: list[str]) -> dict[str, dict]:
@@ -279,7 +305,36 @@ FAMILIES: dict[str, Family] = {
     "glm4": Family(defaults=_class(max_positions=131_072, layers=40, head_dim=128, partial_rotary_factor=0.5),
                    layout=_interleaved),
     "glm4_moe": Family(defaults=_class(max_positions=131_072, layers=46, partial_rotary_factor=0.5)),
+    "smollm3": Family(defaults=_class(2_000_000.0, 32768, 36, no_rope_layer_interval=4), layer_pattern=_smollm3_pattern,
+                      applies_rope=_llama4_rope),
+    # AfmoeAttention rotates only its local (sliding-window) layers
+    "afmoe": Family(defaults=_class(max_positions=16384, head_dim=128, sliding_window=1024,
+                                    global_attn_every_n_layers=4),
+                    layer_pattern=_every_nth_full(4, period_key="global_attn_every_n_layers"),
+                    applies_rope=_rope_on_sliding_only),
+    "exaone_moe": Family(defaults=_class(sliding_window=4096, sliding_window_pattern=4), layer_pattern=_exaone4_pattern,
+                         applies_rope=_exaone4_rope),
+    "granitemoehybrid": Family(defaults=_class(position_embedding_type=None), renamed={"layers_block_type": "layer_types"},
+                               layer_pattern=lambda config: [LINEAR] * config["num_hidden_layers"],
+                               applies_rope=_rope_if_configured),
+    "ernie4_5": Family(defaults=_class(500_000.0, 131_072, 18, head_dim=128), layout=_interleaved),
+    "ernie4_5_moe": Family(defaults=_class(500_000.0, 131_072, 28), layout=_interleaved),
+    "helium": Family(defaults=_class(100_000.0, 4096, 24, head_dim=128), layout=_interleaved),
+    # Mistral4Config keeps head_dim = qk_nope + qk_rope and rotates partial_rotary_factor of it (qk_rope_head_dim)
+    "mistral4": Family(defaults=_class(max_positions=1_048_576, layers=36, head_dim=128),
+                       parameters=_class_block({"rope_type": "yarn", "factor": 128.0, "original_max_position_embeddings": 8192,
+                                                "beta_fast": 32.0, "beta_slow": 1.0, "mscale": 1.0, "mscale_all_dim": 1.0,
+                                                "partial_rotary_factor": 0.5}),
+                       layout=_deepseek_layout),
     "deepseek_v2": Family(head_dim_key="qk_rope_head_dim", defaults=_class(qk_rope_head_dim=64), layout=_interleaved),
+    "deepseek_v32": Family(head_dim_key="qk_rope_head_dim", defaults=_class(max_positions=163_840, layers=61,
+                                                                            qk_rope_head_dim=64),
+                           layer_pattern=lambda config: [INDEXED] * config["num_hidden_layers"], layout=_interleaved),
+    "glm4_moe_lite": Family(head_dim_key="qk_rope_head_dim", defaults=_class(max_positions=202_752, layers=47,
+                                                                             qk_rope_head_dim=64),
+                            layout=_deepseek_layout),
+    "youtu": Family(head_dim_key="qk_rope_head_dim", defaults=_class(max_positions=131_072, qk_rope_head_dim=64),
+                    layout=_deepseek_layout),
     "deepseek_v3": Family(head_dim_key="qk_rope_head_dim", defaults=_class(max_positions=4096, layers=61,
                                                                            qk_rope_head_dim=64),
                           layout=_deepseek_layout),
@@ -392,12 +447,17 @@ def effective_config(text: Mapping) -> tuple[dict, Family]:
     return values, family
 
 
+# Old layer type names transformers reads as today's (``configuration_utils._LEGACY_LAYER_TYPE_REMAP``: Granite 4.0-H
+# and Bamba list "mamba" and "attention" blocks).
+LEGACY_LAYER_TYPES = {"mamba": LINEAR, "attention": FULL, "deepseek_sparse_attention": INDEXED}
+
+
 def layer_types_of(values: Mapping, family: Family) -> list[str]:
     given = values.get("layer_types")
     if given is not None:
         if not isinstance(given, list) or not all(isinstance(item, str) for item in given):
             raise ValueError(_("config.json field 'layer_types' must be a list of layer type names."))
-        return list(given)
+        return [LEGACY_LAYER_TYPES.get(item, item) for item in given]
     if not isinstance(values.get("num_hidden_layers"), int) or values["num_hidden_layers"] < 1:
         raise ValueError(_("config.json needs 'num_hidden_layers' (or 'layer_types') to lay out the layers."))
     return family.layer_pattern(values)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import importlib
+import inspect
 
 import torch
 
@@ -41,7 +42,23 @@ ROTARY_CLASSES = {
     "deepseek_v2": "deepseek_v2.modeling_deepseek_v2.DeepseekV2RotaryEmbedding",
     "hunyuan_v1_dense": "hunyuan_v1_dense.modeling_hunyuan_v1_dense.HunYuanDenseV1RotaryEmbedding",
     "hunyuan_v1_moe": "hunyuan_v1_moe.modeling_hunyuan_v1_moe.HunYuanMoEV1RotaryEmbedding",
+    "smollm3": "smollm3.modeling_smollm3.SmolLM3RotaryEmbedding",
+    "afmoe": "afmoe.modeling_afmoe.AfmoeRotaryEmbedding",
+    "exaone_moe": "exaone_moe.modeling_exaone_moe.ExaoneMoeRotaryEmbedding",
+    "granitemoehybrid": "granitemoehybrid.modeling_granitemoehybrid.GraniteMoeHybridRotaryEmbedding",
+    "ernie4_5": "ernie4_5.modeling_ernie4_5.Ernie4_5RotaryEmbedding",
+    "ernie4_5_moe": "ernie4_5_moe.modeling_ernie4_5_moe.Ernie4_5_MoeRotaryEmbedding",
+    "helium": "helium.modeling_helium.HeliumRotaryEmbedding",
+    "mistral4": "mistral4.modeling_mistral4.Mistral4RotaryEmbedding",
+    "deepseek_v32": "deepseek_v32.modeling_deepseek_v32.DeepseekV32RotaryEmbedding",
+    "glm4_moe_lite": "glm4_moe_lite.modeling_glm4_moe_lite.Glm4MoeLiteRotaryEmbedding",
+    "youtu": "youtu.modeling_youtu.YoutuRotaryEmbedding",
 }
+# Families whose attention rotates with apply_rotary_pos_emb_interleave (pairs (2i, 2i + 1) in the weights): always,
+# or when the config's rope_interleave says so; every other family calls apply_rotary_pos_emb.
+INTERLEAVED_CALLS = {"deepseek_v32": lambda config: True, "deepseek_v3": lambda config: config.rope_interleave,
+                     "kimi_k2": lambda config: config.rope_interleave, "glm4_moe_lite": lambda config: config.rope_interleave,
+                     "youtu": lambda config: config.rope_interleave, "mistral4": lambda config: config.rope_interleave}
 # Model types whose architecture is another's (Kimi K2's auto_map names DeepseekV3Config).
 SAME_ARCHITECTURE = {"kimi_k2": "deepseek_v3"}
 # Rope types whose frequencies depend on the sequence length: the class recomputes them in its forward pass.
@@ -93,3 +110,25 @@ def frequencies(module, layer_type: str, seq_len: int | None = None) -> tuple[to
     else:
         inv_freq, attention = module.inv_freq, module.attention_scaling
     return inv_freq.to(torch.float64), float(attention)
+
+
+def pairing(text_config, layer_type: str, width: int) -> str:
+    """How the model's own rotation pairs the ``width`` rotated dimensions of a head, found by rotating unit vectors:
+    "interleaved" when dimensions 0 and 1 turn in one plane, "half" when 0 turns with width/2 (as rotate_half)."""
+    module_rotary = rotary(text_config)
+    module = importlib.import_module(type(module_rotary).__module__)
+    calls_interleaved = INTERLEAVED_CALLS.get(text_config.model_type, lambda config: False)(text_config)
+    apply = module.apply_rotary_pos_emb_interleave if calls_interleaved else module.apply_rotary_pos_emb
+    per_type = hasattr(module_rotary, f"{layer_type}_inv_freq")
+    probe, position = torch.zeros(1, 1, 1), torch.tensor([[5]])
+    cos, sin = module_rotary(probe, position, layer_type=layer_type) if per_type else module_rotary(probe, position)
+    width = max(width, cos.shape[-1])  # Gemma 4's proportional layers pad the unrotated pairs with θ = 0
+
+    def turned(dimension: int) -> set[int]:
+        unit = torch.zeros(1, 1, 1, width)
+        unit[..., dimension] = 1.0
+        one_tensor = list(inspect.signature(apply).parameters)[:3] == ["x", "cos", "sin"]  # Gemma 4 rotates q, k apart
+        turned_unit = apply(unit, cos, sin) if one_tensor else apply(unit, unit, cos, sin)[0]
+        return set(torch.nonzero(turned_unit.flatten().abs() > 1e-6).flatten().tolist())
+
+    return "interleaved" if turned(0) == turned(1) else "half"

@@ -80,6 +80,9 @@ NOPE_RULES = {
     "exaone4": lambda attention: attention.sliding_window is None or attention.is_sliding,
     "cohere2": lambda attention: attention.sliding_window is not None,
     "llama4_text": lambda attention: bool(attention.use_rope),
+    "smollm3": lambda attention: bool(attention.use_rope),
+    "afmoe": lambda attention: attention.is_local_attention,
+    "exaone_moe": lambda attention: attention.sliding_window is None or attention.is_sliding,
 }
 
 
@@ -248,3 +251,94 @@ def test_a_bare_config_gets_its_classs_defaults(model_type):
         if model_type in NOPE_RULES:
             for index in kind.layers:
                 assert NOPE_RULES[model_type](_attention_module(text_config, index)) == kind.has_rope
+
+
+@pytest.mark.parametrize("model_type", BARE_FAMILIES)
+def test_each_familys_pairs_are_the_dimensions_its_own_rotation_turns_together(model_type):
+    import transformers
+
+    if model_type not in transformers.CONFIG_MAPPING:
+        pytest.skip("read through its composite config")
+    bare = {"model_type": model_type, "hidden_size": 256, "num_attention_heads": 4, "num_hidden_layers": 8}
+    text_config = _model_config(bare)
+    module = importlib.import_module(type(_rotary(text_config)).__module__)
+    if not hasattr(module, "apply_rotary_pos_emb"):
+        pytest.skip("rotates complex numbers (pairs (2i, 2i + 1)): Llama 4 is tested above, DeepSeek V2 below")
+    if hasattr(_rotary(text_config), "mrope_section"):
+        pytest.skip("M-RoPE: its sections and pairs are tested in tests/test_mrope.py")
+    for kind in layer_map(bare).rotary_kinds:
+        assert kind.layout == model_classes.pairing(text_config, kind.layer_type, kind.spec.rotary_dim), kind.layer_type
+
+
+def test_deepseek_v2_multiplies_complex_pairs_of_neighbouring_dimensions():
+    from transformers.models.deepseek_v2 import modeling_deepseek_v2
+
+    assert "view_as_complex" in __import__("inspect").getsource(modeling_deepseek_v2.apply_rotary_emb)
+    assert layer_map({"model_type": "deepseek_v2"}).default_kind.layout == "interleaved"
+
+
+def test_smollm3_leaves_every_fourth_layer_unrotated_and_windows_only_those():
+    config = {"model_type": "smollm3", "hidden_size": 256, "num_attention_heads": 4, "num_hidden_layers": 8,
+              "use_sliding_window": True, "sliding_window": 64}
+    text_config = _model_config(config)
+    ours = layer_map(config)
+    assert list(ours.layer_types) == text_config.layer_types
+    assert ours.kind("full_attention").layers == (0, 1, 2, 4, 5, 6)
+    assert (ours.kind("sliding_attention_nope").layers, ours.kind("sliding_attention_nope").span) == ((3, 7), 64)
+    for kind in ours.kinds:
+        for index in kind.layers:
+            assert bool(_attention_module(text_config, index).use_rope) == kind.has_rope
+
+
+@pytest.mark.parametrize("position_embedding_type", ["rope", "nope", None])
+def test_granite_4_h_rotates_its_attention_blocks_only_when_its_config_asks_for_rope(position_embedding_type):
+    """Granite 4.0-H lists mamba and attention blocks under their old names; its model builds a rotary module
+    only for position_embedding_type "rope" (the published 4.0-H configs say "nope")."""
+    from transformers.models.granitemoehybrid import modeling_granitemoehybrid
+
+    config = {"model_type": "granitemoehybrid", "hidden_size": 64, "num_attention_heads": 2, "num_key_value_heads": 1,
+              "intermediate_size": 32, "vocab_size": 16, "mamba_n_heads": 4, "mamba_d_head": 32, "mamba_d_state": 8,
+              "num_hidden_layers": 4, "layers_block_type": ["mamba", "attention", "mamba", "attention"],
+              "position_embedding_type": position_embedding_type}
+    text_config = _model_config(config)
+    model = modeling_granitemoehybrid.GraniteMoeHybridModel(text_config)
+    ours = layer_map(config)
+    assert list(ours.layer_types) == text_config.layer_types == ["linear_attention", "full_attention"] * 2
+    assert ours.kind("full_attention").layers == (1, 3)
+    assert ours.kind("full_attention").has_rope == (model.rotary_emb is not None)
+    if model.rotary_emb is not None:
+        torch.testing.assert_close(rope_frequencies(ours.kind("full_attention").spec).inv_freq,
+                                   model.rotary_emb.inv_freq.double(), rtol=2e-6, atol=0)
+    else:
+        with pytest.raises(ValueError, match="No layer of this model applies RoPE"):
+            from_hf_config(config)
+
+
+def test_a_null_rope_block_for_a_layer_type_leaves_those_layers_unrotated():
+    config = {"model_type": "llama", "hidden_size": 256, "num_attention_heads": 4, "num_hidden_layers": 4,
+              "layer_types": ["sliding_attention", "full_attention"] * 2, "sliding_window": 64,
+              "rope_parameters": {"sliding_attention": {"rope_type": "default", "rope_theta": 10_000.0},
+                                  "full_attention": None}}
+    ours = layer_map(config)
+    assert ours.kind("sliding_attention").layers == (0, 2) and ours.kind("full_attention_nope").layers == (1, 3)
+
+
+@pytest.mark.parametrize(("model_type", "where", "text_type"), [
+    ("paligemma", "text_config", "gemma"),  # a top-level hidden_size of its own
+    ("qwen2_5_omni", "thinker_config.text_config", "qwen2_5_omni_text"),  # two levels down
+    ("colqwen2", "vlm_config.text_config", "qwen2_vl_text"),
+    ("musicflamingo", "text_config", "qwen2"),  # its top level holds the audio encoder's RoPE
+])
+def test_a_composite_config_is_read_at_its_language_model_as_transformers_finds_it(model_type, where, text_type):
+    import transformers
+
+    config = transformers.CONFIG_MAPPING[model_type]().to_dict()
+    text_config = _model_config(config)
+    ours = layer_map(config)
+    assert (ours.read_from, text_config.model_type) == (where, text_type)
+    if text_type in model_classes.ROTARY_CLASSES:
+        inv_freq, _attention = _buffers(_rotary(text_config), "full_attention")
+        torch.testing.assert_close(rope_frequencies(ours.default_kind.spec).inv_freq, inv_freq, rtol=2e-6, atol=0)
+    else:
+        head_dim = getattr(text_config, "head_dim", None) or text_config.hidden_size // text_config.num_attention_heads
+        assert ours.default_kind.spec.head_dim == head_dim
