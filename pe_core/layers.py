@@ -99,6 +99,40 @@ def _llama4_rope_flags(config: Mapping) -> list[int]:
     return list(flags)
 
 
+def _cohere2_moe_dense(config: Mapping) -> list[bool]:
+    # Cohere2MoeConfig: the first first_k_dense_replace layers have a dense MLP (or mlp_layer_types says which)
+    kinds = config.get("mlp_layer_types")
+    if kinds:
+        return [kind == "dense" for kind in kinds]
+    return [i < config.get("first_k_dense_replace", 0) for i in range(config["num_hidden_layers"])]
+
+
+def _cohere2_moe_pattern(config: Mapping) -> list[str]:
+    # the dense prefix has its own window pattern (by default 1: every prefix layer is full attention)
+    prefix = sum(_cohere2_moe_dense(config))
+    dense, rest = config["prefix_dense_sliding_window_pattern"], config["sliding_window_pattern"]
+    return ([SLIDING if (i + 1) % dense else FULL for i in range(prefix)]
+            + [SLIDING if (i + 1) % rest else FULL for i in range(config["num_hidden_layers"] - prefix)])
+
+
+def _flint_pattern(config: Mapping) -> list[str]:
+    # FlintConfig: full attention on the first two layers, every fourth layer and the last one
+    count = config["num_hidden_layers"]
+    return [FULL if i < 2 or i % 4 == 1 or i == count - 1 else SLIDING for i in range(count)]
+
+
+def _bamba_pattern(config: Mapping) -> list[str]:
+    # BambaConfig.layers_block_type: attention at attn_layer_indices (none by default), Mamba elsewhere
+    indices = config.get("attn_layer_indices") or ()
+    return [FULL if i in indices else LINEAR for i in range(config["num_hidden_layers"])]
+
+
+def _recurrent_gemma_pattern(config: Mapping) -> list[str]:
+    # RecurrentGemmaConfig.layers_block_type: block_types repeated; its attention blocks attend within a window
+    blocks = list(config["block_types"])
+    return [SLIDING if blocks[i % len(blocks)] == "attention" else LINEAR for i in range(config["num_hidden_layers"])]
+
+
 def _all_full(config: Mapping) -> list[str]:
     return [FULL] * config["num_hidden_layers"]
 
@@ -123,6 +157,13 @@ def _exaone4_rope(config: Mapping, index: int, layer_type: str) -> bool:
 def _llama4_rope(config: Mapping, index: int, layer_type: str) -> bool:
     # Llama4TextAttention and SmolLM3Attention: `self.use_rope = config.no_rope_layers[layer_idx]`
     return bool(_llama4_rope_flags(config)[index])
+
+
+def _cohere2_moe_rope(config: Mapping, index: int, layer_type: str) -> bool:
+    # Cohere2MoeAttention: `if self.sliding_window is not None or self.force_rope`, force_rope on a dense prefix layer
+    # whose pattern is 1
+    windowed = layer_type == SLIDING and config.get("sliding_window") is not None
+    return windowed or (_cohere2_moe_dense(config)[index] and config["prefix_dense_sliding_window_pattern"] == 1)
 
 
 def _rope_if_configured(config: Mapping, index: int, layer_type: str) -> bool:
@@ -193,6 +234,12 @@ def _gemma4_parameters(config: Mapping, layer_types: list[str]) -> dict[str, dic
     return _same_for_every_type(config, layer_types)
 
 
+def _rotary_dim_as_partial(config: dict) -> None:
+    # GPT-J and CodeGen rotate the first rotary_dim dimensions of each head
+    if config.get("rotary_dim") and config.get("hidden_size") and config.get("num_attention_heads"):
+        config["partial_rotary_factor"] = config["rotary_dim"] / (config["hidden_size"] // config["num_attention_heads"])
+
+
 def _class_block(block: dict) -> Callable[[Mapping, list[str]], dict[str, dict]]:
     """A class whose config without RoPE parameters gets ``block`` (Mistral 4: YaRN ×128 on half of each head)."""
     def parameters(config: Mapping, layer_types: list[str]) -> dict[str, dict]:
@@ -242,6 +289,7 @@ class Family:
     # max_position_embeddings is the length the scaled layers are built for, not the length before scaling
     # (Gemma 3: 131,072 with linear ×8), so a linear block's L is max_position_embeddings / factor
     advertises_extended: bool = False
+    derive: Callable[[dict], None] | None = None  # keys the class computes from others (GPT-J's rotary_dim → partial)
 
 
 _GEMMA_LOCAL = _global_and_local("rope_local_base_freq")
@@ -317,6 +365,26 @@ FAMILIES: dict[str, Family] = {
     "granitemoehybrid": Family(defaults=_class(position_embedding_type=None), renamed={"layers_block_type": "layer_types"},
                                layer_pattern=lambda config: [LINEAR] * config["num_hidden_layers"],
                                applies_rope=_rope_if_configured),
+    "cohere2_moe": Family(defaults=_class(max_positions=8192, layers=40, head_dim=128, sliding_window=4096,
+                                          prefix_dense_sliding_window_pattern=1, sliding_window_pattern=4),
+                          layer_pattern=_cohere2_moe_pattern, applies_rope=_cohere2_moe_rope, layout=_interleaved),
+    "flint": Family(defaults=_class(max_positions=262_144, layers=49, head_dim=128, sliding_window=513),
+                    layer_pattern=_flint_pattern, applies_rope=_rope_on_sliding_only),
+    "kolibri1": Family(defaults=_class(max_positions=262_144, layers=50, head_dim=128, sliding_window=513),
+                       layer_pattern=_every_nth_full(5, period_key="full_attention_period"), applies_rope=_exaone4_rope),
+    "jetmoe": Family(defaults=_class(max_positions=4096, layers=12, head_dim=128), renamed={"kv_channels": "head_dim"}),
+    "bamba": Family(defaults=_class(max_positions=262_144, partial_rotary_factor=0.5), layer_pattern=_bamba_pattern),
+    "recurrent_gemma": Family(defaults=_class(layers=26, partial_rotary_factor=0.5, sliding_window=2048,
+                                              block_types=["recurrent", "recurrent", "attention"]),
+                              renamed={"attention_window_size": "sliding_window"}, layer_pattern=_recurrent_gemma_pattern),
+    "gptj": Family(defaults=_class(layers=28, rotary_dim=64),
+                   renamed={"n_positions": "max_position_embeddings", "n_embd": "hidden_size",
+                            "n_head": "num_attention_heads", "n_layer": "num_hidden_layers"},
+                   derive=_rotary_dim_as_partial, layout=_interleaved),
+    "codegen": Family(defaults=_class(layers=28, rotary_dim=64),
+                      renamed={"n_positions": "max_position_embeddings", "n_embd": "hidden_size",
+                               "n_head": "num_attention_heads", "n_layer": "num_hidden_layers"},
+                      derive=_rotary_dim_as_partial, layout=_interleaved),
     "ernie4_5": Family(defaults=_class(500_000.0, 131_072, 18, head_dim=128), layout=_interleaved),
     "ernie4_5_moe": Family(defaults=_class(500_000.0, 131_072, 28), layout=_interleaved),
     "helium": Family(defaults=_class(100_000.0, 4096, 24, head_dim=128), layout=_interleaved),
@@ -444,6 +512,8 @@ def effective_config(text: Mapping) -> tuple[dict, Family]:
         if value is not None or key not in ("rope_theta", "rope_local_base_freq"):
             values[family.renamed.get(key, key)] = value
     values.setdefault("rope_theta_local", 10_000.0)
+    if family.derive is not None:
+        family.derive(values)
     return values, family
 
 

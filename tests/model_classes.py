@@ -53,6 +53,14 @@ ROTARY_CLASSES = {
     "deepseek_v32": "deepseek_v32.modeling_deepseek_v32.DeepseekV32RotaryEmbedding",
     "glm4_moe_lite": "glm4_moe_lite.modeling_glm4_moe_lite.Glm4MoeLiteRotaryEmbedding",
     "youtu": "youtu.modeling_youtu.YoutuRotaryEmbedding",
+    "cohere2_moe": "cohere2_moe.modeling_cohere2_moe.Cohere2MoeRotaryEmbedding",
+    "flint": "flint.modeling_flint.FlintRotaryEmbedding",
+    "kolibri1": "kolibri1.modeling_kolibri1.Kolibri1RotaryEmbedding",
+    "jetmoe": "jetmoe.modeling_jetmoe.JetMoeRotaryEmbedding",
+    "bamba": "bamba.modeling_bamba.BambaRotaryEmbedding",
+    "recurrent_gemma": "recurrent_gemma.modeling_recurrent_gemma.RecurrentGemmaRotaryEmbedding",
+    "gptj": "gptj.modeling_gptj.GPTJRotaryEmbedding",
+    "codegen": "codegen.modeling_codegen.CodeGenRotaryEmbedding",
 }
 # Families whose attention rotates with apply_rotary_pos_emb_interleave (pairs (2i, 2i + 1) in the weights): always,
 # or when the config's rope_interleave says so; every other family calls apply_rotary_pos_emb.
@@ -98,6 +106,9 @@ def frequencies(module, layer_type: str, seq_len: int | None = None) -> tuple[to
     Classes that keep RoPE per layer type hold ``{layer_type}_inv_freq``; the others one ``inv_freq`` for every
     layer. Dynamic NTK and LongRoPE recompute θ in the forward pass, so one position at ``seq_len − 1`` is run.
     """
+    if hasattr(module, "embed_positions"):  # GPT-J, CodeGen: a table of sin | cos by position, at base 10⁴
+        sin, cos = module.embed_positions[1].to(torch.float64).chunk(2)
+        return torch.atan2(sin, cos), 1.0
     per_type = hasattr(module, f"{layer_type}_inv_freq")
     rope_type = module.rope_type[layer_type] if per_type else module.rope_type
     if seq_len is not None and rope_type in LENGTH_DEPENDENT:
@@ -123,12 +134,17 @@ def pairing(text_config, layer_type: str, width: int) -> str:
     probe, position = torch.zeros(1, 1, 1), torch.tensor([[5]])
     cos, sin = module_rotary(probe, position, layer_type=layer_type) if per_type else module_rotary(probe, position)
     width = max(width, cos.shape[-1])  # Gemma 4's proportional layers pad the unrotated pairs with θ = 0
+    arguments = list(inspect.signature(apply).parameters)[:3]
 
     def turned(dimension: int) -> set[int]:
         unit = torch.zeros(1, 1, 1, width)
         unit[..., dimension] = 1.0
-        one_tensor = list(inspect.signature(apply).parameters)[:3] == ["x", "cos", "sin"]  # Gemma 4 rotates q, k apart
-        turned_unit = apply(unit, cos, sin) if one_tensor else apply(unit, unit, cos, sin)[0]
+        if arguments == ["x", "cos", "sin"]:  # Gemma 4 rotates q and k apart
+            turned_unit = apply(unit, cos, sin)
+        elif arguments == ["tensor", "sin", "cos"]:  # GPT-J, CodeGen: the module gives (sin, cos), [batch, seq, d/2]
+            turned_unit = apply(unit, cos, sin)
+        else:
+            turned_unit = apply(unit, unit, cos, sin)[0]
         return set(torch.nonzero(turned_unit.flatten().abs() > 1e-6).flatten().tolist())
 
     return "interleaved" if turned(0) == turned(1) else "half"

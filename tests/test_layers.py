@@ -83,7 +83,14 @@ NOPE_RULES = {
     "smollm3": lambda attention: bool(attention.use_rope),
     "afmoe": lambda attention: attention.is_local_attention,
     "exaone_moe": lambda attention: attention.sliding_window is None or attention.is_sliding,
+    "kolibri1": lambda attention: attention.sliding_window is None or attention.is_sliding,
+    "cohere2_moe": lambda attention: attention.sliding_window is not None or attention.force_rope,
+    "flint": lambda attention: attention.sliding_window is not None,
 }
+# Keys a bare config of these families needs before it has any RoPE layer to compare
+BARE_EXTRAS = {"bamba": {"attn_layer_indices": [2, 5]}, "cohere2_moe": {"first_k_dense_replace": 2},
+               "granitemoehybrid": {"position_embedding_type": "rope",
+                                    "layers_block_type": ["mamba", "attention"] * 4}}
 
 
 @pytest.mark.parametrize("path", [path for path in CONFIG_FILES
@@ -236,7 +243,8 @@ def test_a_bare_config_gets_its_classs_defaults(model_type):
     outer = {text: outer for outer, text in TEXT_MODEL_TYPES.items()}.get(model_type)
     if outer is not None or model_type not in transformers.CONFIG_MAPPING:
         pytest.skip("read through its composite config (tested on the published files)")
-    bare = {"model_type": model_type, "hidden_size": 256, "num_attention_heads": 4, "num_hidden_layers": 8}
+    bare = {"model_type": model_type, "hidden_size": 256, "num_attention_heads": 4, "num_hidden_layers": 8,
+            **BARE_EXTRAS.get(model_type, {})}
     text_config = _model_config(bare)
     rotary = _rotary(text_config)
     ours = layer_map(bare)
@@ -259,7 +267,8 @@ def test_each_familys_pairs_are_the_dimensions_its_own_rotation_turns_together(m
 
     if model_type not in transformers.CONFIG_MAPPING:
         pytest.skip("read through its composite config")
-    bare = {"model_type": model_type, "hidden_size": 256, "num_attention_heads": 4, "num_hidden_layers": 8}
+    bare = {"model_type": model_type, "hidden_size": 256, "num_attention_heads": 4, "num_hidden_layers": 8,
+            **BARE_EXTRAS.get(model_type, {})}
     text_config = _model_config(bare)
     module = importlib.import_module(type(_rotary(text_config)).__module__)
     if not hasattr(module, "apply_rotary_pos_emb"):
