@@ -240,6 +240,18 @@ def _rotary_dim_as_partial(config: dict) -> None:
         config["partial_rotary_factor"] = config["rotary_dim"] / (config["hidden_size"] // config["num_attention_heads"])
 
 
+def _gemma4_head_dims(config: dict) -> None:
+    # Gemma4TextConfig saved by transformers ≥ 5.24 keeps a full layer's head width in per_layer_config (the first
+    # full layer's override, else head_dim itself), not in global_head_dim
+    overrides = config.get("per_layer_config")
+    if not isinstance(overrides, Mapping):
+        return
+    types = config.get("layer_types") or _every_nth_full(6)(config)
+    full = [index for index, layer_type in enumerate(types) if layer_type == FULL]
+    first = (overrides.get(str(full[0])) or overrides.get(full[0]) or {}) if full else {}
+    config["global_head_dim"] = first.get("head_dim", config.get("head_dim"))
+
+
 def _class_block(block: dict) -> Callable[[Mapping, list[str]], dict[str, dict]]:
     """A class whose config without RoPE parameters gets ``block`` (Mistral 4: YaRN ×128 on half of each head)."""
     def parameters(config: Mapping, layer_types: list[str]) -> dict[str, dict]:
@@ -327,7 +339,7 @@ FAMILIES: dict[str, Family] = {
     "gemma4_text": Family(defaults=_class(max_positions=131_072, layers=30, head_dim=256, global_head_dim=512,
                                           sliding_window=512),
                           layer_pattern=_every_nth_full(6), parameters=_gemma4_parameters,
-                          layer_head_dim={FULL: "global_head_dim"}),
+                          layer_head_dim={FULL: "global_head_dim"}, derive=_gemma4_head_dims),
     "olmo3": Family(defaults=_class(500_000.0, rope_theta_local=500_000.0, sliding_window=4096),
                     layer_pattern=_every_nth_full(4), parameters=_global_and_local("rope_theta_local")),
     "exaone4": Family(defaults=_class(sliding_window=4096), layer_pattern=_exaone4_pattern,

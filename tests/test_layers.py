@@ -351,3 +351,17 @@ def test_a_composite_config_is_read_at_its_language_model_as_transformers_finds_
     else:
         head_dim = getattr(text_config, "head_dim", None) or text_config.hidden_size // text_config.num_attention_heads
         assert ours.default_kind.spec.head_dim == head_dim
+
+
+@pytest.mark.parametrize("global_head_dim", [256, 512])
+def test_gemma4_full_layers_take_their_head_width_from_per_layer_config_as_saved_now(global_head_dim):
+    import transformers
+
+    config = transformers.CONFIG_MAPPING["gemma4_text"](global_head_dim=global_head_dim, num_hidden_layers=6).to_dict()
+    assert "global_head_dim" not in config and "per_layer_config" in config  # how transformers 5.24 saves it
+    rotary = _rotary(_model_config(config))
+    for kind in layer_map(config).rotary_kinds:
+        inv_freq, _attention = _buffers(rotary, kind.layer_type)
+        assert 2 * len(inv_freq) == kind.spec.head_dim
+        torch.testing.assert_close(rope_frequencies(kind.spec).inv_freq, inv_freq[:kind.spec.num_pairs], rtol=2e-6,
+                                   atol=0)
