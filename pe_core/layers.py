@@ -252,6 +252,16 @@ def _gemma4_head_dims(config: dict) -> None:
     config["global_head_dim"] = first.get("head_dim", config.get("head_dim"))
 
 
+def _sinusoid_table(config: Mapping, layer_types: list[str]) -> dict[str, dict]:
+    # GPT-J and CodeGen build one sin/cos table at base 10⁴ (create_sinusoidal_positions): no base or scaling is read
+    return {layer_type: {"rope_type": "default", "rope_theta": 10_000.0} for layer_type in set(layer_types)}
+
+
+def _rope_parameters_only(config: Mapping, layer_types: list[str]) -> dict[str, dict]:
+    # Cohere2MoeConfig keeps a v4 rope_scaling as a plain field and never merges it: only rope_parameters count
+    return _same_for_every_type({key: value for key, value in config.items() if key != "rope_scaling"}, layer_types)
+
+
 def _class_block(block: dict) -> Callable[[Mapping, list[str]], dict[str, dict]]:
     """A class whose config without RoPE parameters gets ``block`` (Mistral 4: YaRN ×128 on half of each head)."""
     def parameters(config: Mapping, layer_types: list[str]) -> dict[str, dict]:
@@ -379,7 +389,8 @@ FAMILIES: dict[str, Family] = {
                                applies_rope=_rope_if_configured),
     "cohere2_moe": Family(defaults=_class(max_positions=8192, layers=40, head_dim=128, sliding_window=4096,
                                           prefix_dense_sliding_window_pattern=1, sliding_window_pattern=4),
-                          layer_pattern=_cohere2_moe_pattern, applies_rope=_cohere2_moe_rope, layout=_interleaved),
+                          layer_pattern=_cohere2_moe_pattern, applies_rope=_cohere2_moe_rope, layout=_interleaved,
+                          parameters=_rope_parameters_only),
     "flint": Family(defaults=_class(max_positions=262_144, layers=49, head_dim=128, sliding_window=513),
                     layer_pattern=_flint_pattern, applies_rope=_rope_on_sliding_only),
     "kolibri1": Family(defaults=_class(max_positions=262_144, layers=50, head_dim=128, sliding_window=513),
@@ -392,11 +403,11 @@ FAMILIES: dict[str, Family] = {
     "gptj": Family(defaults=_class(layers=28, rotary_dim=64),
                    renamed={"n_positions": "max_position_embeddings", "n_embd": "hidden_size",
                             "n_head": "num_attention_heads", "n_layer": "num_hidden_layers"},
-                   derive=_rotary_dim_as_partial, layout=_interleaved),
+                   derive=_rotary_dim_as_partial, layout=_interleaved, parameters=_sinusoid_table),
     "codegen": Family(defaults=_class(layers=28, rotary_dim=64),
                       renamed={"n_positions": "max_position_embeddings", "n_embd": "hidden_size",
                                "n_head": "num_attention_heads", "n_layer": "num_hidden_layers"},
-                      derive=_rotary_dim_as_partial, layout=_interleaved),
+                      derive=_rotary_dim_as_partial, layout=_interleaved, parameters=_sinusoid_table),
     "ernie4_5": Family(defaults=_class(500_000.0, 131_072, 18, head_dim=128), layout=_interleaved),
     "ernie4_5_moe": Family(defaults=_class(500_000.0, 131_072, 28), layout=_interleaved),
     "helium": Family(defaults=_class(100_000.0, 4096, 24, head_dim=128), layout=_interleaved),

@@ -365,3 +365,14 @@ def test_gemma4_full_layers_take_their_head_width_from_per_layer_config_as_saved
         assert 2 * len(inv_freq) == kind.spec.head_dim
         torch.testing.assert_close(rope_frequencies(kind.spec).inv_freq, inv_freq[:kind.spec.num_pairs], rtol=2e-6,
                                    atol=0)
+
+
+@pytest.mark.parametrize("model_type", ["gptj", "codegen", "cohere2_moe"])
+def test_families_that_ignore_a_v4_rope_scaling_block_are_read_unscaled_as_their_classes_build_them(model_type):
+    config = {"model_type": model_type, "hidden_size": 256, "num_attention_heads": 4, "num_hidden_layers": 8,
+              "rope_scaling": {"rope_type": "linear", "factor": 4.0}, **BARE_EXTRAS.get(model_type, {})}
+    rotary = _rotary(_model_config(config))
+    for kind in layer_map(config).rotary_kinds:
+        inv_freq, attention = _buffers(rotary, kind.layer_type)
+        assert kind.spec.rope_type == "default"
+        torch.testing.assert_close(rope_frequencies(kind.spec).inv_freq, inv_freq, rtol=2e-6, atol=0)
