@@ -4,7 +4,7 @@ import streamlit as st
 
 import ui  # noqa: F401 - a fresh server's first visit here goes through app.py's navigation
 
-from i18n import _
+from i18n import _, translated_latex
 from lessons import all_lessons
 from references.glossary import SYMBOLS
 
@@ -14,7 +14,7 @@ st.markdown(_("The symbols every page uses, in the order a lesson meets them. Ea
 lessons = all_lessons()
 for symbol in SYMBOLS:
     st.subheader(f"{symbol.symbol} · {_(symbol.name)}", anchor=symbol.anchor)
-    st.latex(symbol.formula)
+    st.latex(translated_latex(symbol.formula))
     st.markdown(_(symbol.meaning))
     used = [_(lessons[name].title) for name in symbol.lessons if name in lessons]
     if used:

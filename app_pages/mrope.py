@@ -2,9 +2,10 @@
 
 import streamlit as st
 
+from ui.formula import show_formula
 from ui.lesson import LessonPage
 
-from i18n import _
+from i18n import N_, _
 from lessons import mrope as lesson
 from pe_core.mrope import HEIGHT, TIME, WIDTH
 from references import cite
@@ -22,8 +23,8 @@ st.markdown(_(
     "M-RoPE is plain RoPE. Which pairs follow which axis is set by the config's `mrope_section` (how many pairs "
     "each axis gets) and, since Qwen3-VL ({qwen3vl}), by `mrope_interleaved`."
 ).format(qwen2vl=cite("qwen2_vl"), qwen3vl=cite("qwen3_vl")))
-st.latex(r"\phi_i(n) = p_{a(i)}(n)\,\theta_i,\qquad a(i) \in \{t, h, w\},\qquad "
-         r"p_t = p_h = p_w = \text{position for a text token}")
+show_formula(r"\phi_i(n) = p_{a(i)}(n)\,\theta_i,\qquad a(i) \in \{t, h, w\},\qquad "
+             r"p_t = p_h = p_w = \text{position for a text token}", N_("position for a text token"))
 page.symbols()
 
 

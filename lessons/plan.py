@@ -286,6 +286,7 @@ LESSON = Lesson(
     settings=Settings,
     compute=compute,
     figures=FIGURES,
+    key_figure="ratio",  # Home's card: what each method does to θ (the layer map of a one-kind model is one bar)
     summary=N_("For a model and a target length: PI, NTK-aware, dynamic NTK, YaRN, Llama-3 and ABF parameters, the "
                "base the length needs (Men et al. 2024), what stays unseen, which layers change and why, and the "
                "whole patched config.json to download."),

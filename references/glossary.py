@@ -7,20 +7,21 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from i18n import N_
+from i18n import N_, Latex
 
 
 class Symbol(NamedTuple):
     anchor: str  # URL fragment on the Glossary page (ASCII)
     symbol: str  # as the app writes it
     name: str  # N_()-marked
-    formula: str  # LaTeX
+    formula: str  # LaTeX (a ``Latex`` where it has words, typeset in the reader's language)
     meaning: str  # N_()-marked: one or two sentences
     lessons: tuple[str, ...]  # lesson names that use the symbol
 
 
 SYMBOLS: tuple[Symbol, ...] = (
-    Symbol("d", "d", N_("head dimension"), r"d = \text{rotary dims of one attention head}",
+    Symbol("d", "d", N_("head dimension"), Latex(r"d = \text{rotary dims of one attention head}",
+                                                  N_("rotary dims of one attention head")),
            N_("The number of query/key coordinates RoPE rotates; they form d/2 pairs. With partial rotary "
               "embedding only part of the head is rotated."),
            ("frequencies", "decay", "beta_base", "precision", "check", "plan", "compare", "rope_code", "hybrid",
@@ -36,7 +37,7 @@ SYMBOLS: tuple[Symbol, ...] = (
            N_("How many radians pair i turns per token; θ′ᵢ is the frequency after a context-extension method."),
            ("frequencies", "decay", "beta_base", "precision", "check", "plan", "compare", "rope_code", "hybrid",
             "mrope")),
-    Symbol("m", "m, n", N_("positions of the query and the key"), r"q \text{ at } m,\quad k \text{ at } n",
+    Symbol("m", "m, n", N_("positions of the query and the key"), Latex(r"q\ \text{at}\ m,\quad k\ \text{at}\ n", N_("at")),
            N_("Absolute positions; RoPE rotates the query by m·θᵢ and the key by n·θᵢ, so their score depends "
               "on m − n only."), ("frequencies", "decay", "precision", "rope_code", "lineage", "hybrid")),
     Symbol("r_distance", "r = m − n", N_("relative distance"), r"r = m - n",
