@@ -54,8 +54,24 @@ def wrap(text: str, width: float, size: float = BASE_FONT_SIZE) -> str:
     return "<br>".join(lines)
 
 
-def _tokens(line: str) -> Iterable[str]:
-    """Words with their leading space, and wide (CJK) characters one by one; tags stay inside their word."""
+# Chinese typesetting never starts a line with closing punctuation nor ends one with an opening bracket (kinsoku)
+_NO_LINE_START = set("，。、；：！？）」』】〉》…·%)]}")
+_NO_LINE_END = set("（「『【〈《([{")
+
+
+def _tokens(line: str) -> list[str]:
+    """The units a line may break between: words with their leading space, wide (CJK) characters one by one, a
+    closing mark joined to what it closes and an opening bracket to what it opens; tags stay inside their word."""
+    units: list[str] = []
+    for token in _raw_tokens(line):
+        if units and (token[:1] in _NO_LINE_START or units[-1][-1:] in _NO_LINE_END):
+            units[-1] += token
+        else:
+            units.append(token)
+    return units
+
+
+def _raw_tokens(line: str) -> Iterable[str]:
     token = ""
     in_tag = False
     for char in line:

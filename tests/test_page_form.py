@@ -36,6 +36,15 @@ def test_wrap_breaks_chinese_between_characters_and_never_inside_a_tag():
     assert "<sub>" in wrapped and "<s<br>" not in wrapped and wrapped.replace("<br>", " ").count("<sub>") == 12
 
 
+@pytest.mark.parametrize("text", ["缩放倍数 s（对数）", "组成第 0 对）的两个维度", "最低值（每个距离窗口中）", "键在过去）"])
+def test_wrap_never_starts_a_chinese_line_with_closing_punctuation_nor_ends_one_with_an_opening_bracket(text):
+    for width in range(20, 200, 4):
+        lines = wrap(text, width).split("<br>")
+        assert "".join(lines).replace(" ", "") == text.replace(" ", "")  # nothing lost (a break takes a space)
+        assert not any(line[:1] in "）)，。、" for line in lines[1:]), (width, lines)
+        assert not any(line[-1:] in "（(" for line in lines[:-1]), (width, lines)
+
+
 def test_the_title_leaves_the_chart_for_the_page_and_stays_in_its_meta():
     figure = new_figure("Angle against position<br><sup>d = 64</sup>")
     figure.add_scatter(x=[0, 1], y=[0, 1], name="RoPE")
