@@ -28,7 +28,7 @@ BASE_FONT_SIZE = 14
 INK = "#222222"
 MUTED = "#555555"  # reference lines and their labels
 GRID = "#e6e6e6"
-TABLE_WIDTH = 980  # px a table figure is laid out for (the export's width less the margins); wider screens wrap less
+TABLE_WIDTH = 780  # px a table figure is laid out for: the page column of a 1280 px desktop (a narrower screen scrolls it)
 HIGHLIGHT = "#D0021B"  # "beyond training", "unseen": a warning red no key uses
 
 

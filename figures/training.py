@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import itertools
 import math
-import unicodedata
 from collections.abc import Sequence
 from typing import NamedTuple
 
 import plotly.graph_objects as go
 import torch
 
+from figures.text import text_width
 from figures.theme import HIGHLIGHT, LEGEND_BELOW, MUTED, TABLE_WIDTH, keyed, new_figure, series_colour, style_of
 from i18n import N_, _
 
@@ -168,27 +168,27 @@ def loss_curve_figure(steps: Sequence[int], losses: Sequence[float], validation:
     return _legend_below(figure, 110)
 
 
-CHARACTER_WIDTH = 8.6  # px of a character at the table's 14 px font (digits are the widest: estimate high)
 LINE_HEIGHT = 20  # px each further line of a wrapped cell adds
+CELL_PADDING = 16  # px a plotly table cell keeps free beside its text
 
 
-def _characters(word: str) -> int:
-    """``word``'s width in characters of the table's font: a Chinese character is about two."""
-    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in word)
-
-
-def _wrapped_lines(text: str, width_px: float) -> int:
+def _wrapped_lines(text: str, width_px: float, font_size: float) -> int:
     """About how many lines ``text`` takes in a column ``width_px`` wide (words are not broken; plotly breaks
     lines only at spaces, so a Chinese cell is one word up to its next space)."""
-    per_line = max(4, int((width_px - 16) / CHARACTER_WIDTH))
-    lines, used = 1, 0
+    room = width_px - CELL_PADDING
+    lines, used = 1, 0.0
     for word in str(text).replace("<b>", "").replace("</b>", "").split():
-        width = _characters(word)
-        if used and used + 1 + width > per_line:
+        width = text_width(word, font_size)
+        gap = text_width(" ", font_size) if used else 0.0
+        if used and used + gap + width > room:
             lines, used = lines + 1, width
         else:
-            used += width + (1 if used else 0)
+            used += gap + width
     return lines
+
+
+CELL_FONT_SIZE = 13  # "51.0 ± 0.9" fits a 94 px column on one line, so eight columns fit a desktop page
+HEADER_FONT_SIZE = 14
 
 
 def accuracy_table_figure(header: Sequence[str], rows: Sequence[Sequence[str]], *, title: str | None = None,
@@ -200,16 +200,18 @@ def accuracy_table_figure(header: Sequence[str], rows: Sequence[Sequence[str]], 
     """
     widths = list(widths or [3.6, 0.8] + [1.5] * (len(header) - 2))
     columns = [TABLE_WIDTH * w / sum(widths) for w in widths]
-    header_lines = max((_wrapped_lines(h, w) for h, w in zip(header, columns, strict=True)), default=1)
-    row_lines = [max(_wrapped_lines(c, w) for c, w in zip(row, columns, strict=True)) for row in rows]
+    header_lines = max((_wrapped_lines(h, w, HEADER_FONT_SIZE) for h, w in zip(header, columns, strict=True)),
+                       default=1)
+    row_lines = [max(_wrapped_lines(c, w, CELL_FONT_SIZE) for c, w in zip(row, columns, strict=True)) for row in rows]
     height = 60 + 30 + LINE_HEIGHT * (header_lines - 1) + sum(30 + LINE_HEIGHT * (n - 1) for n in row_lines)
     figure = new_figure(title or _(TABLE_TITLE), height=height + 15 + (30 if note else 5),
                         margin=dict(l=10, r=10, t=60, b=30 if note else 5))
     table_columns = list(zip(*rows, strict=True)) if rows else [[] for _h in header]
     figure.add_trace(go.Table(
-        header=dict(values=[f"<b>{h}</b>" for h in header], fill_color="#eef2f7", align="left", font=dict(size=14)),
+        header=dict(values=[f"<b>{h}</b>" for h in header], fill_color="#eef2f7", align="left",
+                    font=dict(size=HEADER_FONT_SIZE)),
         cells=dict(values=table_columns, align=["left"] * 2 + ["right"] * (len(header) - 2), height=30,
-                   font=dict(size=14), fill_color="white"),
+                   font=dict(size=CELL_FONT_SIZE), fill_color="white"),
         columnwidth=widths,
     ))
     if note:

@@ -426,7 +426,7 @@ def _table(result: Result, style) -> object:
         rows.append([name, str(_seed_count(result, encoding, method, False)),
                      *(_accuracy_cell(result.stat(encoding, method, n)) for n in c.lengths),
                      *cost_cells(result.costs.get(encoding))])
-    return draw.accuracy_table_figure(header, rows, widths=[2.6, 0.7] + [1.3] * len(c.lengths) + [1.4, 1.2])
+    return draw.accuracy_table_figure(header, rows, widths=[2.3, 0.8] + [1.3] * len(c.lengths) + [1.6, 1.2])
 
 
 def _methods_table(result: Result, style) -> object:
