@@ -170,3 +170,19 @@ def test_the_shipped_runs_time_is_the_shipped_files_even_where_a_store_kept_an_o
     assert f"Shipped runs like this one took about {duration_text(rope[len(rope) // 2])} each" in text
     # the queue's times and a new run's estimate read the same file, not the store's older times
     assert estimate == entry.remaining_s == rope[len(rope) // 2]
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_the_accuracy_tables_fit_a_desktop_page_with_each_mean_and_spread_on_one_line(language):
+    from figures import training as draw
+    from lessons.training import LESSON
+    from ui.chart import TABLE_MIN_WIDTH
+
+    assert TABLE_MIN_WIDTH <= 800  # a 1280 px desktop's page column
+    with use_language(language):
+        for name in ("table", "methods-table"):
+            table = LESSON.figure(name).data[0]
+            columns = [draw.TABLE_WIDTH * w / sum(table.columnwidth) for w in table.columnwidth]
+            for row in zip(*table.cells.values, strict=True):
+                for cell, width in list(zip(row, columns, strict=True))[2:]:
+                    assert draw._wrapped_lines(cell, width, draw.CELL_FONT_SIZE) == 1, (name, cell, width)
