@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from ui.formula import show_formula
+from ui.formula import in_a_row, show_formula
 from ui.lesson import LessonPage
 from ui.rope import layer_map_part, rope_sidebar
 
@@ -68,8 +68,8 @@ def bound_part() -> None:
         "score is a sum of N rotating terms; summation by parts moves the rotation onto the partial sums Sⱼ, which "
         "depend on *r* alone ({roformer}):"
     ).format(roformer=cite("roformer", "§3.4.3")))
-    st.latex(r"(R_m q)\cdot(R_n k) = \operatorname{Re}\Big[\sum_{i=0}^{N-1} h_i\, e^{\mathrm{i} r\theta_i}\Big],"
-             r"\qquad r = m - n")
+    st.latex(in_a_row(r"(R_m q)\cdot(R_n k) = \operatorname{Re}\Big[\sum_{i=0}^{N-1} h_i\, e^{\mathrm{i} r\theta_i}"
+                      r"\Big],", r"r = m - n"))
     st.latex(r"h_i = (q_{2i} + \mathrm{i}\,q_{2i+1})(k_{2i} - \mathrm{i}\,k_{2i+1})")
     show_derivation("decay_abel_summation")
     st.markdown(_("Plotted:"))

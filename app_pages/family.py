@@ -8,7 +8,7 @@ import streamlit as st
 import torch
 
 import ui
-from ui.formula import show_formula
+from ui.formula import in_a_row, show_formula
 from ui.layout import lazy_expander
 from ui.lesson import LessonPage
 from ui.pages import ROOT
@@ -165,8 +165,8 @@ def relative_schemes() -> None:
     ).format(shaw=cite("shaw"), rerope=cite("rerope"), inverse=cite("leaky_rerope_inverse")))
     page.controls(lesson.RELATIVE, columns=4)
     page.figure("relative-matrices")
-    st.latex(r"\text{ReRoPE: } \min(i-j,\ w) \qquad\qquad \text{Leaky ReRoPE: } "
-             r"\begin{cases} i-j & i-j < w \\ w + \dfrac{i-j-w}{k} & i-j \ge w \end{cases}")
+    st.latex(in_a_row(r"\text{ReRoPE: } \min(i-j,\ w)", r"\text{Leaky ReRoPE: } "
+                      r"\begin{cases} i-j & i-j < w \\ w + \dfrac{i-j-w}{k} & i-j \ge w \end{cases}"))
 
     st.subheader(_("Dual Chunk Attention"))
     st.markdown(_(

@@ -5,7 +5,7 @@ import functools
 import streamlit as st
 
 from ui import params, show_figure
-from ui.formula import show_formula
+from ui.formula import in_a_row, show_formula
 from ui.layout import lazy_expander
 from ui.lesson import LessonPage
 
@@ -237,9 +237,10 @@ def methods_part() -> None:
         "crowded neighbours, not diluted attention; ReRoPE keeps more than any scaling method, and with log n "
         "it is as accurate at 8× as at L."
     ).format(logn=cite("logn"), rerope=cite("rerope"), su_length=f"{lesson.SU_TRAIN_LENGTH:,}"))
-    show_formula(r"q_i \to \max\!\Big(1, \frac{\ln (i+1)}{\ln L}\Big)\, q_i \qquad "
-             r"\text{ReRoPE: } i-j \to \min(i-j,\ w) \qquad "
-             r"\text{Leaky: } i-j \to \begin{cases} i-j & i-j < w \\ w + (i-j-w)/k & \text{otherwise} \end{cases}",
+    show_formula(in_a_row(r"q_i \to \max\!\Big(1, \frac{\ln (i+1)}{\ln L}\Big)\, q_i",
+                          r"\text{ReRoPE: } i-j \to \min(i-j,\ w)",
+                          r"\text{Leaky: } i-j \to \begin{cases} i-j & i-j < w \\ w + (i-j-w)/k & \text{otherwise} "
+                          r"\end{cases}"),
              N_("otherwise"))
 
     st.subheader(_("Su's table beside the toy"))

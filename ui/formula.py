@@ -12,6 +12,12 @@ def _plain(text: str) -> str:
     return text.replace("\\", "\\\\").replace("*", "\\*").replace("_", "\\_")
 
 
+def in_a_row(*formulas: str) -> str:
+    r"""Several formulas on one line, each kept whole where a phone's line breaks them apart (a braced group does
+    not break inside; ``\allowbreak`` lets the line break between them)."""
+    return r"\qquad\allowbreak ".join("{" + formula + "}" for formula in formulas)
+
+
 def show_formula(source: str, *words: str) -> None:
     r"""Typeset ``source`` with its ``\text{...}`` ``words`` (``N_()``-marked) in the reader's language."""
     st.latex(Latex(source, *words).translated())

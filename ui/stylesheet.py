@@ -26,6 +26,13 @@ PHONE_CSS = f"""/* A display formula breaks after a relation or an operator wher
    breakable part of it as a box of its own); a part that cannot break scrolls inside the formula's box. */
 .katex-display > .katex {{white-space: normal}}
 .katex-display {{overflow-x: auto; overflow-y: hidden}}
+/* A formula wider than its box shows a shadow at the edge it continues past (the covers scroll with the formula
+   and hide a shadow at an end that is reached; with nothing to scroll there is no shadow). */
+.katex-display {{background:
+  linear-gradient(to right, white 30%, rgba(255, 255, 255, 0)) left center / 2.5rem 100% no-repeat local,
+  linear-gradient(to left, white 30%, rgba(255, 255, 255, 0)) right center / 2.5rem 100% no-repeat local,
+  radial-gradient(farthest-side at 0 50%, rgba(0, 0, 0, 0.22), rgba(0, 0, 0, 0)) left center / 0.8rem 100% no-repeat scroll,
+  radial-gradient(farthest-side at 100% 50%, rgba(0, 0, 0, 0.22), rgba(0, 0, 0, 0)) right center / 0.8rem 100% no-repeat scroll}}
 /* Markdown tables and code blocks scroll inside their own box. */
 [data-testid="stMarkdownContainer"] table {{display: block; max-width: 100%; overflow-x: auto}}
 [data-testid="stMarkdownContainer"] pre, [data-testid="stCode"] pre {{max-width: 100%; overflow-x: auto}}
@@ -40,6 +47,8 @@ PHONE_CSS = f"""/* A display formula breaks after a relation or an operator wher
   .modebar-container {{display: none !important}}
   /* Streamlit clips text boxes at their edge: what cannot wrap there (a long inline formula) scrolls instead. */
   [data-testid="stMarkdownContainer"], [data-testid="stCaptionContainer"] {{overflow-x: auto; overflow-y: hidden}}
+  /* ...which clips what hangs outside its box: a numbered list's "12." gets room for its digits inside it. */
+  [data-testid="stMarkdownContainer"] ol {{padding-left: 2.4em}}
 }}"""
 
 APP_CSS = "\n".join((
