@@ -115,7 +115,7 @@ def per_pair_part() -> None:
     st.markdown(_("PI as a base change would need a different base for each pair, and none for i = 0:"))
     st.latex(r"b_i' = b\,s^{d/(2i)}\quad (i > 0)")
     st.caption(_(
-        "So PI is not a base change: writing θᵢ/s as [(L′/L)^{d/2i}·b]^{-2i/d} holds for each i > 0 separately "
+        "So PI is not a base change: writing θᵢ/s as $\\big[(L'/L)^{d/(2i)}\\,b\\big]^{-2i/d}$ holds for each i > 0 separately "
         "but gives no single new base."
     ))
 
