@@ -83,7 +83,7 @@ def bound_part() -> None:
         st.caption(_("A note on the sign: the identity is sometimes restated as {said} sympy refutes that when this page "
                      "loads: {shows}").format(said=_(flipped.said), shows=_(flipped.shows)))
     st.caption(_(
-        "The random-phase level uses Kluyver's formula $\\mathbb{E}|S_j| = \\int_0^\\infty \\frac{1 - J_0(t)^j}{t^2}\\,dt$ ({kluyver}). Remember that B is an "
+        "The random-phase level uses Kluyver's formula $\\mathbb{{E}}|S_j| = \\int_0^\\infty \\frac{{1 - J_0(t)^j}}{{t^2}}\\,dt$ ({kluyver}). Remember that B is an "
         "**upper bound** (times maxᵢ|hᵢ₊₁ − hᵢ|): it says how large a score *can* be, not that every score decays - the "
         "last part shows that."
     ).format(kluyver=cite("kluyver")))
