@@ -54,7 +54,7 @@ class Settings(LessonSettings):
     global_base: float = setting(1_000_000.0, N_("Base of the full-attention layers"), key="bg", group=WINDOW,
                                  options=BASES, format=base_text)
     model: str = setting("EXAONE 4.0 32B", N_("Model"), key="model", widget="selectbox", group=MODELS,
-                         options=tuple(entry.name for entry in HYBRID))
+                         options=tuple(entry.name for entry in HYBRID), format=_)
     floor_scale: int = setting(8192, N_("floor_scale (tokens per step)"), key="fs", group=TEMPERATURE,
                                options=FLOOR_SCALES, format=length_text,
                                help=N_("Llama4TextConfig's default is 8,192."))
@@ -197,7 +197,7 @@ def model_roles() -> tuple[draw.ModelRoles, ...]:
     found = []
     for entry in HYBRID:
         shares = hybrid.layer_shares(model_layers(entry.name))
-        found.append(draw.ModelRoles(entry.name, shares.counts, shares.total))
+        found.append(draw.ModelRoles(_(entry.name), shares.counts, shares.total))
     return tuple(found)
 
 

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from i18n import N_
+
 
 class PublishedConfig(NamedTuple):
-    name: str  # how the pages name it
+    name: str  # how the pages name it (the setting's value; shown through _() where it has words to translate)
     hf_id: str
     source: str  # where the whole file was copied from (tests/data/model_configs/SOURCES.md)
     config: dict
@@ -63,7 +65,7 @@ HYBRID = (
                                       "original_max_position_embeddings": 8192, "rope_type": "llama3"},
                      "sliding_window": 4096,  # its file lists layer_types: three sliding, then one full
                      "layer_types": (["sliding_attention"] * 3 + ["full_attention"]) * 16}),
-    PublishedConfig("Llama 4 (class defaults)", "meta-llama/Llama-4-Scout-17B-16E",
+    PublishedConfig(N_("Llama 4 (class defaults)"), "meta-llama/Llama-4-Scout-17B-16E",
                     "transformers 5.24.0, Llama4TextConfig() defaults", {"model_type": "llama4_text"}),
     PublishedConfig("OLMo 3.1 32B", "allenai/Olmo-3.1-32B-Instruct", _TT_METAL + "7699a9eed118f6654acdc5a863a1482fe10d723e",
                     {"model_type": "olmo3", "hidden_size": 5120, "num_attention_heads": 40, "num_hidden_layers": 64,
