@@ -38,9 +38,11 @@ PHONE_CSS = f"""/* A display formula breaks after a relation or an operator wher
 [data-testid="stMarkdownContainer"] pre, [data-testid="stCode"] pre {{max-width: 100%; overflow-x: auto}}
 /* A long link (an address, a code name) breaks anywhere rather than running off the screen. */
 [data-testid="stMarkdownContainer"] a, [data-testid="stCaptionContainer"] a {{overflow-wrap: anywhere}}
-/* A page link's label wraps instead of ending in an ellipsis. */
+/* A page link's label wraps instead of ending in an ellipsis, in the page and in the sidebar's list of pages. */
 [data-testid="stMain"] [data-testid="stPageLink-NavLink"] span, [data-testid="stMain"] [data-testid="stPageLink-NavLink"] p
   {{white-space: normal}}
+[data-testid="stSidebarNavLink"] span {{white-space: normal; text-overflow: clip; overflow: visible}}
+[data-testid="stSidebarNavLink"] {{height: auto}}
 @media (max-width: {NARROW_WIDTH_PX}px) {{
   /* plotly's toolbar sits on a figure's top edge, over its panel titles and labels: on a phone, where a tap shows
      it and the figure has no room beside it, it is not shown (the Export menu under each figure downloads it). */
