@@ -23,7 +23,7 @@ from pe_core.model import Rotary, TinyTransformer, rectified_scores, rotate
 from pe_core.train import ExperimentConfig, TrainingRun, open_store, run_experiment
 from pe_core.train.evaluate import evaluate, evaluate_one, evaluation_windows
 from pe_core.train.experiment import ExperimentRun, map_experiments
-from pe_core.train.loop import TrainingBatch
+from pe_core.train.loop import TrainingBatch, training_precision
 from pe_core.train.spectrum import unseen_angle_share
 
 STEPS_PER_CASE = 5
@@ -247,5 +247,6 @@ CASES = [
 ]
 
 if torch.cuda.is_available():
-    CASES.append(Case("training", "train step: default model on CUDA (bf16 autocast)",
+    CASES.append(Case("training", f"train step: default model on CUDA "
+                      f"({training_precision(torch.device('cuda')).name})",
                       functools.partial(_train_steps, "rope", "cuda"), repeats=3))
