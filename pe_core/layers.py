@@ -26,6 +26,7 @@ from pe_core.rope import RopeSpec
 
 FULL, SLIDING, CHUNKED, LINEAR = "full_attention", "sliding_attention", "chunked_attention", "linear_attention"
 INDEXED = "indexed_attention"  # DeepSeek Sparse Attention: an indexer picks the keys each query attends to
+HYBRID_BLOCK = "hybrid"  # Zamba2: a Mamba layer after a transformer block shared across the model
 # Layer types whose tokens do not attend by position at all (linear attention, state-space mixers).
 _POSITIONLESS_TYPES = (LINEAR, "mamba", "conv", "linear_attention_gated")
 # What each layer type's attention spans, as the reader sees it.
@@ -33,6 +34,7 @@ SPAN_KINDS = {FULL: "full", SLIDING: "window", CHUNKED: "chunk", LINEAR: "linear
 LAYER_TYPE_TITLES = {
     FULL: N_("full attention"), SLIDING: N_("sliding-window attention"), CHUNKED: N_("chunked attention"),
     LINEAR: N_("linear attention"), INDEXED: N_("indexed sparse attention"),
+    HYBRID_BLOCK: N_("shared attention before Mamba"),
 }
 LAYOUTS = ("half", "interleaved")
 
@@ -133,6 +135,13 @@ def _recurrent_gemma_pattern(config: Mapping) -> list[str]:
     return [SLIDING if blocks[i % len(blocks)] == "attention" else LINEAR for i in range(config["num_hidden_layers"])]
 
 
+def _zamba2_pattern(config: Mapping) -> list[str]:
+    # Zamba2Config's default block list (54 layers, whatever num_hidden_layers says): Mamba, with the shared block
+    # before every sixth from the sixth on
+    return ([LINEAR] + ([LINEAR] * 5 + [HYBRID_BLOCK]) * 7 + [LINEAR] * 4 + [HYBRID_BLOCK] + [LINEAR] * 3
+            + [HYBRID_BLOCK] + [LINEAR] * 2)
+
+
 def _all_full(config: Mapping) -> list[str]:
     return [FULL] * config["num_hidden_layers"]
 
@@ -164,6 +173,11 @@ def _cohere2_moe_rope(config: Mapping, index: int, layer_type: str) -> bool:
     # whose pattern is 1
     windowed = layer_type == SLIDING and config.get("sliding_window") is not None
     return windowed or (_cohere2_moe_dense(config)[index] and config["prefix_dense_sliding_window_pattern"] == 1)
+
+
+def _zamba2_rope(config: Mapping, index: int, layer_type: str) -> bool:
+    # Zamba2Attention rotates only with use_mem_rope, and only the shared block has attention
+    return bool(config.get("use_mem_rope")) and layer_type == HYBRID_BLOCK
 
 
 def _rope_if_configured(config: Mapping, index: int, layer_type: str) -> bool:
@@ -260,6 +274,14 @@ def _sinusoid_table(config: Mapping, layer_types: list[str]) -> dict[str, dict]:
 def _rope_parameters_only(config: Mapping, layer_types: list[str]) -> dict[str, dict]:
     # Cohere2MoeConfig keeps a v4 rope_scaling as a plain field and never merges it: only rope_parameters count
     return _same_for_every_type({key: value for key, value in config.items() if key != "rope_scaling"}, layer_types)
+
+
+def _zamba2_widths(config: dict) -> None:
+    # Zamba2Config: the shared block attends over [hidden state, embedding], so a head is 2·hidden/heads wide
+    if config.get("hidden_size") and config.get("num_attention_heads"):
+        config["head_dim"] = 2 * config["hidden_size"] // config["num_attention_heads"]
+    if config.get("use_long_context"):
+        config["max_position_embeddings"] = 16384
 
 
 def _class_block(block: dict) -> Callable[[Mapping, list[str]], dict[str, dict]]:
@@ -408,6 +430,9 @@ FAMILIES: dict[str, Family] = {
                       renamed={"n_positions": "max_position_embeddings", "n_embd": "hidden_size",
                                "n_head": "num_attention_heads", "n_layer": "num_hidden_layers"},
                       derive=_rotary_dim_as_partial, layout=_interleaved, parameters=_sinusoid_table),
+    "zamba2": Family(defaults=_class(max_positions=4096, layers=54, use_mem_rope=False),
+                     renamed={"layers_block_type": "layer_types"}, layer_pattern=_zamba2_pattern,
+                     applies_rope=_zamba2_rope, derive=_zamba2_widths),
     "ernie4_5": Family(defaults=_class(500_000.0, 131_072, 18, head_dim=128), layout=_interleaved),
     "ernie4_5_moe": Family(defaults=_class(500_000.0, 131_072, 28), layout=_interleaved),
     "helium": Family(defaults=_class(100_000.0, 4096, 24, head_dim=128), layout=_interleaved),

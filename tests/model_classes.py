@@ -61,6 +61,7 @@ ROTARY_CLASSES = {
     "recurrent_gemma": "recurrent_gemma.modeling_recurrent_gemma.RecurrentGemmaRotaryEmbedding",
     "gptj": "gptj.modeling_gptj.GPTJRotaryEmbedding",
     "codegen": "codegen.modeling_codegen.CodeGenRotaryEmbedding",
+    "zamba2": "zamba2.modeling_zamba2.Zamba2RotaryEmbedding",
 }
 # Families whose attention rotates with apply_rotary_pos_emb_interleave (pairs (2i, 2i + 1) in the weights): always,
 # or when the config's rope_interleave says so; every other family calls apply_rotary_pos_emb.

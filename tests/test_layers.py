@@ -89,6 +89,7 @@ NOPE_RULES = {
 }
 # Keys a bare config of these families needs before it has any RoPE layer to compare
 BARE_EXTRAS = {"bamba": {"attn_layer_indices": [2, 5]}, "cohere2_moe": {"first_k_dense_replace": 2},
+               "zamba2": {"use_mem_rope": True, "num_hidden_layers": 54},  # its class lays out 54 blocks
                "granitemoehybrid": {"position_embedding_type": "rope",
                                     "layers_block_type": ["mamba", "attention"] * 4}}
 
@@ -376,3 +377,13 @@ def test_families_that_ignore_a_v4_rope_scaling_block_are_read_unscaled_as_their
         inv_freq, attention = _buffers(rotary, kind.layer_type)
         assert kind.spec.rope_type == "default"
         torch.testing.assert_close(rope_frequencies(kind.spec).inv_freq, inv_freq, rtol=2e-6, atol=0)
+
+
+def test_zamba2_rotates_its_shared_attention_block_only_with_use_mem_rope():
+    bare = {"model_type": "zamba2", "hidden_size": 256, "num_attention_heads": 4}
+    text_config = _model_config(bare)
+    ours = layer_map(bare)
+    assert list(ours.layer_types) == text_config.layers_block_type
+    assert not ours.rotary_kinds  # the class default: no RoPE anywhere
+    rotating = layer_map({**bare, "use_mem_rope": True}).kind("hybrid")
+    assert rotating.layers == tuple(text_config.hybrid_layer_ids) and rotating.spec.head_dim == 128  # 2·256/4
