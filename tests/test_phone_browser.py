@@ -119,6 +119,25 @@ def test_display_formulas_wrap_on_a_phone(phone):
         page.close()
 
 
+def test_a_numbered_lists_two_digit_numbers_stay_inside_the_box_that_clips_them(phone):
+    """On a phone a text box scrolls sideways and so clips what hangs outside it: the References' list keeps the
+    room for "12." inside its box (it showed ".2")."""
+    base_url, context = phone
+    page = open_on_phone(context, f"{base_url}/references")
+    try:
+        room = page.evaluate("""() => Array.from(document.querySelectorAll('[data-testid="stMarkdownContainer"] ol'))
+          .filter(list => list.children.length >= 10).map(list => {
+            const item = list.children[9], probe = document.createElement('span');
+            probe.textContent = '10.\u00a0'; probe.style.font = getComputedStyle(item).font;
+            document.body.appendChild(probe);
+            const marker = probe.getBoundingClientRect().width; probe.remove();
+            const box = list.closest('[data-testid="stMarkdownContainer"]').getBoundingClientRect().left;
+            return item.getBoundingClientRect().left - box - marker; })""")
+        assert room and all(space >= 0 for space in room), room
+    finally:
+        page.close()
+
+
 def test_the_class_plan_opens_its_pages_in_the_same_tab_in_chinese(phone):
     base_url, context = phone
     page = open_on_phone(context, f"{base_url}/?{URL_KEY}=zh")
