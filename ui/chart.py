@@ -41,6 +41,8 @@ CHART_CLASS = "pe-chart"
 # px a table figure is drawn at, at least (the width its rows' heights are laid out for): on a phone it scrolls
 # sideways in its own box
 TABLE_MIN_WIDTH = TABLE_WIDTH + 20
+# px each of several side-by-side panels keeps at least: below it a figure scrolls sideways in its own box
+PANEL_MIN_WIDTH = 180  # four panels fit a desktop page column (about 730 px at the narrowest)
 # The hidden element that starts loading plotly.js at the start of a run (``preload_library``): a failed load is
 # left to the charts, which load again and say why.
 PRELOAD_NAME, PRELOAD_KEY = "pe_plotly_preload", "pe-preload"
@@ -105,8 +107,13 @@ function draw(chart) {
   if (chart.__peConfig !== settingsText || !chart._context) update.config = config;
   // A table's columns do not wrap to a phone's width: it is drawn at a readable width and scrolls in its own box.
   const table = update.data.some((trace) => trace.type === "table");
-  chart.style.minWidth = table ? TABLE_MIN_WIDTH + "px" : "";
-  chart.parentElement.style.overflowX = table ? "auto" : "";
+  // Side-by-side panels (a phone gets them stacked; a narrow desktop window does not) keep a readable width each
+  // and scroll in their own box rather than crushing their titles and ticks together.
+  const columns = new Set(Object.keys(layout).filter((key) => /^xaxis\d*$/.test(key))
+    .map((key) => ((layout[key] || {}).domain || [0, 1])[0].toFixed(3))).size;
+  const minWidth = table ? TABLE_MIN_WIDTH : (columns > 1 ? columns * PANEL_MIN_WIDTH : 0);
+  chart.style.minWidth = minWidth ? minWidth + "px" : "";
+  chart.parentElement.style.overflowX = minWidth ? "auto" : "";
   whenIdle(chart, (Plotly) => {
     if (chart.__pePending !== undefined) return;  // a newer figure arrived while the library loaded
     return Plotly.react(chart, update).then(() => {
@@ -241,7 +248,7 @@ def _library_js(component_js: str) -> str:
 @cache
 def _chart_js() -> str:
     return (_library_js(_CHART_JS).replace("__CHART_CLASS__", CHART_CLASS).replace("__PICK_EVENT__", PICK_EVENT)
-            .replace("TABLE_MIN_WIDTH", str(TABLE_MIN_WIDTH)))
+            .replace("TABLE_MIN_WIDTH", str(TABLE_MIN_WIDTH)).replace("PANEL_MIN_WIDTH", str(PANEL_MIN_WIDTH)))
 
 
 def _component():
