@@ -403,7 +403,9 @@ def test_training_starts_shows_progress_and_stops_keeping_the_partial_run(app):
     page.get_by_test_id("stMain").get_by_role("button", name="Stop").click()
     page.get_by_role("button", name="Resume training").wait_for(timeout=60_000)
     assert page_errors(page) == []
-    # the partial run's loss curve is on the page
+    # the partial run's loss curve is on the page: waited for, as it is drawn after the button (read at once, beside
+    # another test worker, it was once not there yet)
+    page.locator(CHARTS).first.wait_for(timeout=30_000)
     assert page.locator(CHARTS).count() >= 1
     page.close()
 
