@@ -84,16 +84,16 @@ def _mistral_pattern(config: Mapping) -> list[str]:
 def _llama4_pattern(config: Mapping) -> list[str]:
     # Llama4TextConfig: the RoPE layers attend within chunks, the NoPE layers (every 4th) over everything
     return [CHUNKED if uses and config.get("attention_chunk_size") is not None else FULL
-            for uses in _llama4_rope_flags(config)]
+            for uses in _no_rope_layer_flags(config)]
 
 
 def _smollm3_pattern(config: Mapping) -> list[str]:
     # SmolLM3Config: a window (with use_sliding_window) only on the NoPE layers
     window = config.get("sliding_window") if config.get("use_sliding_window") else None
-    return [SLIDING if window is not None and not uses else FULL for uses in _llama4_rope_flags(config)]
+    return [SLIDING if window is not None and not uses else FULL for uses in _no_rope_layer_flags(config)]
 
 
-def _llama4_rope_flags(config: Mapping) -> list[int]:
+def _no_rope_layer_flags(config: Mapping) -> list[int]:
     flags = config.get("no_rope_layers")  # despite the name, 1 marks a layer that applies RoPE
     if not flags:
         interval = config.get("no_rope_layer_interval", 4)
@@ -163,9 +163,9 @@ def _exaone4_rope(config: Mapping, index: int, layer_type: str) -> bool:
     return config.get("sliding_window") is None or layer_type == SLIDING
 
 
-def _llama4_rope(config: Mapping, index: int, layer_type: str) -> bool:
+def _rope_where_flagged(config: Mapping, index: int, layer_type: str) -> bool:
     # Llama4TextAttention and SmolLM3Attention: `self.use_rope = config.no_rope_layers[layer_idx]`
-    return bool(_llama4_rope_flags(config)[index])
+    return bool(_no_rope_layer_flags(config)[index])
 
 
 def _cohere2_moe_rope(config: Mapping, index: int, layer_type: str) -> bool:
@@ -347,6 +347,12 @@ def _alternating(config: Mapping) -> list[str]:
     return [SLIDING if (i + 1) % 2 else FULL for i in range(config["num_hidden_layers"])]
 
 
+# GPT-J and CodeGen (whose classes are the same here): GPT-2's key names, a fixed sin/cos table on rotary_dim dimensions
+_GPTJ_LIKE = Family(defaults=_class(layers=28, rotary_dim=64),
+                    renamed={"n_positions": "max_position_embeddings", "n_embd": "hidden_size",
+                             "n_head": "num_attention_heads", "n_layer": "num_hidden_layers"},
+                    derive=_rotary_dim_as_partial, layout=_interleaved, parameters=_sinusoid_table)
+
 # Each row holds its transformers config class's own defaults (tests/test_layers.py reads a bare config of each
 # family with the class and compares).
 FAMILIES: dict[str, Family] = {
@@ -380,7 +386,7 @@ FAMILIES: dict[str, Family] = {
                       layer_pattern=_every_nth_full(4), applies_rope=_rope_on_sliding_only, layout=_interleaved),
     "cohere": Family(defaults=_class(500_000.0, 8192, 40), layout=_interleaved),
     "llama4_text": Family(defaults=_class(500_000.0, 131_072, 48, head_dim=128, attention_chunk_size=8192),
-                          layer_pattern=_llama4_pattern, applies_rope=_llama4_rope, layout=_interleaved,
+                          layer_pattern=_llama4_pattern, applies_rope=_rope_where_flagged, layout=_interleaved,
                           nope_note=N_("attention temperature tuning: queries scaled by 1 + attn_scale·ln(1 + ⌊(m + 1)/floor_scale⌋)")),
     "qwen3_next": Family(defaults=_class(max_positions=32768, layers=48, head_dim=256, partial_rotary_factor=0.25),
                          layer_pattern=_every_nth_full(4, other=LINEAR)),
@@ -398,7 +404,7 @@ FAMILIES: dict[str, Family] = {
                    layout=_interleaved),
     "glm4_moe": Family(defaults=_class(max_positions=131_072, layers=46, partial_rotary_factor=0.5)),
     "smollm3": Family(defaults=_class(2_000_000.0, 32768, 36, no_rope_layer_interval=4), layer_pattern=_smollm3_pattern,
-                      applies_rope=_llama4_rope),
+                      applies_rope=_rope_where_flagged),
     # AfmoeAttention rotates only its local (sliding-window) layers
     "afmoe": Family(defaults=_class(max_positions=16384, head_dim=128, sliding_window=1024,
                                     global_attn_every_n_layers=4),
@@ -422,14 +428,8 @@ FAMILIES: dict[str, Family] = {
     "recurrent_gemma": Family(defaults=_class(layers=26, partial_rotary_factor=0.5, sliding_window=2048,
                                               block_types=["recurrent", "recurrent", "attention"]),
                               renamed={"attention_window_size": "sliding_window"}, layer_pattern=_recurrent_gemma_pattern),
-    "gptj": Family(defaults=_class(layers=28, rotary_dim=64),
-                   renamed={"n_positions": "max_position_embeddings", "n_embd": "hidden_size",
-                            "n_head": "num_attention_heads", "n_layer": "num_hidden_layers"},
-                   derive=_rotary_dim_as_partial, layout=_interleaved, parameters=_sinusoid_table),
-    "codegen": Family(defaults=_class(layers=28, rotary_dim=64),
-                      renamed={"n_positions": "max_position_embeddings", "n_embd": "hidden_size",
-                               "n_head": "num_attention_heads", "n_layer": "num_hidden_layers"},
-                      derive=_rotary_dim_as_partial, layout=_interleaved, parameters=_sinusoid_table),
+    "gptj": _GPTJ_LIKE,
+    "codegen": _GPTJ_LIKE,
     "zamba2": Family(defaults=_class(max_positions=4096, layers=54, use_mem_rope=False),
                      renamed={"layers_block_type": "layer_types"}, layer_pattern=_zamba2_pattern,
                      applies_rope=_zamba2_rope, derive=_zamba2_widths),

@@ -140,9 +140,9 @@ def pairing(text_config, layer_type: str, width: int) -> str:
     def turned(dimension: int) -> set[int]:
         unit = torch.zeros(1, 1, 1, width)
         unit[..., dimension] = 1.0
-        if arguments == ["x", "cos", "sin"]:  # Gemma 4 rotates q and k apart
-            turned_unit = apply(unit, cos, sin)
-        elif arguments == ["tensor", "sin", "cos"]:  # GPT-J, CodeGen: the module gives (sin, cos), [batch, seq, d/2]
+        # Gemma 4 rotates q and k apart, and so do GPT-J and CodeGen, whose module gives (sin, cos) in that order,
+        # which is also the order their function takes
+        if arguments in (["x", "cos", "sin"], ["tensor", "sin", "cos"]):
             turned_unit = apply(unit, cos, sin)
         else:
             turned_unit = apply(unit, unit, cos, sin)[0]
