@@ -172,8 +172,9 @@ def test_deberta_terms_match_a_naive_loop():
     k_r, q_r = params.deberta_rel @ params.deberta_w_kr, params.deberta_rel @ params.deberta_w_qr
     for i in range(n):
         for j in range(n):
-            assert terms.content_position[i, j] == pytest.approx(q_c[i] @ k_r[paper_delta(i - j, k)], abs=1e-12)
-            assert terms.position_content[i, j] == pytest.approx(k_c[j] @ q_r[paper_delta(j - i, k)], abs=1e-12)
+            # expected values as Python numbers: pytest.approx iterates over a tensor, and a 0-d one cannot be
+            assert terms.content_position[i, j].item() == pytest.approx((q_c[i] @ k_r[paper_delta(i - j, k)]).item(), abs=1e-12)
+            assert terms.position_content[i, j].item() == pytest.approx((k_c[j] @ q_r[paper_delta(j - i, k)]).item(), abs=1e-12)
     assert terms.position_position.abs().max() == 0
 
 
