@@ -22,7 +22,14 @@ from lessons.model_source import (
     source_title,
 )
 from pe_core import METHODS, MethodSetup, method_setup
-from pe_core.config import context_length_of, extended_length, layer_map, original_length_given, text_config_of
+from pe_core.config import (
+    context_length_of,
+    extended_length,
+    layer_map,
+    original_length_given,
+    reading_notes,
+    text_config_of,
+)
 from pe_core.layers import CHUNKED, FULL, SLIDING, LayerKind, LayerMap, family_of, layer_type_title
 from pe_core.methods import DEFAULT_ABF_BASE
 
@@ -214,6 +221,8 @@ def describe(setup: RopeSetup) -> str:
         text += " · " + _("own RoPE: {kind}").format(kind=own.spec.rope_type)
     if setup.read_from is not None:
         text += " · " + _("read from {key}").format(key=setup.read_from)
+    if setup.layers is not None and setup.layers.read_by is not None:
+        text += " · " + _("read by its own classes in {reader}").format(reader=setup.layers.read_by)
     if setup.layers is not None and setup.layers.hybrid:
         text += " · " + _("about its {kind}").format(kind=kind_text(setup.layers, setup.kind))
         if setup.kind.span:
@@ -278,7 +287,7 @@ def layer_map_caption(setup: RopeSetup) -> str:
         kind=kind_text(setup.layers, setup.kind))
     if not setup.layers.num_layers:
         text = sentences((text, _("The config gives no layer count, so the kinds are shown without their positions.")))
-    return text
+    return sentences((text, *reading_notes(setup.layers)))
 
 
 def _layer_map_figure(result, style) -> object:

@@ -1292,6 +1292,25 @@ def report_text(report: CheckReport) -> str:
 # ---- the command line ----------------------------------------------------------------------------
 
 
+def cli_error(err: Exception, as_json: bool) -> int:
+    """A CLI's bad input: a sentence on stderr, or with --json an error object on stdout; exit 2."""
+    if as_json:
+        print(json.dumps({"error": str(err)}, ensure_ascii=False))
+    else:
+        print(f"error: {err}", file=sys.stderr)
+    return 2
+
+
+def refuse_if_strict(model, strict: bool) -> list[str]:
+    """The reading's notes; under --strict, a reading with anything to note beyond who read it is refused."""
+    from pe_core.config import reading_notes, strict_problems
+
+    problems = strict_problems(model)
+    if strict and problems:
+        raise ValueError(_("--strict: {problems}").format(problems=" ".join(problems)))
+    return reading_notes(model)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m pe_core.check CONFIG --inv-freq FILE``: exit 0 on a match, 1 on a mismatch, 2 on bad input."""
     from pe_core.config import layer_map
@@ -1324,12 +1343,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "sliding_attention, chunked_attention, ...; default: the layers context extension scales)")
     parser.add_argument("--form", choices=FORMS, default="auto", help="how to read the numbers (default: by count)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    parser.add_argument("--strict", action="store_true",
+                        help="refuse a config with keys nothing reads, a warning from its config class, or a "
+                             "disagreement between pe_core's formulas and the model's own rotary class")
     args = parser.parse_args(argv)
     use_server_threads()  # small tensors: one thread is fastest on a small machine
     try:
         from pathlib import Path
 
         model = layer_map(read_config(args.config))
+        notes = refuse_if_strict(model, args.strict)
         kind = model.kind(args.layer_type)
         if kind.spec is None:
             raise ValueError(_("The {layer_type!r} layers of this model apply no position encoding (NoPE): there "
@@ -1350,12 +1373,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise ValueError(f"--seq-len must be a positive integer (got {args.seq_len}).")
         report = check(spec, numbers, args.attention_factor, args.seq_len, args.layout or kind.layout, args.form)
     except ValueError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+        return cli_error(err, args.json)
     if args.json:
         print(json.dumps({**report_json(report), "layer_type": kind.layer_type, "layers": list(kind.layers),
-                          "inv_freq_key": key}, indent=1, ensure_ascii=False))
+                          "inv_freq_key": key, "reading": notes}, indent=1, ensure_ascii=False))
     else:
+        for note in notes:
+            print(note)
         if len(model.kinds) > 1:
             print(_("Layers checked: {title} ({count} of {total}; --layer-type {layer_type})").format(
                 title=layer_type_title(kind.layer_type), count=len(kind.layers), total=model.num_layers,

@@ -8,6 +8,8 @@ name for ``rope_type``, a top-level ``original_max_position_embeddings`` taking 
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import json
 import math
 from collections.abc import Mapping
@@ -137,10 +139,17 @@ _NOMINAL_LAYERS = 64
 
 
 def layer_map(config: Mapping | str) -> LayerMap:
-    """The model's layers by kind, each with its span and its RoPE or none, read as the model's class reads them."""
+    """The model's layers by kind, each with its span and its RoPE or none, read as the model's class reads them.
+
+    A family the app keeps notes on (``pe_core.layers.FAMILIES``) is read from those notes, which the tests check
+    against its classes; any other named model type is read by its own transformers code at read time
+    (``pe_core.model_code``), and a model type the installed transformers cannot build is refused by name.
+    """
     config = _parsed(config)
     text, read_from = text_config_of(config)
     _refuse_non_rope(text)
+    if _read_by_its_own_code(text):
+        return _model_code_map(config, read_from)
     values, family = effective_config(text)
     counted = isinstance(values.get("num_hidden_layers"), int) and not isinstance(values.get("num_hidden_layers"), bool)
     if values.get("layer_types") is None and not counted:
@@ -178,6 +187,97 @@ def layer_map(config: Mapping | str) -> LayerMap:
     num_layers = len(per_layer) if counted or values.get("layer_types") is not None else 0
     return LayerMap(text.get("model_type") or config.get("model_type"), num_layers, tuple(per_layer) if num_layers else (),
                     tuple(kinds), read_from)
+
+
+def reading_notes(model: LayerMap) -> list[str]:
+    """What a reader of this layer map should know about how it was read, one sentence each (none: nothing)."""
+    notes = []
+    if model.read_by is not None:
+        notes.append(_("Read by {model_type}'s own config, rotary and attention classes in {reader}.").format(
+            model_type=model.model_type, reader=model.read_by))
+    if model.unread_keys:
+        notes.append(_("Keys nothing in the model's code reads: {keys}.").format(keys=", ".join(model.unread_keys)))
+    for warning in model.warnings:
+        notes.append(_("transformers warns: {warning}").format(warning=warning))
+    for layer_type, disagreement in model.disagreements:
+        notes.append(_("On its {layer_type!r} layers pe_core's formulas and the model's own class disagree: "
+                       "{disagreement}.").format(layer_type=layer_type, disagreement=disagreement))
+    return notes
+
+
+def strict_problems(model: LayerMap) -> list[str]:
+    """Why ``--strict`` refuses this reading: unread keys, warnings, disagreements (empty: nothing to refuse)."""
+    return reading_notes(model)[1:] if model.read_by is not None else []
+
+
+def _read_by_its_own_code(text: Mapping) -> bool:
+    model_type = text.get("model_type")
+    return isinstance(model_type, str) and family_of(model_type) is GENERIC and model_type != "llama"
+
+
+@functools.lru_cache(maxsize=32)
+def _model_code_map_of(canonical: str, read_from: str | None) -> LayerMap:
+    from pe_core import model_code
+
+    config = json.loads(canonical)
+    reading = model_code.read(config)
+    text = reading.text_config
+    values = {key: value for key, value in text.to_dict().items()}
+    groups: dict[tuple[str, bool], list[int]] = {}
+    for index, layer in enumerate(reading.layers):
+        groups.setdefault((layer.layer_type, layer.rotates), []).append(index)
+    specs: dict[str, RopeSpec] = {}
+    disagreements: list[tuple[str, str]] = []
+    kinds = []
+    for (layer_type, rotates), layers in groups.items():
+        spec = None
+        block: Mapping = {}
+        if rotates:
+            block = reading.parameters[layer_type]
+            if layer_type not in specs:
+                specs[layer_type], disagreement = _spec_matching_class(values, dict(block), reading.frequencies[layer_type])
+                if disagreement:
+                    disagreements.append((layer_type, disagreement))
+            spec = specs[layer_type]
+        section = block.get("mrope_section")
+        kinds.append(LayerKind(
+            layer_type=layer_type, layers=tuple(layers), span=span_of(values, layer_type), spec=spec,
+            layout=reading.pairing.get(layer_type, "half"),
+            mrope_section=tuple(int(v) for v in section) if isinstance(section, list) else None,
+            mrope_interleaved=bool(block.get("mrope_interleaved", False)),
+        ))
+    kinds.sort(key=lambda kind: (not kind.has_rope, kind.layers[:1] or (0,)))
+    return LayerMap(reading.model_type, len(reading.layers), reading.layer_types, tuple(kinds), read_from,
+                    read_by=f"transformers {reading.transformers_version}", unread_keys=reading.unread_keys,
+                    warnings=reading.warnings, disagreements=tuple(disagreements))
+
+
+def _model_code_map(config: Mapping, read_from: str | None) -> LayerMap:
+    return _model_code_map_of(json.dumps(config, sort_keys=True), read_from)
+
+
+def _spec_matching_class(values: Mapping, block: dict, buffers: tuple) -> tuple[RopeSpec, str | None]:
+    """The ``RopeSpec`` of one layer type's block, checked against the θᵢ and attention factor of the model's own
+    rotary class; the rotated width is the class's (MiniMax M2's rotary_dim, MLA's rope part of a head)."""
+    from pe_core.rope import rope_frequencies
+
+    inv_freq, attention = buffers
+    inv_freq = inv_freq[inv_freq != 0] if block.get("rope_type") == "proportional" else inv_freq
+    head_dim = head_dim_of(values)
+    spec = _spec_from(values, block, head_dim)
+    if spec.num_pairs != len(inv_freq) and len(inv_freq) and 2 * len(inv_freq) <= head_dim:
+        spec = dataclasses.replace(spec, partial_rotary_factor=2 * len(inv_freq) / head_dim)
+    ours = rope_frequencies(spec, spec.original_max_position_embeddings)
+    if ours.inv_freq.shape != inv_freq.shape:
+        return spec, _("the model's rotary class turns {theirs} pairs, pe_core's formula {ours}").format(
+            theirs=len(inv_freq), ours=len(ours.inv_freq))
+    worst = float(((ours.inv_freq - inv_freq).abs() / inv_freq.abs().clamp_min(1e-300)).max()) if len(inv_freq) else 0.0
+    if worst > 2e-6:
+        return spec, _("θᵢ differ from the model's rotary class by up to {worst:.2g} (relative)").format(worst=worst)
+    if not math.isclose(ours.attention_factor, attention, rel_tol=1e-6):
+        return spec, _("attention factor {ours:.6g}, the model's rotary class {theirs:.6g}").format(
+            ours=ours.attention_factor, theirs=attention)
+    return spec, None
 
 
 def _spec_from(config: Mapping, params: dict, head_dim: int, advertises_extended: bool = False) -> RopeSpec:

@@ -290,7 +290,12 @@ def read_config(source: str) -> dict:
         if not path.exists():
             names = ", ".join(p.name for p in load_presets())
             raise ValueError(f"{text!r} is neither a preset ({names}) nor an existing file.")
-        text = path.read_text(encoding="utf-8")
+        if path.is_dir():
+            raise ValueError(f"{text!r} is a folder: give the config.json inside it.")
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as err:
+            raise ValueError(f"{str(path)!r} cannot be read as a text file ({err.__class__.__name__}: {err}).") from err
     try:
         config = json.loads(text)
     except json.JSONDecodeError as err:

@@ -515,6 +515,12 @@ class LayerMap(NamedTuple):
     layer_types: tuple[str, ...]  # per layer
     kinds: tuple[LayerKind, ...]
     read_from: str | None  # where the text model's config was found (text_config, ...), or None
+    # Who read it: None for the app's notes on a family; "transformers 5.x" when the model's own classes did.
+    read_by: str | None = None
+    unread_keys: tuple[str, ...] = ()  # keys of the file that nothing read
+    warnings: tuple[str, ...] = ()  # what the model's own config class warned about
+    # (layer type, sentence) wherever pe_core's formulas and the model's own rotary class disagree
+    disagreements: tuple[tuple[str, str], ...] = ()
 
     def kind(self, key: str | None = None) -> LayerKind:
         """The kind named ``key`` (a layer type, or None for the default: the one context extension scales)."""

@@ -33,7 +33,6 @@ import argparse
 import copy
 import json
 import math
-import sys
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
@@ -600,18 +599,30 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "a plan's time grows with the target")
     parser.add_argument("--json", action="store_true", help="print the plan as JSON")
     parser.add_argument("--out", metavar="FILE", help="also write the JSON plan (with every patched config.json) here")
+    parser.add_argument("--strict", action="store_true",
+                        help="refuse a config with keys nothing reads, a warning from its config class, or a "
+                             "disagreement between pe_core's formulas and the model's own rotary class")
     args = parser.parse_args(argv)
     use_server_threads()  # small tensors: one thread is fastest on a small machine
     try:
-        result = plan(read_config(args.config), args.target, max_target=args.max_target)
+        from pe_core.check import refuse_if_strict
+        from pe_core.config import layer_map
+
+        config = read_config(args.config)
+        notes = refuse_if_strict(layer_map(config), args.strict)
+        result = plan(config, args.target, max_target=args.max_target)
     except ValueError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    data = plan_json(result)
+        from pe_core.check import cli_error
+
+        return cli_error(err, args.json)
+    data = {**plan_json(result), "reading": notes}
     if args.out:
         with open(args.out, "w", encoding="utf-8") as handle:
             json.dump(data, handle, indent=1, ensure_ascii=False)
-    print(json.dumps(data, indent=1, ensure_ascii=False) if args.json else plan_text(result))
+    if args.json:
+        print(json.dumps(data, indent=1, ensure_ascii=False))
+    else:
+        print("\n".join([*notes, plan_text(result)]))
     return 0
 
 

@@ -1,0 +1,191 @@
+"""Models the app keeps no notes on, read by their own transformers code (``pe_core.model_code``).
+
+Each case is a family a hand-kept table once read as Llama. Its config is the model's own config class's defaults
+(which transformers keeps equal to the published model's), sometimes with a published key set; the expected layers
+come from that class's attributes and its attention code's rule (quoted beside each case), the expected θᵢ and
+attention factor from the model's own rotary class, built here by name, apart from the reader.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+
+transformers = pytest.importorskip("transformers")
+
+from pe_core import from_hf_config, rope_frequencies  # noqa: E402
+from pe_core.config import layer_map  # noqa: E402
+from pe_core.model_code import UnknownModelType  # noqa: E402
+
+# The rotary class of each family, named by its modeling file (not found by the reader's own search).
+ROTARY = {
+    "mimo_v2_flash": "mimo_v2_flash.modeling_mimo_v2_flash.MiMoV2FlashRotaryEmbedding",
+    "minimax_m2": "minimax_m2.modeling_minimax_m2.MiniMaxM2RotaryEmbedding",
+    "glm_moe_dsa": "glm_moe_dsa.modeling_glm_moe_dsa.GlmMoeDsaRotaryEmbedding",
+    "lfm2": "lfm2.modeling_lfm2.Lfm2RotaryEmbedding",
+    "mllama": "mllama.modeling_mllama.MllamaRotaryEmbedding",
+    "laguna": "laguna.modeling_laguna.LagunaRotaryEmbedding",
+}
+
+
+def _class_buffers(model_type: str, config: dict, layer_type: str) -> tuple[torch.Tensor, float]:
+    text = transformers.CONFIG_MAPPING[model_type].from_dict(config).get_text_config(decoder=True)
+    module, name = ROTARY[model_type].rsplit(".", 1)
+    rotary = getattr(importlib.import_module(f"transformers.models.{module}"), name)(config=text)
+    if hasattr(rotary, f"{layer_type}_inv_freq"):
+        return (getattr(rotary, f"{layer_type}_inv_freq").double(),
+                float(getattr(rotary, f"{layer_type}_attention_scaling")))
+    return rotary.inv_freq.double(), float(rotary.attention_scaling)
+
+
+def _assert_frequencies_are_the_classes(model_type: str, config: dict) -> None:
+    ours = layer_map({"model_type": model_type, **config})
+    assert ours.read_by == f"transformers {transformers.__version__}"
+    assert ours.disagreements == ()
+    for kind in ours.rotary_kinds:
+        expected, attention = _class_buffers(model_type, config, kind.layer_type)
+        computed = rope_frequencies(kind.spec, kind.spec.original_max_position_embeddings)
+        torch.testing.assert_close(computed.inv_freq, expected, rtol=2e-6, atol=0)
+        assert computed.attention_factor == pytest.approx(attention, rel=1e-6)
+
+
+def _layers_by_kind(config: dict) -> dict[str, tuple[int, ...]]:
+    return {kind.key: kind.layers for kind in layer_map(config).kinds}
+
+
+def test_mimo_v2_flash_keeps_its_sliding_layers_at_their_own_base_and_window():
+    text = transformers.CONFIG_MAPPING["mimo_v2_flash"]()
+    kinds = _layers_by_kind({"model_type": "mimo_v2_flash"})
+    sliding = tuple(i for i, kind in enumerate(text.layer_types) if kind == "sliding_attention")
+    full = tuple(i for i, kind in enumerate(text.layer_types) if kind == "full_attention")
+    assert kinds == {"sliding_attention": sliding, "full_attention": full}
+    assert (len(sliding), len(full)) == (39, 9)
+    mapped = layer_map({"model_type": "mimo_v2_flash"})
+    assert mapped.kind("sliding_attention").span == text.sliding_window
+    assert mapped.kind("sliding_attention").spec.base == text.rope_parameters["sliding_attention"]["rope_theta"] == 10_000
+    assert mapped.kind("full_attention").spec.base == text.rope_parameters["full_attention"]["rope_theta"]
+    _assert_frequencies_are_the_classes("mimo_v2_flash", {})
+
+
+def test_minimax_m2_rotates_only_its_rotary_dim():
+    # MiniMax M2.5's config.json: "rotary_dim": 64 of "head_dim": 128
+    config = {"rotary_dim": 64, "head_dim": 128}
+    spec = from_hf_config({"model_type": "minimax_m2", **config})
+    assert (spec.head_dim, spec.rotary_dim, spec.num_pairs) == (128, 64, 32)
+    _assert_frequencies_are_the_classes("minimax_m2", config)
+
+
+def test_glm_moe_dsa_pairs_neighbouring_dimensions():
+    # GlmMoeDsaAttention rotates with apply_rotary_pos_emb_interleave: dimensions (2i, 2i + 1) turn together
+    kind = layer_map({"model_type": "glm_moe_dsa"}).default_kind
+    assert kind.layout == "interleaved"
+    _assert_frequencies_are_the_classes("glm_moe_dsa", {})
+
+
+def test_lfm2_convolution_layers_have_no_positions():
+    # Lfm2DecoderLayer: `self.is_attention_layer = config.layer_types[layer_idx] != "conv"`
+    attention = [2, 5, 8, 10, 12, 14]
+    kinds = _layers_by_kind({"model_type": "lfm2", "num_hidden_layers": 16, "full_attn_idxs": attention})
+    assert kinds == {"full_attention": tuple(attention),
+                     "conv_nope": tuple(i for i in range(16) if i not in attention)}
+    _assert_frequencies_are_the_classes("lfm2", {"num_hidden_layers": 16, "full_attn_idxs": attention})
+
+
+def test_mllama_cross_attention_layers_have_no_rope():
+    # MllamaTextCrossAttention never calls apply_rotary_pos_emb: its keys are image tokens
+    text = transformers.CONFIG_MAPPING["mllama"]().text_config
+    mapped = layer_map({"model_type": "mllama"})
+    nope = next(kind for kind in mapped.kinds if not kind.has_rope)
+    assert nope.layers == tuple(text.cross_attention_layers)
+    assert mapped.default_kind.layers == tuple(i for i in range(text.num_hidden_layers)
+                                               if i not in text.cross_attention_layers)
+    _assert_frequencies_are_the_classes("mllama", {})
+
+
+def test_exaone_4_5_full_layers_are_nope_as_in_exaone_4():
+    # Exaone4_5 attention: `if self.sliding_window is None or self.is_sliding: apply_rotary_pos_emb(...)`
+    text = transformers.CONFIG_MAPPING["exaone4_5"]().get_text_config(decoder=True)
+    kinds = _layers_by_kind({"model_type": "exaone4_5"})
+    assert kinds["full_attention_nope"] == tuple(i for i, kind in enumerate(text.layer_types) if kind == "full_attention")
+    assert kinds["sliding_attention"] == tuple(i for i, kind in enumerate(text.layer_types) if kind == "sliding_attention")
+
+
+@pytest.mark.parametrize("model_type", ["nemotron_h", "kimi_linear"])
+def test_a_model_without_rope_has_no_rotary_frequencies(model_type):
+    mapped = layer_map({"model_type": model_type})
+    assert mapped.rotary_kinds == ()
+    with pytest.raises(ValueError, match="No layer of this model applies RoPE"):
+        from_hf_config({"model_type": model_type})
+
+
+def test_the_shipped_yarn_block_of_a_new_family_is_kept_with_its_betas_and_attention_factor():
+    # Laguna ships YaRN with beta_fast 64 (not the default 32) and its own attention factor
+    # (LagunaConfig keeps one block per layer type)
+    block = {"rope_type": "yarn", "factor": 8.0, "original_max_position_embeddings": 4096, "beta_fast": 64.0,
+             "beta_slow": 1.0, "attention_factor": 1.1, "rope_theta": 500_000.0, "partial_rotary_factor": 0.5}
+    config = {"rope_parameters": {"full_attention": block}, "max_position_embeddings": 32768}
+    spec = from_hf_config({"model_type": "laguna", **config})
+    assert (spec.rope_type, spec.beta_fast, spec.attention_factor, spec.num_pairs) == ("yarn", 64.0, 1.1, 32)
+    _assert_frequencies_are_the_classes("laguna", config)
+
+
+def test_a_flat_block_where_the_class_wants_one_per_layer_type_is_refused_by_its_class():
+    block = {"rope_type": "yarn", "factor": 8.0, "original_max_position_embeddings": 4096, "rope_theta": 500_000.0}
+    with pytest.raises(ValueError, match="LagunaRotaryEmbedding refuses this config: KeyError 'full_attention'"):
+        layer_map({"model_type": "laguna", "rope_parameters": block})
+
+
+def test_a_model_type_transformers_lacks_is_refused_by_name_and_version():
+    with pytest.raises(UnknownModelType) as refused:
+        layer_map({"model_type": "acme_remote_code_lm", "hidden_size": 64, "num_attention_heads": 4})
+    assert "'acme_remote_code_lm'" in str(refused.value)
+    assert f"transformers {transformers.__version__}" in str(refused.value)
+
+
+def test_a_key_nothing_reads_is_listed():
+    mapped = layer_map({"model_type": "mimo_v2_flash", "compress_rope_theta": 160_000, "hidden_size": 4096})
+    assert "compress_rope_theta" in mapped.unread_keys
+    assert "hidden_size" not in mapped.unread_keys
+
+
+def test_what_the_config_class_refuses_is_refused_with_its_reason():
+    with pytest.raises(ValueError, match="MiMoV2FlashConfig"):
+        layer_map({"model_type": "mimo_v2_flash", "rope_parameters": {"rope_type": "yarn", "rope_theta": 1e4}})
+
+
+def test_check_cli_refuses_a_port_of_a_model_without_rope(tmp_path):
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"model_type": "nemotron_h"}))
+    theta = tmp_path / "theta.json"
+    theta.write_text(json.dumps([10_000.0 ** (-2 * i / 128) for i in range(64)]))
+    done = subprocess.run([sys.executable, "-m", "pe_core.check", str(config), "--inv-freq", str(theta)],
+                          capture_output=True, text=True, timeout=120)
+    assert "MATCH" not in done.stdout
+    assert done.returncode == 2
+    assert "applies RoPE" in done.stdout + done.stderr
+
+
+def _cli(module: str, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True, timeout=120)
+
+
+def test_strict_refuses_a_key_nothing_reads_and_names_it(tmp_path):
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"model_type": "mimo_v2_flash", "compress_rope_theta": 160_000}))
+    lenient = _cli("pe_core.plan", str(config), "--target", "524288", "--json")
+    assert lenient.returncode == 0, lenient.stderr
+    assert any("compress_rope_theta" in note for note in json.loads(lenient.stdout)["reading"])
+    strict = _cli("pe_core.plan", str(config), "--target", "524288", "--strict", "--json")
+    assert strict.returncode == 2
+    assert "compress_rope_theta" in json.loads(strict.stdout)["error"]
+
+
+def test_a_folder_as_config_is_bad_input_with_a_sentence(tmp_path):
+    done = _cli("pe_core.check", str(tmp_path), "--inv-freq", "x.json", "--json")
+    assert done.returncode == 2
+    assert "is a folder" in json.loads(done.stdout)["error"]
