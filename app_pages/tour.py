@@ -10,11 +10,15 @@ from lessons import tour
 
 steps = tour.available_steps()
 if guide.presenting():  # one screen for the question, the next for the figure that answers it
-    head, switch = st.columns([9.4, 0.6], vertical_alignment="center")
+    head, switch = st.columns([8.2, 1.8], vertical_alignment="center")
     with switch:
-        guide.presenter_switch(compact=True)
+        guide.presenter_switch()
     index = guide.step_picker(len(steps))  # hidden: the header counts the steps
     step, text = steps[index], tour.step_text(steps[index])
+    if guide.in_summary(index, len(steps)):
+        head.header(_("Summary · {title}").format(title=_(tour.TITLE)))
+        guide.summary(steps, presenting=True)
+        st.stop()
     head.header(_("{number} / {count} · {title}").format(number=index + 1, count=len(steps), title=text.title))
     # the arrows' buttons stay in one place, right under the header, whether the answer shows or not: a key pressed
     # while the next step is being drawn finds them there
@@ -51,6 +55,10 @@ else:
     with switch:
         guide.presenter_switch()
     step, text = steps[index], tour.step_text(steps[index])
+    if guide.in_summary(index, len(steps)):
+        st.header(_("Summary"))
+        guide.summary(steps, presenting=False)
+        st.stop()
 
     st.header(_("{number} / {count} · {title}").format(number=index + 1, count=len(steps), title=text.title))
     st.markdown(text.text)

@@ -211,12 +211,24 @@ def unseen_angles_figure(profile: FrequencyProfile, *, train_length: int, target
     )
 
 
+# NTK-by-parts and YaRN sort the pairs by the same turns r = L/λ but blend them differently: the method the app calls
+# NTK-by-parts is the YaRN paper's γ(r), linear in r; YaRN is the reference code's ramp, linear in the pair index.
+# A line chart that draws them says which is which.
+LINE_NOTES = {"ntk_by_parts": N_("{method}: the paper's γ(r)"), "yarn": N_("{method}: the reference code's ramp")}
+
+
+def line_name(method: str, title: str) -> str:
+    """A method's name on a per-pair line chart (``LINE_NOTES`` names the blend of NTK-by-parts and YaRN)."""
+    note = LINE_NOTES.get(method)
+    return _(note).format(method=_(title)) if note else _(title)
+
+
 def _method_lines(profile: FrequencyProfile, values, hover: str) -> list[go.Scatter]:
     """One line per method. Each pair also carries an invisible marker: plotly picks (clicks) only markers, and
     a pair picked here is marked on the page's other figures; the picked one shows in its method's marker."""
     lines = []
     for row_values, title, method in zip(values, profile.titles, profile.methods, strict=True):
-        name = _(title)
+        name = line_name(method, title)
         lines.append(go.Scatter(x=np.arange(row_values.shape[0]), y=row_values, name=name,
                                 hovertemplate=f"{name}<br>" + _("pair %{x}") + f": {hover}<extra></extra>",
                                 selected=dict(marker=dict(color=colour_of(method))),

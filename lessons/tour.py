@@ -130,12 +130,20 @@ def _ntk(result) -> dict[str, Any]:
 
 def _by_parts(result) -> dict[str, Any]:
     profile, spec = result.profile, result.ramp_spec
-    ratio = profile.ratio[profile.methods.index("ntk_by_parts")]
     scale = result.setup.scale
-    kept = int(torch.isclose(ratio, torch.ones_like(ratio), rtol=1e-12).sum())
-    divided = int(torch.isclose(ratio, torch.full_like(ratio, 1 / scale), rtol=1e-12).sum())
+
+    def zones(method: str) -> tuple[torch.Tensor, int, int]:
+        ratio = profile.ratio[profile.methods.index(method)]
+        kept = int(torch.isclose(ratio, torch.ones_like(ratio), rtol=1e-12).sum())
+        divided = int(torch.isclose(ratio, torch.full_like(ratio, 1 / scale), rtol=1e-12).sum())
+        return ratio, kept, divided
+
+    paper, kept, divided = zones("ntk_by_parts")
+    code, code_kept, code_divided = zones("yarn")
+    gap = code - paper
     return {"alpha": spec.beta_slow, "beta": spec.beta_fast, "kept": kept, "divided": divided,
-            "blended": ratio.numel() - kept - divided, "s": scale,
+            "blended": paper.numel() - kept - divided, "s": scale, "code_kept": code_kept,
+            "code_divided": code_divided, "gap": float(gap.max()), "widest": int(gap.argmax()),
             "ntk_unseen": int(_reach(result, "ntk").sum()), "parts_unseen": int(_reach(result, "ntk_by_parts").sum()),
             "yarn_unseen": int(_reach(result, "yarn").sum())}
 
@@ -201,9 +209,10 @@ STEPS: tuple[Step, ...] = (
          {"d_model": 128, "sinusoidal_base": 10_000.0, "positions": 128},
          N_("Rotate the query by m·θᵢ and the key by n·θᵢ. Their dot product multiplies one by the conjugate of "
             "the other, so the angles subtract: $e^{{i m \\theta}} e^{{-i n \\theta}} = e^{{i (m-n) \\theta}}$. "
-            "The matrix shown sums cos((m − n)·θᵢ) over {pairs} pairs for every m, n < {n}: RoPE's score for "
-            "q = k = (1, 0, 1, 0, …), and equally the dot product of two sinusoidal position vectors."),
-         N_("Along which lines of this {n} × {n} matrix is the score constant?"),
+            "Take the {n} × {n} matrix that sums cos((m − n)·θᵢ) over {pairs} pairs for every m, n < {n}: RoPE's "
+            "score for q = k = (1, 0, 1, 0, …), and equally the dot product of two sinusoidal position vectors. "
+            "It appears once you answer."),
+         N_("Along which lines of that {n} × {n} matrix is the score constant?"),
          (N_("Rows: it depends on the query's position m only"), N_("Diagonals: it depends on m − n only"),
           N_("Nowhere: it depends on m and n separately")), 1,
          N_("Every diagonal holds one value (the largest spread along any diagonal is {spread:.1g}, rounding "
@@ -238,7 +247,8 @@ STEPS: tuple[Step, ...] = (
     Step("pi", N_("Position Interpolation"), "frequencies", "angle-heatmaps",
          {**LLAMA2, "methods": ("direct", "pi"), "view": "log", "mark_unseen": True},
          N_("Position Interpolation runs L′ = s·L tokens by dividing every position by s = {s:g}: pair i turns by "
-            "(m/s)·θᵢ instead of m·θᵢ. The heatmaps show the angle of every pair (across) at every position (up)."),
+            "(m/s)·θᵢ instead of m·θᵢ. Once you answer, heatmaps show the angle of every pair (across) at every "
+            "position (up)."),
          N_("With PI, how large is the largest angle a pair reaches at L′, compared with training?"),
          (N_("About s times larger"), N_("The same as in training"), N_("s times smaller")), 1,
          N_("(L′/s)·θᵢ = L·θᵢ: at L′ every pair reaches exactly the largest angle it met in training (ratio "
@@ -275,15 +285,18 @@ STEPS: tuple[Step, ...] = (
          (("su_beta_base", ""),)),
     Step("by-parts", N_("NTK-by-parts and YaRN"), "frequencies", "interpolation-ratio",
          {**LLAMA2, "methods": ("ntk", "ntk_by_parts", "yarn")},
-         N_("NTK-by-parts decides pair by pair, from r = L/λᵢ, the number of turns pair i makes in training. YaRN "
-            "uses the same blend of θᵢ and θᵢ/s, with α = {alpha:g} and β = {beta:g}."),
+         N_("NTK-by-parts decides pair by pair, from r = L/λᵢ, the number of turns pair i makes in training, with "
+            "α = {alpha:g} and β = {beta:g}: the YaRN paper blends θᵢ and θᵢ/s by γ(r), linear in r. YaRN is "
+            "NTK-by-parts plus an attention temperature (next step); the reference code (transformers) ramps "
+            "linearly in the pair index i instead, so the two curves part between α and β."),
          N_("Which pairs does NTK-by-parts divide by s?"),
          (N_("Those with many turns in training (r > β)"), N_("Those with less than α turns in training (r < α)"),
           N_("All of them, as PI does")), 1,
          N_("Pairs that turn more than β times in training are kept as they are ({kept} pairs here); those that "
-            "turn less than α times are divided by s ({divided} pairs), and a ramp blends the {blended} between. "
-            "Pairs reaching unseen angles: {parts_unseen} with NTK-by-parts, {yarn_unseen} with YaRN, "
-            "{ntk_unseen} with NTK-aware."),
+            "turn less than α times are divided by s ({divided} pairs), and γ(r) blends the {blended} between. The "
+            "code's ramp keeps {code_kept} and divides {code_divided}; between, its θ′ᵢ/θᵢ lies up to {gap:.2f} "
+            "above γ(r)'s (pair {widest}). Pairs reaching unseen angles: {parts_unseen} with the paper's γ(r), "
+            "{yarn_unseen} with the code's ramp, {ntk_unseen} with NTK-aware."),
          _by_parts, (("yarn", "§3.2"),)),
     Step("temperature", N_("Attention temperature"), "family", "temperature",
          {"logn_train_length": 512},
@@ -297,8 +310,8 @@ STEPS: tuple[Step, ...] = (
     Step("bf16", N_("bfloat16 position collisions"), "precision", "collision-window",
          {"zoom_dtype": "bfloat16", "zoom_width": 32, "zoom_start": 248},
          N_("Positions are often stored in the model's own dtype. bfloat16 keeps {bits} significant bits, so it "
-            "stores every whole number up to {two_to_bits} = {power} exactly. The figure stores positions {start} to "
-            "{end} in bfloat16."),
+            "stores every whole number up to {two_to_bits} = {power} exactly. Take positions {start} to {end}, stored "
+            "in bfloat16: the figure that settles it appears once you answer."),
          N_("Do these {width} positions keep {width} different values?"),
          (N_("Yes, all {width}"), N_("Up to {power} yes; above it, neighbours share values"),
           N_("No, they all round to {power}")), 1,

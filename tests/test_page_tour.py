@@ -3,6 +3,7 @@ the keys move through the steps, and presenter mode hides the sidebar and shows 
 
 from __future__ import annotations
 
+import re
 from urllib.parse import parse_qs
 
 import pytest
@@ -79,10 +80,47 @@ def test_next_and_previous_move_through_the_steps_and_the_link():
     assert chart_figures(at)  # step 1 was answered: coming back shows its answer again
 
 
-def test_the_last_step_has_no_next():
-    at = run_page(PAGE, {"step": str(len(STEPS)), "present": "1"})
+@pytest.mark.parametrize("present", ["0", "1"])
+def test_the_last_step_leads_to_a_summary_of_every_step(present):
+    """The lesson ends on a screen that says what each step showed (its title, question and answer), not on a
+    disabled button; ← goes back to the last step."""
+    last = STEPS[-1]
+    at = run_page(PAGE, {"step": str(len(STEPS)), "present": present})
+    if present == "0":
+        choice_buttons(at, last)[last.answer].click().run()
     at.button(key="tour_reveal").click().run()
-    assert at.button(key="tour_next").disabled
+    assert not at.get("button") or all(b.key != "tour_next" for b in at.button)
+    end = at.button(key="tour_summary_button")
+    assert not end.disabled and end.proto.shortcut.lower() == "right"
+    end.click().run()
+    assert not at.exception
+    assert "Summary" in at.header[0].value
+    shown = " ".join(m.value for m in at.markdown)
+    for number, step in enumerate(STEPS, start=1):
+        text = step_text(step)
+        assert f"{number}. **{text.title}**: {text.question} **{text.answer}**" in shown
+    assert chart_figures(at) == []
+    captions = [c.value for c in at.caption]
+    assert ("You answered 1 of 1 question right." in captions) == (present == "0")
+    at.button(key="tour_previous").click().run()
+    assert at.header[0].value.startswith(f"{len(STEPS)} / {len(STEPS)}")
+
+
+def test_the_presenter_toggle_keeps_its_label_in_presenter_mode():
+    at = run_page(PAGE, {"step": "2", "present": "1"})
+    toggle = at.toggle(key="present")
+    assert toggle.label == "Presenter mode" and toggle.proto.label_visibility.value == 0  # VISIBLE
+
+
+QUESTION_SEES_A_FIGURE = re.compile(r"\bshown\b|\b[Tt]he (?:figure|heatmaps?|matrix|chart) (?:shows?|stores|sums|draws)\b"
+                                    r"|\bthis \d+ × \d+ matrix\b")
+
+
+@pytest.mark.parametrize("step", STEPS, ids=[s.slug for s in STEPS])
+def test_a_question_never_points_at_a_figure_that_is_hidden_until_the_reveal(step):
+    text = step_text(step)
+    for before in (text.text, text.question, *text.choices):
+        assert not QUESTION_SEES_A_FIGURE.search(before), before
 
 
 def test_a_bad_step_in_a_link_falls_back_with_a_note():

@@ -212,6 +212,31 @@ def test_ntk_by_parts_counts_match_the_turns_in_training():
     assert (got["parts_unseen"], got["yarn_unseen"], got["ntk_unseen"]) == (0, 0, 17)
 
 
+def test_ntk_by_parts_and_yarn_are_named_as_the_papers_gamma_and_the_codes_ramp():
+    """The step draws two different blends: the paper's γ(r), linear in r, and the reference code's ramp, linear in
+    the pair index. Its text says so (not "the same blend"), the legend names each, and the gap it states is the
+    one between the two drawn curves."""
+    from pe_core.angles import ramp_comparison
+
+    step = BY_SLUG["by-parts"]
+    text, got = step_text(step), numbers("by-parts")
+    assert "same blend" not in text.text and "γ(r)" in text.text and "pair index" in text.text
+    assert "attention temperature" in text.text  # YaRN = NTK-by-parts + temperature (the paper's definition)
+    curves = {trace.meta["method"]: trace for trace in tour.step_figure(step).data if trace.meta}
+    assert curves["ntk_by_parts"].name == "NTK-by-parts: the paper's γ(r)"
+    assert curves["yarn"].name == "YaRN: the reference code's ramp"
+    paper, code = np.asarray(curves["ntk_by_parts"].y), np.asarray(curves["yarn"].y)
+    assert not np.allclose(paper, code)
+    # independently: θ′/θ = γ + (1 − γ)/s with the paper's γ(r) and with the code's 1 − ramp(i)
+    ramp = ramp_comparison(tour.lesson_of(step).result(step_settings(step)).ramp_spec)
+    s = got["s"]
+    np.testing.assert_allclose(paper, ramp.paper_kept.numpy() + (1 - ramp.paper_kept.numpy()) / s, rtol=1e-6)
+    np.testing.assert_allclose(code, ramp.code_kept.numpy() + (1 - ramp.code_kept.numpy()) / s, rtol=1e-6)
+    assert got["gap"] == pytest.approx(float((code - paper).max()), rel=1e-6)
+    assert got["widest"] == int((code - paper).argmax())
+    assert f"up to {got['gap']:.2f} above γ(r)'s (pair {got['widest']})" in text.why
+
+
 def test_temperature_factors():
     got = numbers("temperature")
     assert got["sqrt"] == pytest.approx(0.1 * math.log(16) + 1)

@@ -15,7 +15,7 @@ from streamlit.delta_generator import DeltaGenerator
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from figures.export import browser_available, render
-from i18n import _, current_language
+from i18n import _, current_language, ngettext
 from lessons import all_lessons, tour
 from lessons.base import SLIDE, BoundedCache
 from references import cite
@@ -28,6 +28,7 @@ from ui.stylesheet import KEYBOARD_ONLY_PREFIX
 log = logging.getLogger(__name__)
 
 STEP_KEY, PRESENT_KEY = "step", "present"
+SUMMARY_KEY = "tour_summary"  # set once the reader moves on from the last step: the summary screen shows
 FIRST_STEP = 1  # steps are numbered from 1 in the URL (``?step=N``)
 SLIDE_BOX = "tour_slide"  # the container the presenter's figure fills at 16:9
 WHY_BOX = "tour_why"  # the presenter's "why", beside the slide
@@ -88,10 +89,10 @@ def _keep_in_link() -> None:
         del st.query_params[PRESENT_KEY]
 
 
-def presenter_switch(*, compact: bool = False) -> bool:
-    """The presenter-mode toggle, kept in the link as ``?present=1``; when on it also hides the sidebar."""
+def presenter_switch() -> bool:
+    """The presenter-mode toggle, kept in the link as ``?present=1``; when on it also hides the sidebar. Its label
+    stays visible in presenter mode too: a switch with no words says nothing to the one who must turn it off."""
     on = st.toggle(_("Presenter mode"), key=PRESENT_KEY, on_change=_keep_in_link,
-                   label_visibility="collapsed" if compact else "visible",
                    help=_("No sidebar, large type, one figure per screen at 16:9; → reveals, then moves on."))
     _keep_in_link()
     if on:
@@ -101,8 +102,18 @@ def presenter_switch(*, compact: bool = False) -> bool:
 
 def step_picker(count: int) -> int:
     """The step slider, bound to ``?step=N`` (1-based); returns the step's index."""
-    number = params.select_slider(_("Step"), STEP_KEY, tuple(range(FIRST_STEP, count + 1)), FIRST_STEP)
+    number = params.select_slider(_("Step"), STEP_KEY, tuple(range(FIRST_STEP, count + 1)), FIRST_STEP,
+                                  on_change=_leave_summary)
     return number - FIRST_STEP
+
+
+def _leave_summary() -> None:
+    st.session_state[SUMMARY_KEY] = False
+
+
+def in_summary(index: int, count: int) -> bool:
+    """Whether the summary screen shows: the reader moved on from the last step (and has not gone back)."""
+    return index == count - 1 and bool(st.session_state.get(SUMMARY_KEY))
 
 
 def _choice_key(step: tour.Step) -> str:
@@ -129,6 +140,9 @@ def _shown_number() -> int:
 def _back() -> None:
     """← from the step shown now. The button's own step could be stale: a presenter who presses → then ← quickly
     presses ← on the buttons drawn for the step before, while the run that draws the new step's is still going."""
+    if st.session_state.get(SUMMARY_KEY):  # from the summary back to the last step
+        _leave_summary()
+        return
     number = _shown_number()
     if number > FIRST_STEP:
         st.session_state[STEP_KEY] = number - 1
@@ -145,6 +159,8 @@ def _forward() -> None:
             _reveal(step)
     elif number < len(steps):
         st.session_state[STEP_KEY] = number + 1
+    else:  # past the last step: the summary
+        st.session_state[SUMMARY_KEY] = True
 
 
 def _may_reveal(step: tour.Step, *, presenting: bool) -> bool:
@@ -183,9 +199,29 @@ def navigation(step: tour.Step, index: int, count: int, presenting: bool, where:
             waiting = not _may_reveal(step, presenting=presenting)
             st.button(_("Reveal the answer"), key="tour_reveal", type="primary", shortcut="Right", disabled=waiting,
                       on_click=_forward, help=_("Pick an answer first.") if waiting else None)
+        elif index < count - 1:
+            st.button(_("Next step"), key="tour_next", type="primary", shortcut="Right", on_click=_forward)
         else:
-            st.button(_("Next step"), key="tour_next", type="primary", shortcut="Right",
-                      disabled=index == count - 1, on_click=_forward)
+            st.button(_("Summary"), key="tour_summary_button", type="primary", shortcut="Right", on_click=_forward,
+                      help=_("What each step showed, one line each."))
+
+
+def summary(steps: tuple[tour.Step, ...], presenting: bool) -> None:
+    """The end of the lesson: each step's title, question and answer, one line each (and the reader's score,
+    where they answered)."""
+    with st.container(horizontal=True, horizontal_alignment="right" if presenting else "left"):
+        st.button(_("Previous"), key="tour_previous", shortcut="Left", on_click=_back)
+    st.markdown(_("What each step showed:"))
+    texts = [tour.step_text(step) for step in steps]
+    st.markdown("\n".join(_("{number}. **{title}**: {question} **{answer}**").format(
+        number=number, title=text.title, question=text.question, answer=text.answer)
+        for number, text in enumerate(texts, start=FIRST_STEP)))
+    answered = [step for step in steps if chosen(step) is not None]
+    if answered:
+        right = sum(chosen(step) == step.answer for step in answered)
+        st.caption(ngettext("You answered {right} of {count} question right.",
+                            "You answered {right} of {count} questions right.", len(answered)).format(
+            right=right, count=len(answered)))
 
 
 def verdict(step: tour.Step, text: tour.StepText) -> None:
