@@ -28,7 +28,7 @@ with st.expander(_("A 50-minute class"), expanded=True, icon=":material/school:"
         page = pages[stop.path]
         with st.container(horizontal=True, vertical_alignment="center", gap="small"):
             st.markdown(_("**{start}–{end} min**").format(start=minutes, end=minutes + stop.minutes), width="content")
-            st.page_link(page.path, label=_(page.title), icon=page.icon, query_params=shared)
+            st.page_link(page.path, label=_(page.title), icon=page.icon, query_params={**shared, **dict(stop.query)})
         st.caption(_(stop.activity))
         if stop.path == "app_pages/training.py":  # what the store holds and what training more costs, read from it
             st.caption(training.store_text())

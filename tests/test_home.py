@@ -68,3 +68,30 @@ def test_home_shows_chinese_thumbnails_in_chinese():
         assert all(thumbnail(lesson) == THUMBNAILS / "zh" / f"{lesson}.png" for lesson in lessons)
     with use_language("en"):
         assert all(thumbnail(lesson) == THUMBNAILS / f"{lesson}.png" for lesson in lessons)
+
+
+def test_each_class_plan_link_opens_the_part_and_mode_its_activity_needs():
+    """The lesson opens presenting; θ heatmaps on the per-pair charts the activity compares; decay on the bound chart
+    whose bases it asks to move; training on the RoPE methods' results, not the miniature."""
+    from lessons import all_lessons
+    from ui.lesson import PART_KEY
+    from ui.tour import PRESENT_KEY
+
+    at = run_page("app.py", {"lang": "zh"})  # plan_links finds the plan by its Chinese title
+    pages = {page.path: page for page in available_pages()}
+    shown = [stop for stop in CLASS_PLAN if stop.path in pages]
+    queries = {stop.path: parse_qs(link.proto.query_string) for stop, link in zip(shown, plan_links(at), strict=True)}
+    assert queries["app_pages/tour.py"][PRESENT_KEY] == ["1"]
+    expected = {"app_pages/frequencies.py": ("per-pair", {"wavelengths", "interpolation-ratio"}),
+                "app_pages/decay.py": ("bound", {"bound"}),
+                "app_pages/training.py": ("methods", {"methods-seeds", "methods-table"})}
+    for path, (part, figures) in expected.items():
+        assert queries[path][PART_KEY] == [part], path
+        lesson = all_lessons()[pages[path].lesson]
+        assert figures <= set(next(p for p in lesson.parts if p.slug == part).figures), path
+    for stop in CLASS_PLAN:  # every part a link names is one its page has
+        for key, value in stop.query:
+            if key == PART_KEY:
+                assert value in {p.slug for p in all_lessons()[pages[stop.path].lesson].parts}, stop.path
+    decay = all_lessons()["decay"].settings.controls()["bound_bases"]
+    assert f"“{_(decay.label)}”" in next(_(stop.activity) for stop in CLASS_PLAN if stop.path == "app_pages/decay.py")

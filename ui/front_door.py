@@ -12,23 +12,29 @@ from i18n import DEFAULT_LANGUAGE, N_, current_language
 THUMBNAILS = Path(__file__).resolve().parent.parent / "assets" / "thumbnails"
 
 
+PART, PRESENT = "part", "present"  # the URL keys of a page's open part (ui.lesson) and of presenter mode (ui.tour)
+
+
 class Stop(NamedTuple):
     path: str  # a page of ui.pages
     minutes: int
     activity: str  # N_()-marked
+    query: tuple[tuple[str, str], ...] = ()  # what the link sets: the part the activity needs, presenter mode
 
 
-# A class of 50 minutes: enough on each page to ask one question and move one control.
+# A class of 50 minutes: enough on each page to ask one question and move one control. Each link opens the part
+# (and mode) its activity needs; the part slugs are the lessons' own (tests check them, without importing torch here).
 CLASS_PLAN: tuple[Stop, ...] = (
     Stop("app_pages/tour.py", 20, N_("Present the guided lesson (presenter mode): let the class vote on each question "
-                                 "before you reveal the figure.")),
-    Stop("app_pages/frequencies.py", 8, N_("Pick a pair on the wavelength chart and follow it on the heatmaps; add "
-                                       "YaRN and compare the ratio chart.")),
-    Stop("app_pages/decay.py", 4, N_("Move the base: why does a larger base stretch the decay?")),
+                                 "before you reveal the figure."), ((PRESENT, "1"),)),
+    Stop("app_pages/frequencies.py", 8, N_("Pick a pair on the wavelength chart; add YaRN and compare the ratio "
+                                       "chart beside it."), ((PART, "per-pair"),)),
+    Stop("app_pages/decay.py", 4, N_("Add a larger base under “Bases b of this chart”: why does a larger base "
+                                 "stretch the decay?"), ((PART, "bound"),)),
     Stop("app_pages/precision.py", 4, N_("Why do bfloat16 positions collide above 256? Count the exact ones at 8192.")),
     Stop("app_pages/maths.py", 4, N_("Open one derivation and its refuted variant: what does sympy check?")),
-    Stop("app_pages/training.py", 8, N_("Load the stored runs: which method extrapolates best at 8×, and why does "
-                                    "ALiBi barely move?")),
+    Stop("app_pages/training.py", 8, N_("The stored runs: which RoPE method extrapolates best at 8×? Then, under "
+                                    "Encodings, why does ALiBi barely move?"), ((PART, "methods"),)),
     Stop("app_pages/glossary.py", 2, N_("Leave the Glossary and References open for homework.")),
 )
 
