@@ -356,3 +356,32 @@ def test_seed_makes_draws_reproducible():
     np.testing.assert_array_equal(one_draw(first), one_draw(again))
     assert not np.array_equal(projected(first), projected(other))
     assert not np.array_equal(one_draw(first), one_draw(other))
+
+
+def test_the_sidebar_set_up_is_greyed_out_with_its_reason_where_the_open_part_does_not_use_it():
+    """The bound chart reads its own bases: on that part (the default) the sidebar's base moves nothing, so it is
+    disabled, and the note beside it names the parts it does set; on those parts it is live and moves the chart."""
+    from lessons import decay
+    from tests.conftest import run_page
+    from ui.lesson import PART_KEY
+
+    rope_keys = [c.key for c in decay.Settings.controls().values() if c.group == "rope"]
+    users = [p.tab for p in decay.LESSON.parts if "rope" in decay.LESSON.groups_read_by(p)]
+    assert users == ["Extension methods", "Real q·k", "Layer map"]
+    bound_part = run_page(PAGE)
+    assert not bound_part.exception
+    base = bound_part.select_slider(key="base")
+    assert base.disabled and all(w.disabled for w in bound_part.sidebar if getattr(w, "key", None) in rope_keys)
+    note = " ".join(i.value for i in bound_part.sidebar.info)
+    assert "“RoFormer's bound” does not use the RoPE set-up" in note
+    assert all(f"“{tab}”" in note for tab in users)
+    for part in ("methods", "real-scores"):
+        at = run_page(PAGE, {PART_KEY: part})
+        assert not at.select_slider(key="base").disabled and not at.sidebar.info, part
+    at = run_page(PAGE, {PART_KEY: "methods", "rmax": "256"})
+    before = xy(figure_titled(at, "The decay bound under context-extension methods"), "Direct extrapolation")[1]
+    at.select_slider(key="base").set_value(500_000.0).run()
+    x, after = xy(figure_titled(at, "The decay bound under context-extension methods"), "Direct extrapolation")
+    exact = single_point_bins(x)
+    np.testing.assert_allclose(after[exact], bound(128, 5e5, x[exact]), rtol=2e-6)
+    assert not np.allclose(before, after)

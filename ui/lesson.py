@@ -49,10 +49,10 @@ WHOLE_PAGE = "all"  # the tab showing every part of a long page
 BORROWED_KEY = f"{HIDDEN_KEY_PREFIX}borrowed-controls"  # the container of a part's controls drawn in another part
 
 
-def draw_control(name: str, control: Control, default: Any) -> Any:
-    """One URL-bound widget for a setting; returns its value."""
+def draw_control(name: str, control: Control, default: Any, *, disabled: bool = False) -> Any:
+    """One URL-bound widget for a setting; returns its value (``disabled``: shown, kept in the link, not movable)."""
     label = _(control.label)
-    extra: dict[str, Any] = {}
+    extra: dict[str, Any] = {"disabled": True} if disabled else {}
     if control.help:
         extra["help"] = _(control.help)
     if control.format is not None and control.widget in ("select_slider", "radio", "selectbox", "multiselect"):
@@ -116,9 +116,10 @@ class LessonPage:
     def _current(self) -> dict[str, Any]:
         return {**self.lesson.settings().to_mapping(), **self._values}
 
-    def controls(self, group: str, *, columns: int | None = None) -> None:
+    def controls(self, group: str, *, columns: int | None = None, disabled: bool = False) -> None:
         """Draw the controls of ``group`` here (in ``columns`` side by side), skipping those that do not apply.
-        On the whole page, a part's shared controls (``Part.shows``) that an earlier part drew are not drawn again."""
+        On the whole page, a part's shared controls (``Part.shows``) that an earlier part drew are not drawn again.
+        ``disabled``: drawn greyed out (the open part does not read them), their values kept."""
         if group in self._shown_earlier:
             return
         settings = self.lesson.settings
@@ -133,7 +134,7 @@ class LessonPage:
                 continue
             place = slots[drawn % len(slots)] if slots else contextlib.nullcontext()
             with place:
-                self._values[name] = draw_control(name, control, getattr(defaults, name))
+                self._values[name] = draw_control(name, control, getattr(defaults, name), disabled=disabled)
             remember_bound_value(control.key, self._values[name])
             drawn += 1
 
@@ -221,15 +222,14 @@ class LessonPage:
         parts = self.lesson.parts
         if sorted(draw) != sorted(part.slug for part in parts):
             raise ValueError(f"{self.lesson.name}: parts drawn {sorted(draw)}, lesson has {[p.slug for p in parts]}")
-        labels = {part.slug: _(part.tab) for part in parts} | {WHOLE_PAGE: _("Whole page")}
+        labels = self._part_labels()
         slug_of = {label: slug for slug, label in labels.items()}
-        key, first = f"_part_{self.lesson.name}", parts[0].slug
+        key, first = self._part_key, parts[0].slug
         linked = st.query_params.get(PART_KEY)
         if linked is not None and linked not in labels:
             st.warning(_("The link names a part `{part}` this page does not have; showing the first.").format(
                 part=linked), icon=":material/link:")
-        # the tab chosen this session, else the link's, else the first
-        opened = slug_of.get(st.session_state.get(key), linked if linked in labels else first)
+        opened = self.open_part()
 
         def remember_part() -> None:
             chosen = slug_of.get(st.session_state.get(key), first)
@@ -253,6 +253,36 @@ class LessonPage:
                             draw[part.slug]()
                         finally:
                             self._shown_earlier = set()
+
+    @property
+    def _part_key(self) -> str:
+        return f"_part_{self.lesson.name}"
+
+    def _part_labels(self) -> dict[str, str]:
+        return {part.slug: _(part.tab) for part in self.lesson.parts} | {WHOLE_PAGE: _("Whole page")}
+
+    def open_part(self) -> str | None:
+        """The slug of the tab that is open (``WHOLE_PAGE`` for the whole page): the one chosen this session, else
+        the link's, else the first; None on a page without parts. Known before ``parts`` draws the tabs, so the
+        sidebar can say which of its controls the open part reads."""
+        if not self.lesson.parts:
+            return None
+        labels = self._part_labels()
+        slug_of = {label: slug for slug, label in labels.items()}
+        linked = st.query_params.get(PART_KEY)
+        return slug_of.get(st.session_state.get(self._part_key), linked if linked in labels else
+                           self.lesson.parts[0].slug)
+
+    def part_not_reading(self, group: str) -> Part | None:
+        """The open part, if it reads nothing of ``group`` (its controls then do nothing there); else None."""
+        opened = self.open_part()
+        part = next((p for p in self.lesson.parts if p.slug == opened), None)
+        if part is None or group in self.lesson.groups_read_by(part):
+            return None
+        return part
+
+    def parts_reading(self, group: str) -> list[Part]:
+        return [part for part in self.lesson.parts if group in self.lesson.groups_read_by(part)]
 
     def _borrowed_controls(self, part: Part) -> None:
         """Draw, hidden, the controls of the groups ``part`` reads that an earlier part draws

@@ -32,8 +32,18 @@ def rope_sidebar(page: LessonPage) -> RopeSetup | None:
 
     Returns the resolved set-up, or None when the settings cannot be used: the page then says why in
     the main area, next to the figures, with examples that work, and keeps the last settings that worked.
+
+    Where the open part reads none of these settings (decay's bound chart has its own bases), they are drawn
+    greyed out, with the reason and the parts that use them beside them: a control that moves nothing on screen
+    would teach the class that the base does nothing.
     """
-    page.controls(GROUP)
+    idle = page.part_not_reading(GROUP)
+    if idle is not None:
+        users = ", ".join(f"“{_(part.tab)}”" for part in page.parts_reading(GROUP))
+        st.info(_("“{part}” does not use the RoPE set-up: its charts take their own settings, beside them. These "
+                  "controls set the parts {parts}.").format(part=_(idle.tab), parts=users),
+                icon=":material/block:")
+    page.controls(GROUP, disabled=idle is not None)
     settings = page.settings()
     if settings.source == "preset":
         preset = preset_by_name(settings.preset)
