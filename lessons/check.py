@@ -29,7 +29,7 @@ from pe_core.check import (
     LAYOUTS,
     CheckReport,
     applicable_classes,
-    check,
+    check_layers,
     explain,
     report_json,
     where_text,
@@ -154,8 +154,8 @@ class Result:
         self.spec = self.kind.spec
         try:
             numbers = parse_numbers(settings.numbers, _("Your θᵢ"))
-            self.report: CheckReport = check(self.spec, numbers, parse_attention(settings.attention),
-                                             settings.seq_len or None, checked_layout(settings, self.kind))
+            self.report: CheckReport = check_layers(self.layers, self.kind, numbers, parse_attention(settings.attention),
+                                                    settings.seq_len or None, checked_layout(settings, self.kind))
         except SettingsError:
             raise
         except ValueError as err:

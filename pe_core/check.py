@@ -892,6 +892,65 @@ BUG_CLASSES: dict[str, BugClass] = {bug.name: bug for bug in (
 )}
 
 
+# A hybrid model's other kinds of layer: named when the numbers are theirs, never tried on a single RoPE.
+BUG_CLASSES["other_layer_kind"] = BugClass(
+    "other_layer_kind", N_("Another kind of layer's RoPE"),
+    N_("A hybrid model's layers of one kind get the RoPE of another kind (Gemma 3's sliding layers given the "
+       "full-attention layers' base or scaling, say)."),
+    N_("The θᵢ are another kind of layer's RoPE; the curves part at {where}."),
+    lambda spec: False, _expected, references=("bug_layer_kinds",))
+# Bug classes that need the model's layer map (check_layers), not one RoPE (check).
+LAYER_MAP_BUGS = ("other_layer_kind",)
+OTHER_KIND_SENTENCES = {
+    "theirs": N_("The θᵢ are the {other} layers' RoPE (base {other_base}, {other_type}) instead of the {kind} "
+                 "layers' own: the port gave one kind of layer another kind's numbers; the curves part at {where}."),
+    "their_scaling": N_("The θᵢ are the {kind} layers' base {base} with the {other} layers' {other_type} scaling: "
+                        "the port scaled every layer alike; the curves part at {where}."),
+    "their_base": N_("The θᵢ are the {other} layers' base {other_base} with the {kind} layers' {rope_type} scaling: "
+                     "the port used one base for every layer; the curves part at {where}."),
+}
+
+
+def _with_scaling_of(spec: RopeSpec, other: RopeSpec) -> RopeSpec:
+    """``spec``'s base and widths with ``other``'s scaling (its rope type and the method's parameters)."""
+    keep = {"head_dim": spec.head_dim, "base": spec.base, "partial_rotary_factor": spec.partial_rotary_factor}
+    return dataclasses.replace(other, **keep)
+
+
+def check_layers(model, kind, numbers, attention_factor: float | None = None, seq_len: int | None = None,
+                 layout: str = "half", form: str = "auto") -> CheckReport:
+    """``check`` against one kind of a model's layers; numbers that miss it but are another rotary kind's θᵢ
+    (or one kind's base with the other's scaling) are named as that port, the way a bug class is."""
+    report = check(kind.spec, numbers, attention_factor, seq_len, layout, form)
+    if report.verdict == "match":
+        return report
+    # a hybrid model's other kinds first: their numbers are a more specific cause than a fitted base
+    spec = kind.spec
+    for other in model.rotary_kinds:
+        if other.layer_type == kind.layer_type or other.spec == spec:
+            continue
+        tries = (("theirs", other.spec), ("their_scaling", _with_scaling_of(spec, other.spec)),
+                 ("their_base", spec.replace(base=other.spec.base)))
+        for which, candidate in tries:
+            if candidate == spec:
+                continue
+            try:
+                found = check(candidate, numbers, None, seq_len, layout, form)
+            except ValueError:
+                continue
+            if found.verdict != "match":
+                continue
+            from pe_core.layers import LAYER_TYPE_TITLES
+
+            detail = {"kind": Deferred(LAYER_TYPE_TITLES.get(kind.layer_type, kind.layer_type)),
+                      "other": Deferred(LAYER_TYPE_TITLES.get(other.layer_type, other.layer_type)),
+                      "base": base_text(spec.base), "other_base": base_text(other.spec.base),
+                      "rope_type": spec.rope_type, "other_type": other.spec.rope_type, "port": which}
+            diagnosis = Diagnosis("other_layer_kind", OTHER_KIND_SENTENCES[which], detail, report.reading)
+            return report._replace(diagnosis=(diagnosis,))
+    return report
+
+
 def applicable_classes(spec: RopeSpec, seq_len: int | None = None) -> tuple[str, ...]:
     """The bug classes that can occur for this config and change its output (θᵢ or the attention factor)."""
     expected, attention = _expected(spec, seq_len)
@@ -1357,7 +1416,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         if kind.spec is None:
             raise ValueError(_("The {layer_type!r} layers of this model apply no position encoding (NoPE): there "
                                "are no θᵢ to check.").format(layer_type=kind.layer_type))
-        spec = kind.spec
         if args.probe is not None or args.rotated is not None:
             from pe_core.probe import probe_main
 
@@ -1371,7 +1429,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                                      kind.layer_type if len(model.rotary_kinds) > 1 else None)
         if args.seq_len is not None and args.seq_len < 1:
             raise ValueError(f"--seq-len must be a positive integer (got {args.seq_len}).")
-        report = check(spec, numbers, args.attention_factor, args.seq_len, args.layout or kind.layout, args.form)
+        report = check_layers(model, kind, numbers, args.attention_factor, args.seq_len, args.layout or kind.layout,
+                              args.form)
     except ValueError as err:
         return cli_error(err, args.json)
     if args.json:

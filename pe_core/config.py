@@ -247,9 +247,14 @@ def _model_code_map_of(canonical: str, read_from: str | None) -> LayerMap:
             mrope_interleaved=bool(block.get("mrope_interleaved", False)),
         ))
     kinds.sort(key=lambda kind: (not kind.has_rope, kind.layers[:1] or (0,)))
+    given = getattr(text, "rope_parameters", None) or {}
+    per_type = bool(given) and all(isinstance(value, Mapping) for value in given.values())
+    blocks = {key: dict(value) for key, value in given.items()} if per_type else \
+        {layer_type: dict(given) for layer_type in dict.fromkeys(reading.layer_types)}
     return LayerMap(reading.model_type, len(reading.layers), reading.layer_types, tuple(kinds), read_from,
                     read_by=f"transformers {reading.transformers_version}", unread_keys=reading.unread_keys,
-                    warnings=reading.warnings, disagreements=tuple(disagreements))
+                    warnings=reading.warnings, disagreements=tuple(disagreements), class_blocks=blocks,
+                    blocks_per_layer_type=per_type)
 
 
 def _model_code_map(config: Mapping, read_from: str | None) -> LayerMap:

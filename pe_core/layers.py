@@ -521,6 +521,9 @@ class LayerMap(NamedTuple):
     warnings: tuple[str, ...] = ()  # what the model's own config class warned about
     # (layer type, sentence) wherever pe_core's formulas and the model's own rotary class disagree
     disagreements: tuple[tuple[str, str], ...] = ()
+    # The model's own config class's rope_parameters, standardised: layer type -> block (read by its own code only)
+    class_blocks: Mapping | None = None
+    blocks_per_layer_type: bool = False  # the class keys rope_parameters by layer type (a flat block is refused)
 
     def kind(self, key: str | None = None) -> LayerKind:
         """The kind named ``key`` (a layer type, or None for the default: the one context extension scales)."""

@@ -78,6 +78,8 @@ LLAMA3_LOW, LLAMA3_HIGH = 1.0, 4.0
 _ROPE_KEYS = ("rope_scaling", "rope_parameters", "rope_theta")
 # Keys of a block that say how the model lays out its rotary pairs, not how it scales: a planned block keeps them.
 _LAYOUT_KEYS = ("mrope_section", "mrope_interleaved", "partial_rotary_factor")
+# What a shipped YaRN block says that a planned YaRN block keeps.
+_YARN_KEPT = ("beta_fast", "beta_slow", "attention_factor", "mscale", "mscale_all_dim")
 _TYPE_NAMES = {"mrope": "default", "su": "longrope", "dynamic_ntk": "dynamic"}  # old names transformers still reads
 
 
@@ -166,6 +168,8 @@ class Plan(NamedTuple):
     layout: Layout
     layer_map: LayerMap
     unavailable: tuple[str, ...] = ()  # methods no rope type of transformers writes for these layers (UNAVAILABLE)
+    # (method, why) for blocks the model's own classes did not read back as planned: not offered
+    not_offered: tuple[tuple[str, str], ...] = ()
 
     @property
     def scale(self) -> float:
@@ -243,6 +247,9 @@ def unseen_shares(train_inv_freq: torch.Tensor, train_length: int, inv_freq: tor
 
 def model_layout(config: Mapping) -> Layout:
     """Where ``config`` keeps its RoPE and each layer type's block as the model's class reads it."""
+    layers = layer_map(config)
+    if layers.class_blocks is not None:
+        return _layout_of_its_own_class(config, layers)
     text, where = text_config_of(config)
     model_type = text.get("model_type")
     values, family = effective_config(text)
@@ -263,6 +270,41 @@ def model_layout(config: Mapping) -> Layout:
     if nested and not schema.per_layer_type:
         schema = schema._replace(per_layer_type=True, legacy=False)
     return Layout(where, schema, blocks, given is not None)
+
+
+def _layout_of_its_own_class(config: Mapping, layers: LayerMap) -> Layout:
+    """The layout of a config read by its model's own classes: their standardised blocks, one per layer type
+    where the class keys them by layer type (MiMo-V2-Flash's class refuses a flat block), written as
+    rope_parameters only (older readers' keys are not what such a class reads)."""
+    text, where = text_config_of(config)
+    blocks = {}
+    for layer_type, block in layers.class_blocks.items():
+        block = copy.deepcopy(dict(block))
+        block.setdefault("rope_type", "default")
+        blocks[layer_type] = block
+    schema = Schema(per_layer_type=layers.blocks_per_layer_type, legacy=False)
+    return Layout(where, schema, blocks, text.get("rope_parameters") is not None)
+
+
+def round_trip(whole: Mapping, layer_type: str, expected: RopeSpec, seq_len: int) -> str | None:
+    """Read a planned config.json back through the model's own classes: None when its ``layer_type`` layers get
+    ``expected``'s θᵢ and attention factor, else why not (the class refused it, or builds other numbers)."""
+    try:
+        back = layer_map(whole)
+        kind = back.kind(layer_type)
+    except ValueError as err:
+        return str(err)
+    if kind.spec is None:
+        return _("the class reads these layers as NoPE")
+    if back.disagreements:
+        return "; ".join(text for _type, text in back.disagreements)
+    ours, theirs = rope_frequencies(expected, seq_len), rope_frequencies(kind.spec, seq_len)
+    if ours.inv_freq.shape != theirs.inv_freq.shape or not torch.allclose(ours.inv_freq, theirs.inv_freq, rtol=2e-6, atol=0):
+        return _("the class builds other θᵢ for these layers")
+    if not math.isclose(ours.attention_factor, theirs.attention_factor, rel_tol=1e-6):
+        return _("the class builds attention factor {theirs:.6g}, not {ours:.6g}").format(
+            theirs=theirs.attention_factor, ours=ours.attention_factor)
+    return None
 
 
 def patched_config(config: Mapping, layout: Layout, changed: Sequence[str], rope: Mapping, max_positions: int,
@@ -394,10 +436,16 @@ def _method(name: str, train: RopeSpec, target: int, abf_base: float, shipped: R
                        "base_at_target_factor_s": dynamic_base(train.replace(rope_type="dynamic", factor=s), target)},
                 _rope("dynamic", b, carried, factor=1.0), L)
     if name == "yarn":
-        spec = train.replace(rope_type="yarn", factor=s, beta_fast=YARN_BETA_FAST, beta_slow=YARN_BETA_SLOW)
-        rope = _rope("yarn", b, carried, factor=s, original_max_position_embeddings=L, beta_fast=YARN_BETA_FAST,
-                     beta_slow=YARN_BETA_SLOW)
-        return spec, {"factor": s, "beta_fast": YARN_BETA_FAST, "beta_slow": YARN_BETA_SLOW,
+        # a model that ships YaRN keeps its own β values and attention factor (Laguna's β_fast 64, say): they
+        # are what it was trained or tuned with
+        kept = {key: shipped_rope[key] for key in _YARN_KEPT if shipped.rope_type == "yarn" and
+                shipped_rope.get(key) is not None}
+        beta_fast, beta_slow = float(kept.get("beta_fast", YARN_BETA_FAST)), float(kept.get("beta_slow", YARN_BETA_SLOW))
+        extra = {key: float(value) for key, value in kept.items() if key not in ("beta_fast", "beta_slow")}
+        spec = train.replace(rope_type="yarn", factor=s, beta_fast=beta_fast, beta_slow=beta_slow, **extra)
+        rope = _rope("yarn", b, carried, factor=s, original_max_position_embeddings=L, beta_fast=beta_fast,
+                     beta_slow=beta_slow, **extra)
+        return spec, {"factor": s, "beta_fast": beta_fast, "beta_slow": beta_slow,
                       "attention_factor": rope_frequencies(spec).attention_factor}, rope, target
     if name == "llama3":
         spec = train.replace(rope_type="llama3", factor=s, low_freq_factor=LLAMA3_LOW, high_freq_factor=LLAMA3_HIGH)
@@ -459,6 +507,7 @@ def plan(config: Mapping, target: int, *, methods: Sequence[str] = PLAN_METHODS,
     head_dim = spec.head_dim if writes_head_dim else None
     shipped_max = text.get("max_position_embeddings") or target
     planned_methods = []
+    not_offered: list[tuple[str, str]] = []
     for name in methods:
         method_spec, parameters, rope, max_positions = _method(name, train, target, abf, spec, shipped_rope,
                                                                shipped_max, carried)
@@ -469,6 +518,11 @@ def plan(config: Mapping, target: int, *, methods: Sequence[str] = PLAN_METHODS,
         pairs, angles, _counts = unseen_shares(train_theta, L, frequencies.inv_freq, target)
         negative = first_negative_distance(frequencies.inv_freq, target, float(constant)) if with_bound else None
         whole = patched_config(config, layout, changed, rope, max_positions, head_dim=head_dim)
+        if layers.read_by is not None:
+            refused = round_trip(whole, planned.layer_type, method_spec, L)
+            if refused is not None:
+                not_offered.append((name, refused))
+                continue
         legacy = patched_config(config, layout, changed, rope, max_positions, legacy=True, head_dim=head_dim) \
             if layout.schema.legacy else None
         planned_methods.append(MethodPlan(name, PLAN_TITLES[name], method_spec, target, frequencies.inv_freq,
@@ -476,7 +530,7 @@ def plan(config: Mapping, target: int, *, methods: Sequence[str] = PLAN_METHODS,
                                           legacy, pairs, angles, negative))
     unavailable = tuple(name for name in PLAN_METHODS if name not in methods) if proportional else ()
     return Plan(dict(config), spec, train, L, target, bound, train_bound, tuple(planned_methods),
-                extended_length(config), planned, notes, layout, layers, unavailable)
+                extended_length(config), planned, notes, layout, layers, unavailable, tuple(not_offered))
 
 
 # ---- output ---------------------------------------------------------------------------------------
@@ -526,6 +580,18 @@ def composition_text(result: Plan) -> str | None:
                                                rotary=spec.rotary_dim, base=result.train_spec.base))
     if result.unavailable:
         sentences.append(_(UNAVAILABLE).format(methods=", ".join(_(PLAN_TITLES[name]) for name in result.unavailable)))
+    for name, why in result.not_offered:
+        sentences.append(_("{method} is not offered: read back through the model's own classes, its block does not "
+                           "give the planned numbers ({why}).").format(method=_(PLAN_TITLES[name]), why=why))
+    shipped_max = text_config_of(result.config)[0].get("max_position_embeddings")
+    for method in result.methods:
+        if isinstance(shipped_max, int) and method.max_positions < shipped_max:
+            sentences.append(_("{method}'s config sets max_position_embeddings to {written:,}, below the {shipped:,} "
+                               "it ships with: transformers reads it as the length before scaling, but serving "
+                               "engines read it as the longest context, so give them L′ = {target:,} themselves "
+                               "(vLLM's --max-model-len, llama.cpp's --ctx-size).").format(
+                method=_(PLAN_TITLES[method.method]), written=method.max_positions, shipped=shipped_max,
+                target=result.target))
     if result.target <= result.built_for:
         sentences.append(_("As shipped, the model's config is already built for {built:,} tokens, at least L′.").format(
             built=result.built_for))

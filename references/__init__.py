@@ -213,6 +213,11 @@ _ALL = (
               "https://github.com/huggingface/candle/pull/3746",
               note=N_("A model's rope_theta of 5,000,000 was read and then replaced by a hard-coded 10,000."),
               date="2026-07-16"),
+    Reference("bug_layer_kinds", "joeldushouyu", "llama.cpp #14367", 2025,
+              "Misc. bug: Inconsistent Gemma3 implementation in rope factor",
+              "GitHub ggml-org/llama.cpp, issue #14367", "https://github.com/ggml-org/llama.cpp/issues/14367",
+              note=N_("Gemma 3's sliding layers were assumed to share the full-attention layers' frequency base and "
+                      "scale, which transformers keeps apart."), date="2025-06-24"),
     Reference("bug_partial_rotary", "lettt325", "MaxText #4616", 2026,
               "partial_rotary_factor is ignored when use_mrope is true", "GitHub AI-Hypercomputer/maxtext, issue #4616",
               "https://github.com/AI-Hypercomputer/maxtext/issues/4616",

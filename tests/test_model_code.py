@@ -189,3 +189,104 @@ def test_a_folder_as_config_is_bad_input_with_a_sentence(tmp_path):
     done = _cli("pe_core.check", str(tmp_path), "--inv-freq", "x.json", "--json")
     assert done.returncode == 2
     assert "is a folder" in json.loads(done.stdout)["error"]
+
+
+# ---- the plan, written through the model's own classes ---------------------------------------------------------
+
+
+def test_plan_writes_one_block_per_layer_type_where_the_class_wants_it_and_each_reads_back():
+    from pe_core.plan import PLAN_METHODS, plan
+
+    result = plan({"model_type": "mimo_v2_flash"}, 1_048_576)
+    assert result.not_offered == ()
+    assert [method.method for method in result.methods] == list(PLAN_METHODS)
+    base_local = transformers.CONFIG_MAPPING["mimo_v2_flash"]().rope_parameters["sliding_attention"]["rope_theta"]
+    for method in result.methods:
+        blocks = method.config["rope_parameters"]
+        assert set(blocks) == {"full_attention", "sliding_attention"}, method.method
+        # the sliding layers (a 129-token window) keep their own RoPE; the class builds the planned θ on the others
+        assert blocks["sliding_attention"]["rope_theta"] == base_local
+        expected, attention = _class_buffers("mimo_v2_flash", method.config, "full_attention")
+        ours = rope_frequencies(method.spec, method.spec.original_max_position_embeddings)
+        torch.testing.assert_close(ours.inv_freq, expected, rtol=2e-6, atol=0)
+        assert ours.attention_factor == pytest.approx(attention, rel=1e-6)
+
+
+def test_plan_keeps_a_shipped_yarn_blocks_betas_and_attention_factor():
+    from pe_core.plan import plan
+
+    block = {"rope_type": "yarn", "factor": 8.0, "original_max_position_embeddings": 4096, "beta_fast": 64.0,
+             "beta_slow": 1.0, "attention_factor": 1.1, "rope_theta": 500_000.0, "partial_rotary_factor": 0.5}
+    config = {"model_type": "laguna", "rope_parameters": {"full_attention": block}, "max_position_embeddings": 32768}
+    yarn = next(method for method in plan(config, 131_072).methods if method.method == "yarn")
+    written = yarn.config["rope_parameters"]["full_attention"]
+    assert (written["beta_fast"], written["beta_slow"], written["attention_factor"], written["factor"]) == (64.0, 1.0, 1.1, 32.0)
+    expected, attention = _class_buffers("laguna", yarn.config, "full_attention")
+    torch.testing.assert_close(rope_frequencies(yarn.spec).inv_freq, expected, rtol=2e-6, atol=0)
+    assert attention == pytest.approx(1.1)
+
+
+def test_plan_says_when_a_method_lowers_max_position_embeddings_for_serving_engines():
+    from pe_core.plan import composition_text, plan
+
+    block = {"rope_type": "yarn", "factor": 8.0, "original_max_position_embeddings": 4096, "rope_theta": 500_000.0,
+             "partial_rotary_factor": 0.5}
+    result = plan({"model_type": "laguna", "rope_parameters": {"full_attention": block},
+                   "max_position_embeddings": 32768}, 131_072)
+    dynamic = next(method for method in result.methods if method.method == "dynamic")
+    assert dynamic.max_positions == 4096
+    assert "below the 32,768 it ships with" in composition_text(result)
+
+
+def test_a_block_the_class_builds_otherwise_is_named_by_the_round_trip():
+    from pe_core.plan import round_trip
+
+    config = {"model_type": "mimo_v2_flash"}
+    spec = from_hf_config(config)
+    assert round_trip(config, "full_attention", spec, 4096) is None
+    assert round_trip(config, "full_attention", spec.replace(base=spec.base * 2), 4096) == \
+        "the class builds other θᵢ for these layers"
+
+
+def test_no_extension_is_planned_for_a_model_without_rope():
+    from pe_core.plan import plan
+
+    with pytest.raises(ValueError, match="No layer of this model applies RoPE"):
+        plan({"model_type": "nemotron_h"}, 65_536)
+
+
+# ---- the checker, kind by kind ----------------------------------------------------------------------------------
+
+GEMMA_3 = "google--gemma-3-4b-it.json"  # tests/data/model_configs, sources in SOURCES.md
+
+
+def _gemma_3() -> dict:
+    from pathlib import Path
+
+    return json.loads((Path(__file__).parent / "data" / "model_configs" / GEMMA_3).read_text())
+
+
+@pytest.mark.parametrize("port, which", [
+    ("global_theta", "theirs"),  # the sliding layers given the full-attention layers' RoPE (10⁶, linear ×8)
+    ("global_scaling", "their_scaling"),  # the sliding layers' 10⁴ given the full layers' linear ×8
+    ("global_base", "their_base"),  # the full layers' 10⁶ on the sliding layers, unscaled
+])
+def test_a_gemma_3_port_that_gives_the_local_layers_global_numbers_is_named(port, which):
+    from pe_core.check import check_layers, explain
+
+    config = _gemma_3()
+    mapped = layer_map(config)
+    local, full = mapped.kind("sliding_attention"), mapped.kind("full_attention")
+    assert (local.spec.base, local.spec.rope_type, full.spec.base, full.spec.rope_type, full.spec.factor) == \
+        (10_000.0, "default", 1_000_000.0, "linear", 8.0)
+    numbers = {"global_theta": rope_frequencies(full.spec).inv_freq,
+               "global_scaling": rope_frequencies(local.spec.replace(rope_type="linear", factor=8.0)).inv_freq,
+               "global_base": rope_frequencies(local.spec.replace(base=1_000_000.0)).inv_freq}[port]
+    report = check_layers(mapped, local, numbers)
+    assert report.verdict == "mismatch"
+    assert [d.name for d in report.diagnosis] == ["other_layer_kind"]
+    assert report.diagnosis[0].detail["port"] == which
+    sentence = explain(report, report.diagnosis[0])
+    assert "full attention" in sentence and "sliding-window attention" in sentence and "{" not in sentence
+    # the local layers' own numbers still match
+    assert check_layers(mapped, local, rope_frequencies(local.spec).inv_freq).verdict == "match"
