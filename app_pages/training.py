@@ -301,7 +301,7 @@ def inside_part() -> None:
         "**What to look for:** at the longest length, direct extrapolation spreads a query's attention over far "
         "keys that it held to a few at L; log n and YaRN concentrate it again. Below, the entropy of a query's "
         "attention against the number of keys it sees: each method's curve beside ln n, the entropy of attention "
-        "spread evenly; the caption gives the numbers at the last position."
+        "spread evenly; the caption gives the numbers of the points drawn last."
     ))
     show_formula(r"H_i = -\sum_{j \le i} p_{ij} \ln p_{ij}, \quad p_{ij} = \frac{e^{\lambda\, s_{ij}}}"
                  r"{\sum_{k \le i} e^{\lambda\, s_{ik}}} \qquad \text{log n: } \lambda = "

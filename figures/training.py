@@ -414,13 +414,17 @@ def log_binned(values: Sequence[float] | torch.Tensor, bins: int = POSITION_BINS
     """(n, mean value) over bins of n = 1, 2, … evenly spaced on a log axis (each bin at least one n wide), for a
     curve against n drawn on a log axis: one point per n at small n, averages of many where they crowd."""
     values = torch.as_tensor(values, dtype=torch.float64)
-    count = values.numel()
-    edges = sorted({round(x) for x in torch.logspace(0, math.log10(count + 1), bins + 1, dtype=torch.float64).tolist()})
     xs, ys = [], []
-    for low, high in itertools.pairwise(edges):  # n in [low, high)
-        xs.append(math.sqrt(low * (high - 1)))
-        ys.append(float(values[low - 1:high - 1].mean()))
+    for low, high in log_bins(values.numel(), bins):
+        xs.append(math.sqrt(low * high))
+        ys.append(float(values[low - 1:high].mean()))
     return xs, ys
+
+
+def log_bins(count: int, bins: int = POSITION_BINS) -> list[tuple[int, int]]:
+    """The bins ``log_binned`` averages over: (first n, last n) of each, for n = 1 … count."""
+    edges = sorted({round(x) for x in torch.logspace(0, math.log10(count + 1), bins + 1, dtype=torch.float64).tolist()})
+    return [(low, high - 1) for low, high in itertools.pairwise(edges)]
 
 
 ATTENTION_MAPS_TITLE = N_("Where each head looks, at L and at 8× L, per method")

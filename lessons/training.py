@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import math
 from typing import Any
+
+import torch
 
 from figures import training as draw
 from i18n import N_, _, ngettext, sentences
@@ -590,31 +591,43 @@ def _attention_maps_caption(result: Result) -> str:
         windows=INSIDE_WINDOWS, shown=shown, heads=c.n_layer * c.n_head)
 
 
+def _entropy_curves(result: Result) -> list[tuple[str, torch.Tensor]]:
+    """(method, mean entropy at n = 1 … longest keys) per method: what the entropy figure draws, binned."""
+    _at_train, at_longest = result.inside
+    return [(method, at_longest.entropies[index].mean((0, 1))) for index, method in enumerate(at_longest.methods)]
+
+
 def _attention_entropy(result: Result, style) -> object:
     if result.inside is None:
         return _inside_note(result, _(draw.ATTENTION_ENTROPY_TITLE))
-    _at_train, at_longest = result.inside
     curves = []
-    for index, method in enumerate(at_longest.methods):
+    for method, values in _entropy_curves(result):
         key, kind, logn = row_key("rope", method)
-        curves.append(draw.Keyed(key, kind, _method_title(method), at_longest.entropies[index].mean((0, 1)),
-                                 logn=logn))
+        curves.append(draw.Keyed(key, kind, _method_title(method), values, logn=logn))
     return draw.attention_entropy_figure(curves, result.config.train_length)
 
 
+def _keys_text(low: int, high: int) -> str:
+    return f"n = {low}" if low == high else f"n = {low}–{high}"
+
+
 def _attention_entropy_caption(result: Result) -> str:
+    """The numbers of the drawn points: each curve's last point (the mean over its last bin of n) and direct
+    extrapolation's point whose bin holds n = L, read with the figure's own binning."""
     if result.inside is None:
         return ""
     c = result.config
-    _at_train, at_longest = result.inside
-    mean = at_longest.entropies.mean((1, 2))  # [methods, T]
-    last = {method: float(mean[i, -1]) for i, method in enumerate(at_longest.methods)}
-    at_l = float(mean[at_longest.methods.index("direct"), c.train_length - 1])
-    return _("Mean over the model's {heads} heads and {windows} windows. At the last of {longest} positions: direct "
-             "extrapolation {direct:.2f} nats against {at_l:.2f} at L; with log n {logn:.2f}; YaRN {yarn:.2f}; "
-             "Position Interpolation {pi:.2f}; spread evenly, ln {longest} = {even:.2f}.").format(
-        heads=c.n_layer * c.n_head, windows=INSIDE_WINDOWS, longest=c.longest, direct=last["direct"], at_l=at_l,
-        logn=last["direct_logn"], yarn=last["yarn"], pi=last["pi"], even=math.log(c.longest))
+    drawn = {method: draw.log_binned(values)[1] for method, values in _entropy_curves(result)}
+    bins = draw.log_bins(c.longest)
+    at_l = next(index for index, (low, high) in enumerate(bins) if low <= c.train_length <= high)
+    even = draw.log_binned(torch.arange(1, c.longest + 1, dtype=torch.float64).log())[1][-1]
+    return _("Mean over the model's {heads} heads and {windows} windows; each point averages the queries that see "
+             "the n of one bin. At the curves' last point ({last}): direct extrapolation {direct:.2f} nats against "
+             "{at_l:.2f} at the point that holds L ({at_l_keys}); with log n {logn:.2f}; YaRN {yarn:.2f}; Position "
+             "Interpolation {pi:.2f}; spread evenly, {even:.2f}.").format(
+        heads=c.n_layer * c.n_head, windows=INSIDE_WINDOWS, last=_keys_text(*bins[-1]), direct=drawn["direct"][-1],
+        at_l=drawn["direct"][at_l], at_l_keys=_keys_text(*bins[at_l]), logn=drawn["direct_logn"][-1],
+        yarn=drawn["yarn"][-1], pi=drawn["pi"][-1], even=even)
 
 
 def shown_length(result: Result) -> int:

@@ -146,8 +146,20 @@ def test_the_training_lesson_draws_a_stored_runs_attention_from_its_kept_weights
         within = [i for i, n in enumerate(direct_curve.x) if n < 16]
         assert [direct_curve.y[i] for i in within] == pytest.approx([logn_curve.y[i] for i in within])
         assert list(curves["attention spread evenly: ln n"].y[:3]) == pytest.approx([0.0, math.log(2), math.log(3)])
-        assert "At the last of 64 positions: direct extrapolation" in lesson.LESSON.caption("attention-entropy",
-                                                                                            settings)
+        # the caption's numbers are the drawn points: each curve's last (a bin of n, not n = 64 alone) and direct
+        # extrapolation's point whose bin holds L
+        caption = lesson.LESSON.caption("attention-entropy", settings)
+        edges = sorted({round(x) for x in torch.logspace(0, math.log10(65), 65, dtype=torch.float64).tolist()})
+        last_low, at_l = edges[-2], next(low for low, high in zip(edges, edges[1:]) if low <= 16 < high)
+        assert last_low < 64 and f"At the curves' last point (n = {last_low}–64): direct extrapolation" in caption
+        for name, shown in (("Direct extrapolation", "direct extrapolation"), ("YaRN", "YaRN"),
+                            ("Position Interpolation", "Position Interpolation")):
+            assert f"{shown} {curves[name].y[-1]:.2f}" in caption, name
+        assert f"with log n {curves['Direct extrapolation + log n'].y[-1]:.2f}" in caption
+        l_point = [i for i, n in enumerate(direct_curve.x) if n >= math.sqrt(at_l * at_l)][0]
+        assert f"against {direct_curve.y[l_point]:.2f} at the point that holds L" in caption
+        spread = sum(math.log(n) for n in range(last_low, 65)) / (65 - last_low)
+        assert f"spread evenly, {spread:.2f}." in caption
         # an encoding without scaling methods says why there is nothing to draw (and trains nothing for it)
         alibi = lesson.Settings.from_mapping({"enc": "alibi", "L": 16, "dm": 32, "nh": 2, "hd": 16, "nl": 1,
                                               "steps": 20, "x": (1, 2)})
