@@ -863,3 +863,21 @@ def test_a_bf16_autocast_step_keeps_rope_in_float32_and_trains_like_float32(monk
     assert all(math.isfinite(loss) for loss in mixed_losses)
     assert mixed_losses == pytest.approx(plain_losses, abs=0.05)
     assert mixed_losses != plain_losses  # bf16 matmuls did happen
+
+
+def test_the_cost_column_shows_a_small_spread_instead_of_zero():
+    """Five seeds on one machine run at nearly one speed: their spread of tens of characters per second read
+    “± 0.0k”; the cell now keeps the decimals the spread needs, and the mean to the same place."""
+    from pe_core.train.schema import MEMORY_PEAK
+    from pe_core.train.summary import CostStat, cost_cells
+
+    def cell(mean: float, sd: float, seeds: int = 5) -> str:
+        return cost_cells(CostStat("rope", mean, sd, 2**20, MEMORY_PEAK, ("cpu",), tuple(range(seeds)), ()))[0]
+
+    assert cell(12_345.0, 20.0) == "12.35k ± 0.02k"
+    assert cell(12_345.0, 3.0) == "12.345k ± 0.003k"
+    assert cell(12_345.0, 1_500.0) == "12.3k ± 1.5k"
+    assert cell(12_345.0, 0.2) == "12.345k ± < 0.001k"
+    assert cell(12_345.0, 20.0, seeds=1) == "12.3k"
+    for sd in (0.5, 0.9, 4.9, 49.0, 99.0, 149.0):
+        assert not cell(12_345.0, sd).endswith("± 0.0k") and "± 0.000k" not in cell(12_345.0, sd), sd

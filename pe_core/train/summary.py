@@ -164,8 +164,22 @@ def cost_cells(cost: CostStat | None) -> tuple[str, str]:
     """(tokens/s, memory in MiB) as a table shows them; '–' where nothing was measured."""
     if cost is None or not cost.seeds:
         return "–", "–"
-    tokens = f"{cost.tokens_per_s / 1000:.1f}k" + (f" ± {cost.tokens_per_s_sd / 1000:.1f}k" if len(cost.seeds) > 1 else "")
+    if len(cost.seeds) > 1:
+        tokens = thousands_with_sd(cost.tokens_per_s, cost.tokens_per_s_sd)
+    else:
+        tokens = f"{cost.tokens_per_s / 1000:.1f}k"
     return tokens, f"{cost.memory_mib:.1f}" + ("" if cost.measure == MEMORY_PEAK else "*")
+
+
+def thousands_with_sd(mean: float, sd: float) -> str:
+    """``mean ± sd`` in thousands, with as many decimals as the sd needs to show (one at least, three at most): a
+    spread of 20 reads ± 0.02k, not ± 0.0k; one below half a unit reads < 0.001k."""
+    if sd < 0.5:
+        return f"{mean / 1000:.3f}k ± < 0.001k"
+    decimals = min(3, max(1, math.ceil(-math.log10(sd / 1000) - 1e-9)))
+    if round(sd / 1000, decimals) == 0:  # 0.5 ≤ sd < 1 at three decimals rounds to 0.001k, never 0
+        decimals = 3
+    return f"{mean / 1000:.{decimals}f}k ± {sd / 1000:.{decimals}f}k"
 
 
 def markdown_table(stats: Sequence[SeedStat], train_length: int, fine_tune_steps: int,
