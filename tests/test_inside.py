@@ -150,7 +150,7 @@ def test_the_training_lesson_draws_a_stored_runs_attention_from_its_kept_weights
         # extrapolation's point whose bin holds L
         caption = lesson.LESSON.caption("attention-entropy", settings)
         edges = sorted({round(x) for x in torch.logspace(0, math.log10(65), 65, dtype=torch.float64).tolist()})
-        last_low, at_l = edges[-2], next(low for low, high in zip(edges, edges[1:]) if low <= 16 < high)
+        last_low, at_l = edges[-2], next(low for low, high in zip(edges, edges[1:], strict=False) if low <= 16 < high)
         assert last_low < 64 and f"At the curves' last point (n = {last_low}–64): direct extrapolation" in caption
         for name, shown in (("Direct extrapolation", "direct extrapolation"), ("YaRN", "YaRN"),
                             ("Position Interpolation", "Position Interpolation")):

@@ -173,9 +173,10 @@ def cost_cells(cost: CostStat | None) -> tuple[str, str]:
 
 def thousands_with_sd(mean: float, sd: float) -> str:
     """``mean ± sd`` in thousands, with as many decimals as the sd needs to show (one at least, three at most): a
-    spread of 20 reads ± 0.02k, not ± 0.0k; one below half a unit reads < 0.001k."""
+    spread of 20 reads ± 0.02k, not ± 0.0k; one below half a token per second (seeds trained as one batch share
+    their speed) reads ± 0, short enough for a table cell."""
     if sd < 0.5:
-        return f"{mean / 1000:.3f}k ± < 0.001k"
+        return f"{mean / 1000:.1f}k ± 0"
     decimals = min(3, max(1, math.ceil(-math.log10(sd / 1000) - 1e-9)))
     if round(sd / 1000, decimals) == 0:  # 0.5 ≤ sd < 1 at three decimals rounds to 0.001k, never 0
         decimals = 3
