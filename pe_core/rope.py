@@ -352,11 +352,23 @@ ROPE_FUNCTIONS: dict[str, Callable[[RopeSpec, int | None], RopeFrequencies]] = {
 def rope_frequencies(spec: RopeSpec, seq_len: int | None = None) -> RopeFrequencies:
     """Inverse frequencies θ_i (float64, length rotary_dim/2) and the attention factor.
 
-    ``seq_len`` is the current sequence length; only ``dynamic`` and ``longrope`` use it.
+    ``seq_len`` is the current sequence length; only ``dynamic`` and ``longrope`` use it. It is taken as
+    transformers' functions take it: an int or a 0-d integer tensor (``max(position_ids) + 1``), 0 included (no
+    longer than the original length).
     """
     if seq_len is not None:
-        check_length("seq_len", seq_len)
+        seq_len = sequence_length(seq_len)
     return ROPE_FUNCTIONS[spec.rope_type](spec, seq_len)
+
+
+def sequence_length(value) -> int:
+    """A sequence length as transformers' rope functions accept it: an int ≥ 0 or a 0-d integer tensor."""
+    if isinstance(value, torch.Tensor) and value.dim() == 0 and not value.is_floating_point() \
+            and not value.is_complex() and value.dtype != torch.bool:
+        value = int(value.item())
+    _require(isinstance(value, int) and not isinstance(value, bool) and value >= 0,
+             N_("seq_len must be a whole number of tokens, 0 or more (got {value!r})."), value=value)
+    return value
 
 
 # --- helpers the pages share ---------------------------------------------------------------

@@ -175,3 +175,21 @@ def test_every_method_builds_and_is_positive(method):
 def test_method_setup_scale_is_target_over_train():
     assert method_setup("pi", 64, 10000.0, 1000, 3000).spec.factor == 3.0
     assert method_setup("pi", 64, 10000.0, 1000, 500).spec.factor == 1.0  # never compresses
+
+
+def test_seq_len_is_taken_as_transformers_functions_take_it():
+    """transformers passes max(position_ids) + 1, a 0-d tensor, and a sequence may be empty (0 tokens)."""
+    from transformers import LlamaConfig
+    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+
+    spec = RopeSpec(head_dim=128, base=10_000.0, rope_type="dynamic", factor=4.0, original_max_position_embeddings=4096)
+    config = LlamaConfig(hidden_size=4096, num_attention_heads=32, max_position_embeddings=4096,
+                         rope_parameters={"rope_type": "dynamic", "factor": 4.0, "rope_theta": 10_000.0})
+    for given in (torch.tensor(16_384), 16_384, torch.tensor(0), 0):
+        theirs, _factor = ROPE_INIT_FUNCTIONS["dynamic"](config, "cpu", seq_len=given)
+        ours = rope_frequencies(spec, given).inv_freq
+        torch.testing.assert_close(ours, theirs.double(), rtol=2e-6, atol=0)
+    assert torch.equal(rope_frequencies(spec, torch.tensor(0)).inv_freq, rope_frequencies(spec, 4096).inv_freq)
+    for bad in (-1, 2.5, torch.tensor(3.0), torch.tensor([5, 6]), True):
+        with pytest.raises(ValueError, match="seq_len must be a whole number of tokens"):
+            rope_frequencies(spec, bad)
