@@ -23,14 +23,13 @@ from lessons.model_source import (
 )
 from pe_core import METHODS, MethodSetup, method_setup
 from pe_core.config import (
-    context_length_of,
     extended_length,
     layer_map,
     original_length_given,
     reading_notes,
     text_config_of,
 )
-from pe_core.layers import CHUNKED, FULL, SLIDING, LayerKind, LayerMap, family_of, layer_type_title
+from pe_core.layers import CHUNKED, FULL, SLIDING, LayerKind, LayerMap, layer_type_title, notes_of
 from pe_core.methods import DEFAULT_ABF_BASE
 
 HEAD_DIMS = (8, 16, 32, 64, 96, 128, 256)
@@ -168,11 +167,11 @@ def rope_setup(settings: RopeSettings) -> RopeSetup:
         else:
             train_length = spec.original_max_position_embeddings
             built_for = context if kind == layers.default_kind else \
-                (context_length_of(text_config_of(config)[0]) or train_length)
+                (layers.context_length or train_length)
             target_length = built_for if built_for > train_length else UNSCALED_MODEL_SCALE * train_length
         read_from = text_config_of(config)[1]
         # Gemma 3 reads L as max_position_embeddings / factor, which is no assumption of ours
-        inferred = family_of(text_config_of(config)[0].get("model_type")).advertises_extended
+        inferred = notes_of(layers.text_model_type).advertises_extended
         assumed = spec.rope_type != "default" and not original_length_given(config) and not kind.span and not inferred
         model = settings.preset if settings.source == "preset" else "config"
         title = settings.preset if settings.source == "preset" else N_("Pasted config")

@@ -1405,12 +1405,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--strict", action="store_true",
                         help="refuse a config with keys nothing reads, a warning from its config class, or a "
                              "disagreement between pe_core's formulas and the model's own rotary class")
+    parser.add_argument("--read-as", metavar="MODEL_TYPE",
+                        help="read a model type this transformers lacks with another family's classes (the one its "
+                             "auto_map names, say); every key they do not read is listed")
     args = parser.parse_args(argv)
     use_server_threads()  # small tensors: one thread is fastest on a small machine
     try:
         from pathlib import Path
 
-        model = layer_map(read_config(args.config))
+        from pe_core.config import read_as
+
+        model = layer_map(read_as(read_config(args.config), args.read_as))
         notes = refuse_if_strict(model, args.strict)
         kind = model.kind(args.layer_type)
         if kind.spec is None:

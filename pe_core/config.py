@@ -10,20 +10,22 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
 import json
 import math
+import os
+import pickle
 from collections.abc import Mapping
+from pathlib import Path
 
 from i18n import N_, _
 from pe_core.layers import (
-    GENERIC,
-    TEXT_MODEL_TYPES,
     LayerKind,
     LayerMap,
-    effective_config,
-    family_of,
-    layer_types_of,
+    notes_of,
     span_of,
+    untyped_blocks,
+    untyped_layer_types,
 )
 from pe_core.rope import ROPE_TYPES, RopeSpec
 
@@ -34,15 +36,6 @@ _TYPE_ALIASES = {"su": "longrope", "ntk-aware": "ntk", "dynamic_ntk": "dynamic",
 _UNSUPPORTED_TYPES = {"axial": N_("the 2-D axial RoPE of vision encoders")}
 # Where multimodal and composite configs keep the language model's own config.
 SUB_CONFIG_KEYS = ("text_config", "language_config", "llm_config", "thinker_config", "vlm_config")
-# Model families whose positions are not RoPE: named, so a pasted config is refused for the right reason.
-_NOT_ROPE_FAMILIES = {
-    "gpt2": N_("learned absolute position embeddings"), "opt": N_("learned absolute position embeddings"),
-    "bert": N_("learned absolute position embeddings"), "roberta": N_("learned absolute position embeddings"),
-    "distilbert": N_("learned absolute position embeddings"), "bart": N_("learned absolute position embeddings"),
-    "gpt_bigcode": N_("learned absolute position embeddings"), "whisper": N_("sinusoidal and learned position embeddings"),
-    "t5": N_("T5's relative position buckets"), "mt5": N_("T5's relative position buckets"),
-    "bloom": N_("ALiBi biases"), "mpt": N_("ALiBi biases"),
-}
 _SCALED_WITH_ORIGINAL = ("llama3", "yarn", "longrope")
 _DEFAULT_THETA = 10000.0
 
@@ -75,19 +68,15 @@ def text_config_of(config: Mapping) -> tuple[Mapping, str | None]:
         path.append(key)
         parent_type = config.get("model_type", parent_type)
         config = config[key]
-        if config.get("model_type") is None and isinstance(parent_type, str):
-            config = {**config, "model_type": TEXT_MODEL_TYPES.get(parent_type, parent_type)}
-    defaults = family_of(config.get("model_type")).defaults
-    if defaults:
-        config = {**defaults, **{k: v for k, v in config.items() if v is not None}}
     return config, ".".join(path) or None
 
 
 def _refuse_non_rope(config: Mapping) -> None:
     family = config.get("model_type")
-    if isinstance(family, str) and family in _NOT_ROPE_FAMILIES:
+    scheme = notes_of(family).positions if isinstance(family, str) else None
+    if scheme is not None:
         raise ValueError(_("This is a {family!r} config: it encodes positions with {scheme}, not RoPE, so "
-                            "there are no rotary frequencies to show.").format(family=family, scheme=_(_NOT_ROPE_FAMILIES[family])))
+                            "there are no rotary frequencies to show.").format(family=family, scheme=_(scheme)))
     if config.get("alibi") is True:
         raise ValueError(_("This config sets 'alibi': true: the model uses ALiBi biases, not RoPE."))
     kind = config.get("position_embedding_type")
@@ -138,29 +127,57 @@ def from_hf_config(config: Mapping | str, layer_type: str | None = None) -> Rope
 _NOMINAL_LAYERS = 64
 
 
-def layer_map(config: Mapping | str) -> LayerMap:
+def layer_map(config: Mapping | str, read_as: str | None = None) -> LayerMap:
     """The model's layers by kind, each with its span and its RoPE or none, read as the model's class reads them.
 
-    A family the app keeps notes on (``pe_core.layers.FAMILIES``) is read from those notes, which the tests check
-    against its classes; any other named model type is read by its own transformers code at read time
-    (``pe_core.model_code``), and a model type the installed transformers cannot build is refused by name.
+    A config with a model type is read by that model's own transformers code (``pe_core.model_code``); a model type
+    the installed transformers cannot build is refused by name, unless ``read_as`` names a model type to read it
+    as (every key that family's code does not read is then listed). A config without a model type (the app's
+    presets, a hand-written RoPE block) is plain RoPE on every layer, as ``LlamaConfig`` reads it.
     """
     config = _parsed(config)
     text, read_from = text_config_of(config)
     _refuse_non_rope(text)
-    if _read_by_its_own_code(text):
-        return _model_code_map(config, read_from)
-    values, family = effective_config(text)
+    typed = _typed(config, text)
+    if typed is not None or read_as is not None:
+        return _model_code_map(typed if typed is not None else config, read_from, read_as)
+    return _untyped_map(text, read_from)
+
+
+def read_as(config: Mapping, model_type: str | None) -> dict:
+    """``config`` named as ``model_type`` (a family transformers has), to be read with that family's classes:
+    a remote-code model whose auto_map names one (Kimi K2 as deepseek_v3). None: the config as it is."""
+    config = dict(_parsed(config))
+    if model_type is None:
+        return config
+    from pe_core import model_code
+
+    if not model_code.knows(model_type):
+        raise model_code.UnknownModelType(_("transformers {version} has no model type {model_type!r} to read this "
+                                            "config as.").format(version=model_code.transformers_version(),
+                                                                 model_type=model_type))
+    return {**config, "model_type": model_type}
+
+
+def _typed(config: Mapping, text: Mapping) -> Mapping | None:
+    """The dict to hand the model's own classes: the whole file where it names its type, else its text part."""
+    if isinstance(config.get("model_type"), str):
+        return config
+    if isinstance(text.get("model_type"), str):
+        return text
+    return None
+
+
+def _untyped_map(text: Mapping, read_from: str | None) -> LayerMap:
+    values = dict(text)
     counted = isinstance(values.get("num_hidden_layers"), int) and not isinstance(values.get("num_hidden_layers"), bool)
     if values.get("layer_types") is None and not counted:
         values["num_hidden_layers"] = _NOMINAL_LAYERS
-    per_layer = layer_types_of(values, family)
-    blocks = family.parameters(values, per_layer)
-    layout = family.layout(values)
+    per_layer = untyped_layer_types(values)
+    blocks = untyped_blocks(values, per_layer)
     groups: dict[tuple[str, bool], list[int]] = {}
     for index, layer_type in enumerate(per_layer):
-        rotary = family.applies_rope(values, index, layer_type) and not (layer_type in blocks and blocks[layer_type] is None)
-        groups.setdefault((layer_type, rotary), []).append(index)
+        groups.setdefault((layer_type, not (layer_type in blocks and blocks[layer_type] is None)), []).append(index)
     specs: dict[str, RopeSpec] = {}
     kinds = []
     for (layer_type, rotary), layers in groups.items():
@@ -171,22 +188,19 @@ def layer_map(config: Mapping | str) -> LayerMap:
                 raise ValueError(_("config.json gives no RoPE parameters for its {layer_type!r} layers.").format(layer_type=layer_type))
             block = blocks[layer_type]
             if layer_type not in specs:
-                head_key = family.layer_head_dim.get(layer_type) or (family.head_dim_key if family is not GENERIC else None)
-                head_dim = _positive_int(values, head_key) if head_key and values.get(head_key) is not None else head_dim_of(values)
-                specs[layer_type] = _spec_from(values, dict(block), head_dim, family.advertises_extended)
+                specs[layer_type] = _spec_from(values, dict(block), head_dim_of(values))
             spec = specs[layer_type]
         section = block.get("mrope_section")
         kinds.append(LayerKind(
             layer_type=layer_type, layers=tuple(layers) if counted or values.get("layer_types") is not None else (),
-            span=span_of(values, layer_type), spec=spec, layout=layout,
+            span=span_of(values, layer_type), spec=spec, layout="half",
             mrope_section=tuple(int(v) for v in section) if isinstance(section, list) else None,
             mrope_interleaved=bool(block.get("mrope_interleaved", False)),
-            nope_note=None if rotary else family.nope_note,
         ))
     kinds.sort(key=lambda kind: (not kind.has_rope, kind.layers[:1] or (0,)))
     num_layers = len(per_layer) if counted or values.get("layer_types") is not None else 0
-    return LayerMap(text.get("model_type") or config.get("model_type"), num_layers, tuple(per_layer) if num_layers else (),
-                    tuple(kinds), read_from)
+    return LayerMap(None, num_layers, tuple(per_layer) if num_layers else (), tuple(kinds), read_from,
+                    context_length=context_length_of(text))
 
 
 def reading_notes(model: LayerMap) -> list[str]:
@@ -210,19 +224,14 @@ def strict_problems(model: LayerMap) -> list[str]:
     return reading_notes(model)[1:] if model.read_by is not None else []
 
 
-def _read_by_its_own_code(text: Mapping) -> bool:
-    model_type = text.get("model_type")
-    return isinstance(model_type, str) and family_of(model_type) is GENERIC and model_type != "llama"
-
-
-@functools.lru_cache(maxsize=32)
-def _model_code_map_of(canonical: str, read_from: str | None) -> LayerMap:
+def _model_code_map_of(canonical: str, read_from: str | None, read_as: str | None = None) -> LayerMap:
     from pe_core import model_code
 
     config = json.loads(canonical)
-    reading = model_code.read(config)
+    reading = model_code.read(config, read_as)
     text = reading.text_config
-    values = {key: value for key, value in text.to_dict().items()}
+    notes = notes_of(text.model_type)
+    values = _config_values(text)
     groups: dict[tuple[str, bool], list[int]] = {}
     for index, layer in enumerate(reading.layers):
         groups.setdefault((layer.layer_type, layer.rotates), []).append(index)
@@ -245,6 +254,7 @@ def _model_code_map_of(canonical: str, read_from: str | None) -> LayerMap:
             layout=reading.pairing.get(layer_type, "half"),
             mrope_section=tuple(int(v) for v in section) if isinstance(section, list) else None,
             mrope_interleaved=bool(block.get("mrope_interleaved", False)),
+            nope_note=None if rotates else notes.nope_note,
         ))
     kinds.sort(key=lambda kind: (not kind.has_rope, kind.layers[:1] or (0,)))
     given = getattr(text, "rope_parameters", None) or {}
@@ -254,35 +264,122 @@ def _model_code_map_of(canonical: str, read_from: str | None) -> LayerMap:
     return LayerMap(reading.model_type, len(reading.layers), reading.layer_types, tuple(kinds), read_from,
                     read_by=f"transformers {reading.transformers_version}", unread_keys=reading.unread_keys,
                     warnings=reading.warnings, disagreements=tuple(disagreements), class_blocks=blocks,
-                    blocks_per_layer_type=per_type)
+                    blocks_per_layer_type=per_type, context_length=context_length_of(values),
+                    text_model_type=text.model_type, head_dim_unset=values.get("head_dim", 0) is None,
+                    class_head_dim=values.get("head_dim") if isinstance(values.get("head_dim"), int) else None)
 
 
-def _model_code_map(config: Mapping, read_from: str | None) -> LayerMap:
-    return _model_code_map_of(json.dumps(config, sort_keys=True), read_from)
+def _config_values(text) -> dict:
+    """A config object's values by every name its class answers to (GPT-J's n_embd is also hidden_size)."""
+    values = dict(text.to_dict())
+    for alias in getattr(type(text), "attribute_map", {}):
+        try:
+            values[alias] = getattr(text, alias)
+        except AttributeError:
+            continue
+    return values
+
+
+def _model_code_map(config: Mapping, read_from: str | None, read_as: str | None = None) -> LayerMap:
+    """The layer map by the model's own code: from memory, from disk (a reading kept by an earlier process of the
+    same code and transformers, so a fresh server need not import transformers for a config it has read before),
+    or read anew and kept."""
+    return _kept_map(json.dumps(config, sort_keys=True), read_from, read_as)
+
+
+@functools.lru_cache(maxsize=64)
+def _kept_map(canonical: str, read_from: str | None, read_as: str | None) -> LayerMap:
+    path = _reading_file(canonical, read_from, read_as)
+    if path is not None and path.exists():
+        try:
+            with path.open("rb") as handle:
+                kept = pickle.load(handle)
+            if isinstance(kept, LayerMap):
+                return kept
+        except (OSError, pickle.PickleError, EOFError, AttributeError, TypeError, ValueError):
+            pass  # damaged or from other code: read anew
+    mapped = _model_code_map_of(canonical, read_from, read_as)
+    if path is not None:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            partial = path.with_suffix(f".{os.getpid()}.part")
+            with partial.open("wb") as handle:
+                pickle.dump(mapped, handle)
+            partial.replace(path)  # whole or not at all: several servers may share the folder
+        except OSError:
+            pass
+    return mapped
+
+
+READINGS_ENV = "PE_READING_CACHE"  # a folder for kept readings (default .cache/readings in the checkout); "off": none
+_ROOT = Path(__file__).resolve().parent.parent
+
+
+@functools.cache
+def _code_digest() -> str:
+    """What a reading depends on: transformers' version and pe_core's own code."""
+    from importlib import metadata
+
+    digest = hashlib.sha256(f"transformers {metadata.version('transformers')}".encode())
+    for file in sorted((_ROOT / "pe_core").glob("*.py")):
+        digest.update(file.name.encode())
+        digest.update(file.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def _reading_file(canonical: str, read_from: str | None, read_as: str | None) -> Path | None:
+    folder = os.environ.get(READINGS_ENV, str(_ROOT / ".cache" / "readings"))
+    if folder == "off":
+        return None
+    key = hashlib.sha256(f"{_code_digest()} {read_from} {read_as} {canonical}".encode()).hexdigest()[:32]
+    return Path(folder) / f"{key}.pickle"
 
 
 def _spec_matching_class(values: Mapping, block: dict, buffers: tuple) -> tuple[RopeSpec, str | None]:
     """The ``RopeSpec`` of one layer type's block, checked against the θᵢ and attention factor of the model's own
     rotary class; the rotated width is the class's (MiniMax M2's rotary_dim, MLA's rope part of a head)."""
-    from pe_core.rope import rope_frequencies
 
     inv_freq, attention = buffers
-    inv_freq = inv_freq[inv_freq != 0] if block.get("rope_type") == "proportional" else inv_freq
+    spec = _spec_of_class(values, block, inv_freq)
+    if _disagreement(spec, inv_freq, attention) is not None:
+        # a class that builds its table whatever the config says (GPT-J and CodeGen: plain RoPE at base 10⁴)
+        for plain in (spec.replace(rope_type="default", factor=1.0), spec.replace(rope_type="default", factor=1.0,
+                                                                                  base=_DEFAULT_THETA)):
+            if _disagreement(plain, inv_freq, attention) is None:
+                return plain, None
+    return spec, _disagreement(spec, inv_freq, attention)
+
+
+def _spec_of_class(values: Mapping, block: dict, inv_freq) -> RopeSpec:
+    """The block's ``RopeSpec`` on the width the class rotates: its buffer's pairs (MiniMax M2's rotary_dim, MLA's
+    rope part of a head), or for proportional RoPE, whose buffer pads the unrotated pairs with θ = 0, the whole
+    head the buffer spans (Gemma 4's global layers)."""
+    advertises = notes_of(values.get("model_type")).advertises_extended
+    if block.get("rope_type") == "proportional":
+        return _spec_from(values, block, 2 * len(inv_freq), advertises)
     head_dim = head_dim_of(values)
-    spec = _spec_from(values, block, head_dim)
+    spec = _spec_from(values, block, head_dim, advertises)
     if spec.num_pairs != len(inv_freq) and len(inv_freq) and 2 * len(inv_freq) <= head_dim:
         spec = dataclasses.replace(spec, partial_rotary_factor=2 * len(inv_freq) / head_dim)
+    return spec
+
+
+def _disagreement(spec: RopeSpec, inv_freq, attention: float) -> str | None:
+    from pe_core.rope import rope_frequencies
+
+    if spec.rope_type == "proportional":
+        inv_freq = inv_freq[: spec.num_pairs]
     ours = rope_frequencies(spec, spec.original_max_position_embeddings)
     if ours.inv_freq.shape != inv_freq.shape:
-        return spec, _("the model's rotary class turns {theirs} pairs, pe_core's formula {ours}").format(
+        return _("the model's rotary class turns {theirs} pairs, pe_core's formula {ours}").format(
             theirs=len(inv_freq), ours=len(ours.inv_freq))
     worst = float(((ours.inv_freq - inv_freq).abs() / inv_freq.abs().clamp_min(1e-300)).max()) if len(inv_freq) else 0.0
     if worst > 2e-6:
-        return spec, _("θᵢ differ from the model's rotary class by up to {worst:.2g} (relative)").format(worst=worst)
+        return _("θᵢ differ from the model's rotary class by up to {worst:.2g} (relative)").format(worst=worst)
     if not math.isclose(ours.attention_factor, attention, rel_tol=1e-6):
-        return spec, _("attention factor {ours:.6g}, the model's rotary class {theirs:.6g}").format(
+        return _("attention factor {ours:.6g}, the model's rotary class {theirs:.6g}").format(
             ours=ours.attention_factor, theirs=attention)
-    return spec, None
+    return None
 
 
 def _spec_from(config: Mapping, params: dict, head_dim: int, advertises_extended: bool = False) -> RopeSpec:
@@ -378,10 +475,10 @@ def extended_length(config: Mapping | str) -> int:
     Raises ``ValueError`` for a config ``from_hf_config`` cannot read.
     """
     config = _parsed(config)
+    model = layer_map(config)
     spec = from_hf_config(config)
-    text = text_config_of(config)[0]
-    advertised = context_length_of(text)
-    if spec.rope_type not in _EXTENDING_TYPES or (family_of(text.get("model_type")).advertises_extended and advertised):
+    advertised = model.context_length
+    if spec.rope_type not in _EXTENDING_TYPES or (notes_of(model.text_model_type).advertises_extended and advertised):
         return advertised if advertised is not None else spec.original_max_position_embeddings
     built_for = int(round(spec.original_max_position_embeddings * spec.factor))
     return max(built_for, advertised or 0)

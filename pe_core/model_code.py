@@ -86,23 +86,30 @@ def knows(model_type: str) -> bool:
 _ONE_READER = threading.Lock()  # a read swaps module functions for recorders: one read at a time per process
 
 
-def read(config: Mapping) -> ModelReading:
-    """Build ``config`` (a config.json dict with a ``model_type``) with the model's own transformers classes."""
+def read(config: Mapping, read_as: str | None = None) -> ModelReading:
+    """Build ``config`` (a config.json dict with a ``model_type``) with the model's own transformers classes, or
+    with those of ``read_as`` when asked (a model type transformers lacks, read as the family it names)."""
     with _ONE_READER, warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return _read(config)
+        return _read(config, read_as)
 
 
-def _read(config: Mapping) -> ModelReading:
+def _read(config: Mapping, read_as: str | None = None) -> ModelReading:
     import transformers
     from transformers import CONFIG_MAPPING
 
     model_type = config.get("model_type")
-    if not isinstance(model_type, str) or model_type not in CONFIG_MAPPING:
+    if read_as is not None:
+        if read_as not in CONFIG_MAPPING:
+            raise UnknownModelType(_("transformers {version} has no model type {model_type!r} to read this config "
+                                     "as.").format(version=transformers.__version__, model_type=read_as))
+        model_type = read_as
+    elif not isinstance(model_type, str) or model_type not in CONFIG_MAPPING:
         raise UnknownModelType(_(
             "transformers {version} has no model type {model_type!r} (a model that needs trust_remote_code, or one "
             "newer than this install), so its layers cannot be read by its own code. Upgrade transformers, or ask "
-            "to read it as a named family.").format(version=transformers.__version__, model_type=model_type))
+            "to read it as a named family.").format(version=transformers.__version__, model_type=model_type)
+            + _suggestion(config))
     config_class = CONFIG_MAPPING[model_type]
     captured: list[str] = []
     with _warnings_into(captured):
@@ -119,7 +126,7 @@ def _read(config: Mapping) -> ModelReading:
     for layer_type in dict.fromkeys(layer.layer_type for layer in layers if layer.rotates):
         frequencies[layer_type] = _buffers(rotary, layer_type)
         parameters[layer_type] = _parameters_of(text, layer_type)
-    pairing = {layer_type: _pairing(rotary, layer_type, function)
+    pairing = {layer_type: _pairing(rotary, layer_type, function, 2 * len(frequencies[layer_type][0]))
                for layer_type, function in calls.items() if layer_type in frequencies}
     named = _names_in_code(built, text, modeling)
     unread = tuple(sorted(key for key in dict.fromkeys(_given_keys(config))
@@ -127,6 +134,22 @@ def _read(config: Mapping) -> ModelReading:
     return ModelReading(model_type, transformers.__version__, text, tuple(layers), frequencies, parameters, pairing,
                         f"{type(rotary).__module__}.{type(rotary).__name__}" if rotary is not None else None,
                         unread, tuple(dict.fromkeys(captured)))
+
+
+def _suggestion(config: Mapping) -> str:
+    """Where a remote-code config's auto_map names a config class this transformers has, the family to read it as."""
+    from transformers import CONFIG_MAPPING
+
+    auto_map = config.get("auto_map")
+    named = auto_map.get("AutoConfig") if isinstance(auto_map, Mapping) else None
+    if not isinstance(named, str):
+        return ""
+    class_name = named.rsplit(".", 1)[-1]
+    for model_type in CONFIG_MAPPING:
+        if CONFIG_MAPPING[model_type].__name__ == class_name:
+            return " " + _("Its auto_map names {cls}: read it as {model_type!r} (--read-as {model_type}, or "
+                           "model_type {model_type!r} in the pasted file).").format(cls=class_name, model_type=model_type)
+    return ""
 
 
 def _given_keys(config: Mapping) -> list[str]:
@@ -234,24 +257,42 @@ def _decoder_layers(model, count: int) -> torch.nn.ModuleList:
 def _position_embeddings(rotary, layer_type: str | None, positions: torch.Tensor):
     if rotary is None:
         return None
-    probe = torch.zeros(1)
-    try:
-        if "layer_type" in inspect.signature(rotary.forward).parameters and layer_type is not None:
-            cos, sin = rotary(probe, positions, layer_type=layer_type)
-        else:
-            cos, sin = rotary(probe, positions)
-    except (KeyError, TypeError, RuntimeError):
+    embeddings = _rotations(rotary, layer_type, positions)
+    if embeddings is None:
         return None
-    return cos.to("meta"), sin.to("meta")
+    if isinstance(embeddings, torch.Tensor):  # Llama 4, DeepSeek-V2: one tensor of complex rotations
+        return embeddings.to("meta")
+    return tuple(part.to("meta") for part in embeddings)
+
+
+def _rotations(rotary, layer_type: str | None, positions: torch.Tensor):
+    """The rotary module's output at ``positions`` (batch × tokens), or with one row per axis where it takes
+    M-RoPE's (time, height, width) positions; None where it gives nothing for this layer type."""
+    probe = torch.zeros(1)
+    per_type = "layer_type" in inspect.signature(rotary.forward).parameters and layer_type is not None
+    for given in (positions, positions.expand(3, *positions.shape)):
+        try:
+            return rotary(probe, given, layer_type=layer_type) if per_type else rotary(probe, given)
+        except (KeyError, TypeError, RuntimeError, IndexError, ValueError):
+            continue
+    return None
 
 
 def _observe_rotating_layers(modeling, text, rotary) -> tuple[list[LayerReading], dict[str, Callable]]:
     """Run each decoder layer once on meta tensors and note which ones call a rotary function."""
     model_class = _text_model_class(modeling, text)
-    with torch.device("meta"):
-        model = model_class(text)
+    with contextlib.suppress(AttributeError, ValueError):
+        text._attn_implementation = "eager"  # plain matmuls: what runs on meta tensors for every head layout
+    try:
+        with torch.device("meta"):
+            model = model_class(text)
+    except (TypeError, ValueError, KeyError, AttributeError, RuntimeError) as err:
+        raise ValueError(_("transformers' {cls} cannot be built from this config: {reason}").format(
+            cls=model_class.__name__, reason=f"{type(err).__name__}: {err}")) from err
     count = text.num_hidden_layers
     layers = _decoder_layers(model, count)
+    # a model that builds no rotary module hands its layers no cos and sin (GraniteMoeHybrid without "rope")
+    computes = not (hasattr(model, "rotary_emb") and model.rotary_emb is None)
     declared = _layer_types_of(text)
     current: dict[str, Any] = {}
     calls: dict[int, str] = {}
@@ -273,6 +314,11 @@ def _observe_rotating_layers(modeling, text, rotary) -> tuple[list[LayerReading]
             if name.startswith(_ROTATION_PREFIXES) and callable(value) and not inspect.isclass(value):
                 originals.append((module, name, value))
                 setattr(module, name, wrapped(name, value))
+            elif name == "eager_attention_forward" and callable(value):
+                # the scores themselves are not needed, and a config cut short (heads that do not group) would
+                # fail there after the layer has shown whether it rotates
+                originals.append((module, name, value))
+                setattr(module, name, _attention_skipped)
     sequence = 4
     hidden = torch.empty(1, sequence, text.hidden_size, device="meta")
     positions = torch.arange(sequence)[None]
@@ -283,15 +329,26 @@ def _observe_rotating_layers(modeling, text, rotary) -> tuple[list[LayerReading]
             layer_type = getattr(layer, "attention_type", None) or (declared[index] if declared else "full_attention")
             current.update(index=index, type=layer_type)
             arguments = {"hidden_states": hidden, "attention_mask": None, "position_ids": positions.to("meta"),
-                         "position_embeddings": _position_embeddings(rotary, layer_type, positions),
+                         "position_embeddings": _position_embeddings(rotary, layer_type, positions) if computes
+                         else None,
                          "use_cache": False}
             accepted = inspect.signature(layer.forward).parameters
             if not any(parameter.kind is parameter.VAR_KEYWORD for parameter in accepted.values()):
                 arguments = {key: value for key, value in arguments.items() if key in accepted}
-            for name, parameter in accepted.items():  # a cross-attention layer's image states, its masks
-                if name not in arguments and parameter.default is parameter.empty and parameter.kind in (
-                        parameter.POSITIONAL_OR_KEYWORD, parameter.KEYWORD_ONLY):
-                    arguments[name] = hidden if name.endswith("states") else None
+            first = next(iter(accepted), None)
+            if first is not None and first != "hidden_states":  # RecurrentGemma's activations
+                arguments.pop("hidden_states", None)
+            for position, (name, parameter) in enumerate(accepted.items()):
+                if name in arguments or parameter.kind not in (parameter.POSITIONAL_OR_KEYWORD, parameter.KEYWORD_ONLY):
+                    continue
+                # the token states under another name (RecurrentGemma's activations, Zamba2's original states, a
+                # cross-attention layer's image states), the positions of a cache, and None for the rest
+                if position == 0 or name.endswith("states") or name == "activations":
+                    arguments[name] = hidden
+                elif name == "cache_position":
+                    arguments[name] = torch.arange(sequence, device="meta")
+                elif parameter.default is parameter.empty:
+                    arguments[name] = None
             try:
                 with torch.no_grad():
                     layer(**arguments)
@@ -310,6 +367,12 @@ def _observe_rotating_layers(modeling, text, rotary) -> tuple[list[LayerReading]
             "transformers' {cls} could not be run on layers {indices} to see whether they rotate ({error}), so this "
             "model's layers are not read.").format(cls=model_class.__name__, indices=indices, error=unobserved[0][1][:200]))
     return readings, functions
+
+
+def _attention_skipped(module, query, key, value, attention_mask, **kwargs):
+    """What eager attention returns, in shape only: (batch, tokens, query heads, value width), no weights."""
+    batch, heads, tokens = query.shape[:3]
+    return torch.empty(batch, tokens, heads, value.shape[-1], device=query.device, dtype=value.dtype), None
 
 
 # Modules that run after a layer's token mixer: a failure inside one leaves the mixer's verdict standing.
@@ -346,29 +409,29 @@ def _parameters_of(text, layer_type: str) -> Mapping:
     return dict(params)
 
 
-def _pairing(rotary, layer_type: str, function: Callable) -> str:
-    """How the model's own rotation pairs a head's dimensions: rotate unit vectors and see which turn together."""
-    probe, position = torch.zeros(1, 1, 1), torch.tensor([[5]])
-    try:
-        per_type = "layer_type" in inspect.signature(rotary.forward).parameters
-        cos, sin = rotary(probe, position, layer_type=layer_type) if per_type else rotary(probe, position)
-    except (KeyError, TypeError, RuntimeError):
+def _pairing(rotary, layer_type: str, function: Callable, width: int) -> str:
+    """How the model's own rotation pairs a head's ``width`` rotated dimensions: rotate unit vectors with the
+    function its attention called and see which dimensions turn together."""
+    embeddings = _rotations(rotary, layer_type, torch.tensor([[5]]))
+    if embeddings is None:
         return "half"
-    width = cos.shape[-1]
+    parts = (embeddings,) if isinstance(embeddings, torch.Tensor) else tuple(embeddings)
     names = list(inspect.signature(function).parameters)[:3] if _has_signature(function) else []
 
     def turned(dimension: int) -> set[int]:
         unit = torch.zeros(1, 1, 1, width)
         unit[..., dimension] = 1.0
+        # Gemma 4 rotates q and k apart, and so do GPT-J and CodeGen, whose module gives (sin, cos) in the order
+        # their function takes them
         if names in (["x", "cos", "sin"], ["tensor", "sin", "cos"]):
-            out = function(unit, cos, sin)
+            out = function(unit, *parts)
         else:
-            out = function(unit, unit, cos, sin)[0]
+            out = function(unit, unit, *parts)[0]
         return set(torch.nonzero(out.flatten().abs() > 1e-6).flatten().tolist())
 
     try:
         return "interleaved" if turned(0) == turned(1) else "half"
-    except (RuntimeError, TypeError, IndexError):
+    except (RuntimeError, TypeError, IndexError, ValueError):
         return "half"
 
 

@@ -44,12 +44,11 @@ from pe_core.config import extended_length, layer_map, text_config_of
 from pe_core.layers import (
     CHUNKED,
     SLIDING,
-    TEXT_MODEL_TYPES,
     LayerKind,
     LayerMap,
-    effective_config,
-    family_of,
-    layer_types_of,
+    notes_of,
+    untyped_blocks,
+    untyped_layer_types,
 )
 from pe_core.rope import RopeSpec, check_length, default_inv_freq, ntk_aware_base, rope_frequencies
 
@@ -84,21 +83,13 @@ _TYPE_NAMES = {"mrope": "default", "su": "longrope", "dynamic_ntk": "dynamic"}  
 
 
 class Schema(NamedTuple):
-    """How a model family's config class is written to (the reading side is ``pe_core.layers.FAMILIES``)."""
+    """How a model's config class is written to (read off its own class by ``pe_core.config.layer_map``)."""
 
     per_layer_type: bool = False  # rope_parameters keyed by layer type; a flat block would be ignored
     legacy: bool = True  # older readers' keys (rope_theta, rope_scaling) can say the whole RoPE
     local_theta_key: str | None = None  # older readers' key for the sliding layers' base
 
 
-# Gemma3TextConfig reads a flat rope_parameters block as no block at all (it keeps one per layer type) and its
-# rope_scaling as the full-attention layers'; OLMo 3's older keys have no name for the sliding layers' base (its
-# transformers 5 class takes it from the class default, not rope_theta); Gemma 4 has only rope_parameters.
-SCHEMAS = {
-    "gemma3_text": Schema(per_layer_type=True, local_theta_key="rope_local_base_freq"),
-    "olmo3": Schema(per_layer_type=True, legacy=False),
-    "gemma4_text": Schema(per_layer_type=True, legacy=False),
-}
 # Layers a plan leaves alone, and why; or changes, and why (N_(); {span} is the window or chunk in tokens,
 # {planned} the planned layers' type).
 REASONS = {
@@ -251,13 +242,12 @@ def model_layout(config: Mapping) -> Layout:
     if layers.class_blocks is not None:
         return _layout_of_its_own_class(config, layers)
     text, where = text_config_of(config)
-    model_type = text.get("model_type")
-    values, family = effective_config(text)
+    values = dict(text)
     if values.get("layer_types") is None and not isinstance(values.get("num_hidden_layers"), int):
-        values["num_hidden_layers"] = 64  # any count shows every layer type of the family's pattern
-    layer_types = layer_types_of(values, family)
+        values["num_hidden_layers"] = 1  # one block serves every layer of a config without a model type
+    layer_types = untyped_layer_types(values)
     blocks = {}
-    for layer_type, block in family.parameters(values, layer_types).items():
+    for layer_type, block in untyped_blocks(values, layer_types).items():
         block = copy.deepcopy(dict(block or {}))
         name = block.pop("type", None)
         block.setdefault("rope_type", name or "default")
@@ -266,9 +256,7 @@ def model_layout(config: Mapping) -> Layout:
         blocks[layer_type] = block
     given = text.get("rope_parameters")
     nested = isinstance(given, Mapping) and any(key in layer_types for key in given)
-    schema = SCHEMAS.get(TEXT_MODEL_TYPES.get(model_type, model_type), Schema())
-    if nested and not schema.per_layer_type:
-        schema = schema._replace(per_layer_type=True, legacy=False)
+    schema = Schema(per_layer_type=True, legacy=False) if nested else Schema()
     return Layout(where, schema, blocks, given is not None)
 
 
@@ -282,7 +270,11 @@ def _layout_of_its_own_class(config: Mapping, layers: LayerMap) -> Layout:
         block = copy.deepcopy(dict(block))
         block.setdefault("rope_type", "default")
         blocks[layer_type] = block
-    schema = Schema(per_layer_type=layers.blocks_per_layer_type, legacy=False)
+    # a class with one block for every layer also reads older readers' keys (rope_theta + rope_scaling); a
+    # per-layer-type one only where older readers had a key for the sliding layers' base (Gemma 3)
+    older = notes_of(layers.text_model_type).older_local_theta_key
+    schema = Schema(per_layer_type=layers.blocks_per_layer_type,
+                    legacy=not layers.blocks_per_layer_type or older is not None, local_theta_key=older)
     return Layout(where, schema, blocks, text.get("rope_parameters") is not None)
 
 
@@ -502,10 +494,11 @@ def plan(config: Mapping, target: int, *, methods: Sequence[str] = PLAN_METHODS,
     abf = abf_base(train.base, bound, target, train.rotary_dim, constant) if with_bound else train.base
     train_theta = default_inv_freq(train.base, train.rotary_dim)
     text = text_config_of(config)[0]
-    family = family_of(text.get("model_type"))
-    writes_head_dim = family.head_dim_key == "head_dim" and planned.layer_type not in family.layer_head_dim
+    # written where the file leaves it out and the class's own head width is the planned one: transformers' YaRN
+    # and dynamic NTK fail on a class that keeps a missing head_dim as None (MixtralConfig)
+    writes_head_dim = layers.read_by is None or layers.head_dim_unset or layers.class_head_dim == spec.head_dim
     head_dim = spec.head_dim if writes_head_dim else None
-    shipped_max = text.get("max_position_embeddings") or target
+    shipped_max = text.get("max_position_embeddings") or layers.context_length or target
     planned_methods = []
     not_offered: list[tuple[str, str]] = []
     for name in methods:
@@ -668,13 +661,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--strict", action="store_true",
                         help="refuse a config with keys nothing reads, a warning from its config class, or a "
                              "disagreement between pe_core's formulas and the model's own rotary class")
+    parser.add_argument("--read-as", metavar="MODEL_TYPE",
+                        help="read a model type this transformers lacks with another family's classes (the one its "
+                             "auto_map names, say); every key they do not read is listed")
     args = parser.parse_args(argv)
     use_server_threads()  # small tensors: one thread is fastest on a small machine
     try:
         from pe_core.check import refuse_if_strict
-        from pe_core.config import layer_map
+        from pe_core.config import layer_map, read_as
 
-        config = read_config(args.config)
+        config = read_as(read_config(args.config), args.read_as)
         notes = refuse_if_strict(layer_map(config), args.strict)
         result = plan(config, args.target, max_target=args.max_target)
     except ValueError as err:

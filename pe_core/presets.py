@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 from pathlib import Path
-from typing import NamedTuple
 
 from i18n import _
 from pe_core.config import context_length_of, from_hf_config, text_config_of
@@ -14,34 +14,35 @@ from pe_core.rope import RopeSpec
 PRESETS_FILE = Path(__file__).with_name("presets.json")
 
 
-class Preset(NamedTuple):
+@dataclasses.dataclass(frozen=True)
+class Preset:
     name: str
     hf_id: str
     note: str
     source: str
     config: dict
-    spec: RopeSpec
-    context_length: int | None  # max_position_embeddings: the length the model is advertised for
+
+    @functools.cached_property
+    def spec(self) -> RopeSpec:
+        """Read when first asked for: a preset with a model type is read by its own transformers classes, which a
+        page that lists the presets should not wait for."""
+        return from_hf_config(self.config)
+
+    @functools.cached_property
+    def context_length(self) -> int | None:
+        """max_position_embeddings: the length the model is advertised for."""
+        return context_length_of(text_config_of(self.config)[0])
 
 
 @functools.lru_cache(maxsize=1)
 def load_presets() -> tuple[Preset, ...]:
-    """Every preset, each parsed through ``from_hf_config`` exactly as a pasted config would be."""
+    """Every preset; each is parsed through ``from_hf_config`` exactly as a pasted config would be, when its spec
+    is first asked for."""
     if not PRESETS_FILE.exists():
         return ()
     raw = json.loads(PRESETS_FILE.read_text(encoding="utf-8"))
-    return tuple(
-        Preset(
-            name=item["name"],
-            hf_id=item["hf_id"],
-            note=item.get("note", ""),
-            source=item.get("source", ""),
-            config=item["config"],
-            spec=from_hf_config(item["config"]),
-            context_length=context_length_of(text_config_of(item["config"])[0]),
-        )
-        for item in raw["presets"]
-    )
+    return tuple(Preset(name=item["name"], hf_id=item["hf_id"], note=item.get("note", ""),
+                        source=item.get("source", ""), config=item["config"]) for item in raw["presets"])
 
 
 def preset_by_name(name: str) -> Preset:

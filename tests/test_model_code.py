@@ -290,3 +290,48 @@ def test_a_gemma_3_port_that_gives_the_local_layers_global_numbers_is_named(port
     assert "full attention" in sentence and "sliding-window attention" in sentence and "{" not in sentence
     # the local layers' own numbers still match
     assert check_layers(mapped, local, rope_frequencies(local.spec).inv_freq).verdict == "match"
+
+
+# ---- a model type this transformers does not have ----------------------------------------------------------------
+
+
+def _kimi_k2() -> dict:
+    from pathlib import Path
+
+    return json.loads((Path(__file__).parent / "data" / "model_configs" / "moonshotai--Kimi-K2-Instruct.json").read_text())
+
+
+def test_a_remote_code_model_is_refused_with_the_family_its_auto_map_names():
+    config = _kimi_k2()
+    assert config["model_type"] == "kimi_k2" and "kimi_k2" not in transformers.CONFIG_MAPPING
+    with pytest.raises(UnknownModelType) as refused:
+        layer_map(config)
+    assert "'kimi_k2'" in str(refused.value)
+    assert "Its auto_map names DeepseekV3Config: read it as 'deepseek_v3'" in str(refused.value)
+
+
+def test_read_as_reads_it_with_that_familys_classes_and_lists_what_they_do_not_read():
+    config = _kimi_k2()
+    asked = layer_map(config, read_as="deepseek_v3")
+    renamed = layer_map({**config, "model_type": "deepseek_v3"})
+    assert asked.kinds == renamed.kinds
+    deepseek = importlib.import_module("transformers.models.deepseek_v3.modeling_deepseek_v3")
+    expected = deepseek.DeepseekV3RotaryEmbedding(
+        config=transformers.DeepseekV3Config.from_dict({k: v for k, v in config.items() if k != "model_type"})).inv_freq
+    torch.testing.assert_close(rope_frequencies(asked.default_kind.spec).inv_freq, expected.double(), rtol=2e-6, atol=0)
+    assert asked.default_kind.layout == "interleaved"
+    with pytest.raises(UnknownModelType, match="no model type 'acme' to read this config as"):
+        layer_map(config, read_as="acme")
+
+
+def test_the_clis_read_a_remote_code_model_as_the_family_asked_for(tmp_path):
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(_kimi_k2()))
+    theta = tmp_path / "theta.json"
+    spec = layer_map(_kimi_k2(), read_as="deepseek_v3").default_kind.spec
+    theta.write_text(json.dumps(rope_frequencies(spec).inv_freq.tolist()))
+    refused = _cli("pe_core.check", str(config), "--inv-freq", str(theta), "--json")
+    assert refused.returncode == 2 and "--read-as deepseek_v3" in json.loads(refused.stdout)["error"]
+    read = _cli("pe_core.check", str(config), "--inv-freq", str(theta), "--read-as", "deepseek_v3", "--json")
+    assert read.returncode == 0, read.stdout + read.stderr
+    assert json.loads(read.stdout)["verdict"] == "match"
