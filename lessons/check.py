@@ -384,7 +384,7 @@ def probe_zip(kind: LayerKind) -> bytes:
 
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        files = rotation_probe.probe_files(rotation_probe.probe_for(kind), "config.json", kind.layer_type)
+        files = rotation_probe.probe_files(rotation_probe.probe_for(kind), "config.json", kind.layer_type, kind)
         for name, data in files.items():
             archive.writestr(f"rope-probe/{name}", data)
     return buffer.getvalue()

@@ -37,11 +37,15 @@ bug nor two reproduce them.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import math
 import sys
+
+if __name__ == "__main__":  # --help and a bad argument are answered before torch is imported
+    from pe_core.cli_args import check_parser
+
+    check_parser().parse_args()
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
@@ -49,6 +53,7 @@ import torch
 
 from i18n import N_, Deferred, _
 from pe_core import fit
+from pe_core.cli_args import FORMS, LAYOUTS
 from pe_core.rope import (
     ROPE_TYPES,
     RopeSpec,
@@ -62,11 +67,9 @@ from pe_core.rope import (
 
 EPS32 = torch.finfo(torch.float32).eps
 TOLERANCE_ULPS = 8
-LAYOUTS = ("half", "interleaved")
 LAYOUT_NAMES = {"half": N_("half-split"), "interleaved": N_("interleaved")}
 LAYOUT_TITLES = {"half": N_("half-split (dimension i with i + d/2, transformers' rotate_half)"),
                  "interleaved": N_("interleaved (dimensions 2i and 2i + 1, Meta's complex form)")}
-FORMS = ("auto", "pairs", "dims")
 FORM_TITLES = {"auto": N_("tell by the count"), "pairs": N_("one θᵢ per pair"),
                "dims": N_("one value per rotated dimension")}
 LOW_PRECISION_DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -413,6 +416,18 @@ def computed_in(spec: RopeSpec, seq_len: int | None, dtype: torch.dtype) -> torc
     return theta.to(torch.float64)
 
 
+def _plain_computed_in(spec: RopeSpec, seq_len: int | None, dtype: torch.dtype) -> torch.Tensor | None:
+    """1 / base ** (arange(0, d, 2) / d) entirely in ``dtype``, at the base the method scales; None where that
+    base overflows ``dtype``."""
+    base = torch.tensor(fit.effective_base(spec, seq_len), dtype=dtype)
+    if not bool(torch.isfinite(base)):
+        return None
+    dim = fit.exponent_width(spec)
+    exponent = torch.arange(0, 2 * spec.num_pairs, 2, dtype=torch.int64).to(dtype) / dim
+    plain = (1.0 / (base ** exponent)).to(torch.float64)
+    return plain if bool((plain > 0).all()) else None
+
+
 def _precision_candidates(spec, seq_len, layout, given) -> list[Candidate]:
     theta, attention = _expected(spec, seq_len)
     found = []
@@ -426,6 +441,16 @@ def _precision_candidates(spec, seq_len, layout, given) -> list[Candidate]:
                                    sentence=N_("The θᵢ are the expected ones computed in {dtype} (base, exponent "
                                                "and power all rounded to its {bits}-bit significand), so pairs "
                                                "err by up to {error:.1e}; the curves part at {where}.")))
+        if computed is None:
+            # a scaled method (Llama 3, YaRN, ...) on plain θᵢ computed entirely in ``dtype``: the scaling runs in
+            # full precision on numbers that are already rounded (a buffer built in bfloat16, then scaled)
+            plain = _plain_computed_in(spec, seq_len, dtype)
+            if plain is not None:
+                scaled = fit.apply_method(spec, seq_len, plain)
+                if not bool(close(scaled, theta).all()):
+                    found.append(Candidate(scaled, attention, detail=detail, sentence=N_(
+                        "The θᵢ are {rope_type} scaling's applied to plain θᵢ computed in {dtype} (base, exponent "
+                        "and power all rounded to its {bits}-bit significand); the curves part at {where}.")))
         stepped = _method_of_plain(spec, seq_len, exponent_dtype=dtype)
         if not bool(close(stepped, theta).all()):
             worst = float(((stepped - theta) / theta).abs().max())
@@ -1372,42 +1397,13 @@ def refuse_if_strict(model, strict: bool) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m pe_core.check CONFIG --inv-freq FILE``: exit 0 on a match, 1 on a mismatch, 2 on bad input."""
+    from pe_core.cli_args import check_parser
     from pe_core.config import layer_map
     from pe_core.device import use_server_threads
-    from pe_core.inputs import read_config, read_inv_freq
+    from pe_core.inputs import read_config
     from pe_core.layers import layer_type_title
 
-    parser = argparse.ArgumentParser(
-        prog="python -m pe_core.check",
-        description="Check a RoPE implementation's inverse frequencies against transformers and name the bug.")
-    parser.add_argument("config", help="a preset name (e.g. 'Llama-3.1-8B'), a path to config.json, or its JSON text")
-    parser.add_argument("--inv-freq", metavar="FILE",
-                        help="your θᵢ: .json, .csv, .txt, .npy, or a .pt / .bin / .safetensors state dict with inv_freq "
-                             "buffers; one per pair, or one per rotated dimension")
-    parser.add_argument("--probe", metavar="DIR",
-                        help="write seeded queries, keys and positions (and a script that runs your rotary on them) "
-                             "to DIR; with --rotated, the probe in DIR is the one checked against")
-    parser.add_argument("--rotated", metavar="FILE",
-                        help="your rotary's output on the probe: rotated q and k, or cos and sin tables "
-                             "(.pt, .safetensors or .npz)")
-    parser.add_argument("--seed", type=int, default=0, help="the probe's seed (default 0)")
-    parser.add_argument("--attention-factor", type=float, metavar="X",
-                        help="the factor your RoPE multiplies cos and sin by (transformers' attention_scaling)")
-    parser.add_argument("--seq-len", type=int, metavar="N", help="the sequence length your θᵢ were computed for")
-    parser.add_argument("--layout", choices=LAYOUTS, default=None,
-                        help="the pairing the checkpoint expects (per-dimension input only; default: the model's own, "
-                             "e.g. interleaved for DeepSeek-V3 and GLM-4, half-split for Llama)")
-    parser.add_argument("--layer-type", default=None, metavar="TYPE",
-                        help="which kind of layer to check in a hybrid model, by transformers' name (full_attention, "
-                             "sliding_attention, chunked_attention, ...; default: the layers context extension scales)")
-    parser.add_argument("--form", choices=FORMS, default="auto", help="how to read the numbers (default: by count)")
-    parser.add_argument("--json", action="store_true", help="print the result as JSON")
-    parser.add_argument("--strict", action="store_true",
-                        help="refuse a config with keys nothing reads, a warning from its config class, or a "
-                             "disagreement between pe_core's formulas and the model's own rotary class")
-    parser.add_argument("--read-as", metavar="MODEL_TYPE",
-                        help="read a model type this transformers lacks with another family's classes (the one its "
-                             "auto_map names, say); every key they do not read is listed")
+    parser = check_parser()
     args = parser.parse_args(argv)
     use_server_threads()  # small tensors: one thread is fastest on a small machine
     try:
@@ -1430,28 +1426,59 @@ def main(argv: Sequence[str] | None = None) -> int:
         path = Path(args.inv_freq)
         if not path.is_file():
             raise ValueError(f"{args.inv_freq}: no such file.")
-        numbers, key = read_inv_freq(path.read_bytes(), path.name,
-                                     kind.layer_type if len(model.rotary_kinds) > 1 else None)
-        if args.seq_len is not None and args.seq_len < 1:
-            raise ValueError(f"--seq-len must be a positive integer (got {args.seq_len}).")
-        report = check_layers(model, kind, numbers, args.attention_factor, args.seq_len, args.layout or kind.layout,
-                              args.form)
+        data = path.read_bytes()
+        if args.seq_len is not None and args.seq_len < 0:
+            raise ValueError(f"--seq-len must be 0 or more (got {args.seq_len}).")
+        checked, skipped = _kinds_to_check(model, kind, args.layer_type is not None, data, path.name)
+        results = [(each, key, check_layers(model, each, numbers, args.attention_factor, args.seq_len,
+                                            args.layout or each.layout, args.form))
+                   for each, numbers, key in checked]
     except ValueError as err:
         return cli_error(err, args.json)
+    kind, key, report = results[0]
     if args.json:
         print(json.dumps({**report_json(report), "layer_type": kind.layer_type, "layers": list(kind.layers),
-                          "inv_freq_key": key, "reading": notes}, indent=1, ensure_ascii=False))
+                          "inv_freq_key": key, "reading": notes,
+                          "kinds": [{"layer_type": each.layer_type, "layers": list(each.layers), "inv_freq_key": key_,
+                                     "verdict": found.verdict, "diagnosis": [d.name for d in found.diagnosis]}
+                                    for each, key_, found in results],
+                          "skipped": [{"layer_type": each.layer_type, "why": why} for each, why in skipped]},
+                         indent=1, ensure_ascii=False))
     else:
         for note in notes:
             print(note)
-        if len(model.kinds) > 1:
-            print(_("Layers checked: {title} ({count} of {total}; --layer-type {layer_type})").format(
-                title=layer_type_title(kind.layer_type), count=len(kind.layers), total=model.num_layers,
-                layer_type=kind.layer_type))
-        if key is not None:
-            print(_("θᵢ read from {key}").format(key=key))
-        print(report_text(report))
-    return 0 if report.verdict == "match" else 1
+        for each, key_, found in results:
+            if len(model.kinds) > 1:
+                print(_("Layers checked: {title} ({count} of {total}; --layer-type {layer_type})").format(
+                    title=layer_type_title(each.layer_type), count=len(each.layers), total=model.num_layers,
+                    layer_type=each.layer_type))
+            if key_ is not None:
+                print(_("θᵢ read from {key}").format(key=key_))
+            print(report_text(found))
+        for each, why in skipped:
+            print(_("Not checked: {title} layers ({why})").format(title=layer_type_title(each.layer_type), why=why))
+    return 0 if all(found.verdict == "match" for _each, _key, found in results) else 1
+
+
+def _kinds_to_check(model, kind, asked: bool, data: bytes, name: str):
+    """([(kind, numbers, key)], [(kind, why not)]): the asked kind alone; otherwise every rotary kind the file
+    holds its own θᵢ for (a state dict with a buffer per layer type), else the default kind, the others said."""
+    from pe_core.inputs import read_inv_freq
+    from pe_core.layers import layer_type_title
+
+    rotary = model.rotary_kinds
+    if asked or len(rotary) == 1:
+        numbers, key = read_inv_freq(data, name, kind.layer_type if len(rotary) > 1 else None)
+        return [(kind, numbers, key)], []
+    read = [(each, *read_inv_freq(data, name, each.layer_type)) for each in rotary]
+    keys = {key for _each, _numbers, key in read}
+    if None not in keys and len(keys) == len(read):  # one buffer per layer type
+        return read, []
+    default = next(entry for entry in read if entry[0] == kind)
+    why = _("the file holds one list of θᵢ, checked against the {title} layers; --layer-type {layer_type} checks it "
+            "against these")
+    return [default], [(each, why.format(title=layer_type_title(kind.layer_type), layer_type=each.layer_type))
+                       for each, _numbers, _key in read if each != kind]
 
 
 if __name__ == "__main__":

@@ -255,6 +255,9 @@ def _model_code_map_of(canonical: str, read_from: str | None, read_as: str | Non
             mrope_section=tuple(int(v) for v in section) if isinstance(section, list) else None,
             mrope_interleaved=bool(block.get("mrope_interleaved", False)),
             nope_note=None if rotates else notes.nope_note,
+            rotary_class=reading.rotary_class if rotates else None,
+            rotation=reading.layers[layers[0]].rotation if rotates else None,
+            rotary_takes_layer_type=rotates and reading.rotary_takes_layer_type,
         ))
     kinds.sort(key=lambda kind: (not kind.has_rope, kind.layers[:1] or (0,)))
     given = getattr(text, "rope_parameters", None) or {}

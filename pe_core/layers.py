@@ -136,6 +136,11 @@ class LayerKind(NamedTuple):
     mrope_section: tuple[int, ...] | None = None  # pairs carrying time, height, width (Qwen2-VL's M-RoPE)
     mrope_interleaved: bool = False  # Qwen3-VL: the three axes take turns pair by pair
     nope_note: str | None = None  # what the model does instead of RoPE (N_()-marked)
+    # the model's own rotary class (module.Class) and the rotation function its attention calls on these layers,
+    # where its own code read them
+    rotary_class: str | None = None
+    rotation: str | None = None
+    rotary_takes_layer_type: bool = False  # its forward takes layer_type= (one table per layer type)
 
     @property
     def key(self) -> str:

@@ -65,6 +65,12 @@ class ModelReading:
     rotary_class: str | None
     unread_keys: tuple[str, ...]  # keys of the file that neither the config class nor the model read
     warnings: tuple[str, ...]  # what transformers only warned about
+    _rotary_arguments: tuple[str, ...] = ()  # the parameters of the rotary module's forward
+
+    @property
+    def rotary_takes_layer_type(self) -> bool:
+        """Does the rotary module's forward take the layer type (one table per layer type)?"""
+        return self.rotary_class is not None and "layer_type" in self._rotary_arguments
 
     @property
     def layer_types(self) -> tuple[str, ...]:
@@ -133,7 +139,8 @@ def _read(config: Mapping, read_as: str | None = None) -> ModelReading:
                           if key not in named and key not in _METADATA_KEYS))
     return ModelReading(model_type, transformers.__version__, text, tuple(layers), frequencies, parameters, pairing,
                         f"{type(rotary).__module__}.{type(rotary).__name__}" if rotary is not None else None,
-                        unread, tuple(dict.fromkeys(captured)))
+                        unread, tuple(dict.fromkeys(captured)),
+                        tuple(inspect.signature(rotary.forward).parameters) if rotary is not None else ())
 
 
 def _suggestion(config: Mapping) -> str:

@@ -29,8 +29,13 @@ the share of angles counts (position, pair) angles over all L′ positions and a
 
 from __future__ import annotations
 
-import argparse
 import copy
+
+if __name__ == "__main__":  # --help and a bad argument are answered before torch is imported
+    from pe_core.cli_args import plan_parser
+
+    plan_parser().parse_args()
+
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -40,6 +45,7 @@ import torch
 
 from i18n import N_, _
 from pe_core.base_bound import base_lower_bound, first_negative_distance
+from pe_core.cli_args import MAX_TARGET, TARGET_CEILING
 from pe_core.config import extended_length, layer_map, text_config_of
 from pe_core.layers import (
     CHUNKED,
@@ -64,14 +70,6 @@ PLAN_TITLES = {
     "direct": N_("Direct extrapolation"), "pi": N_("Position Interpolation"), "ntk": N_("NTK-aware"),
     "dynamic": N_("Dynamic NTK"), "yarn": N_("YaRN"), "llama3": N_("Llama-3 scaling"), "abf": N_("Base change (ABF)"),
 }
-# The longest target a plan accepts unless the reader raises the limit (``max_target``, ``--max-target``, the
-# page's control): a plan sums Σᵢ cos(m·θᵢ) at every distance m < L′ for each method and scans bases for b*(L′),
-# so its time grows with L′ (about 13 s at 1,048,576 and 38 s at 4,194,304 for a 128-dim head on a busy 2-core
-# machine).
-MAX_TARGET = 1 << 20
-# The highest the limit goes: 16,777,216 tokens, above the longest context a model has announced (Llama 4
-# Scout's 10M); a plan there takes minutes.
-TARGET_CEILING = 1 << 24
 YARN_BETA_FAST, YARN_BETA_SLOW = 32.0, 1.0
 LLAMA3_LOW, LLAMA3_HIGH = 1.0, 4.0
 _ROPE_KEYS = ("rope_scaling", "rope_parameters", "rope_theta")
@@ -646,24 +644,11 @@ def plan_json(result: Plan) -> dict:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m pe_core.plan CONFIG --target N``: the plan as text (or --json); exit 2 on bad input."""
+    from pe_core.cli_args import plan_parser
     from pe_core.device import use_server_threads
     from pe_core.inputs import read_config
 
-    parser = argparse.ArgumentParser(prog="python -m pe_core.plan",
-                                     description="Plan a RoPE context extension for a model and a target length.")
-    parser.add_argument("config", help="a preset name (e.g. 'Llama-3-8B'), a path to config.json, or its JSON text")
-    parser.add_argument("--target", type=int, required=True, metavar="N", help="the context length to reach")
-    parser.add_argument("--max-target", type=int, default=MAX_TARGET, metavar="N",
-                        help=f"the longest target to accept (default {MAX_TARGET:,}, at most {TARGET_CEILING:,}); "
-                             "a plan's time grows with the target")
-    parser.add_argument("--json", action="store_true", help="print the plan as JSON")
-    parser.add_argument("--out", metavar="FILE", help="also write the JSON plan (with every patched config.json) here")
-    parser.add_argument("--strict", action="store_true",
-                        help="refuse a config with keys nothing reads, a warning from its config class, or a "
-                             "disagreement between pe_core's formulas and the model's own rotary class")
-    parser.add_argument("--read-as", metavar="MODEL_TYPE",
-                        help="read a model type this transformers lacks with another family's classes (the one its "
-                             "auto_map names, say); every key they do not read is listed")
+    parser = plan_parser()
     args = parser.parse_args(argv)
     use_server_threads()  # small tensors: one thread is fastest on a small machine
     try:

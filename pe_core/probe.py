@@ -21,6 +21,11 @@ implementation, nor anything that reads absolute positions: it is reported as a 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pe_core.layers import LayerKind
+
 import math
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -775,13 +780,13 @@ q, k, position_ids = probe["q"], probe["k"], probe["position_ids"]
 
 
 def my_rotary(q, k, position_ids):
-    """Replace this with your implementation. transformers' own, for comparison:
+    """Replace this with your implementation. The model's own, in transformers, for comparison:
 
     from transformers import AutoConfig
-    from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding, apply_rotary_pos_emb
+    from {module} import {rotary}, {rotation}
     config = AutoConfig.from_pretrained("path/to/model").get_text_config()
-    cos, sin = LlamaRotaryEmbedding(config)(q, position_ids)
-    return apply_rotary_pos_emb(q, k, cos, sin)
+    cos, sin = {rotary}(config)(q, position_ids{layer_type_argument})
+    return {rotation}(q, k, cos, sin)
     """
     raise NotImplementedError("call your rotary here")
 
@@ -792,17 +797,30 @@ print("wrote rotated.pt")
 '''
 
 
-def probe_script(probe: Probe, config_name: str = "CONFIG", layer_type: str | None = None) -> str:
+# The rotary a config without a model type is read as (LlamaConfig's).
+_LLAMA_ROTARY = ("transformers.models.llama.modeling_llama.LlamaRotaryEmbedding", "apply_rotary_pos_emb")
+
+
+def probe_script(probe: Probe, config_name: str = "CONFIG", layer_type: str | None = None,
+                 kind: LayerKind | None = None) -> str:
+    """The script that runs a port's rotary on the probe; its docstring shows the model's own rotary class and the
+    rotation function its attention calls on ``kind``'s layers (Llama's for a config without a model type)."""
     mrope = probe.position_ids.dim() == 3
     import shlex
 
+    path, rotation = (kind.rotary_class, kind.rotation) if kind is not None and kind.rotary_class else _LLAMA_ROTARY
+    module, rotary = path.rsplit(".", 1)
+    per_type = kind is not None and kind.rotary_takes_layer_type
     return SCRIPT.format(config=shlex.quote(config_name), layer_type=f" --layer-type {layer_type}" if layer_type else "",
+                         module=module, rotary=rotary, rotation=rotation or "apply_rotary_pos_emb",
+                         layer_type_argument=f", layer_type={kind.layer_type!r}" if per_type else "",
                          shape=list(probe.q.shape), positions_shape=list(probe.position_ids.shape),
                          positions_note="time, height and width positions: M-RoPE" if mrope else
                          "int64, from 0 to twice the length the model is built for")
 
 
-def probe_files(probe: Probe, config_name: str = "CONFIG", layer_type: str | None = None) -> dict[str, bytes]:
+def probe_files(probe: Probe, config_name: str = "CONFIG", layer_type: str | None = None,
+                kind: LayerKind | None = None) -> dict[str, bytes]:
     """The probe as files: probe.pt, q.npy / k.npy / position_ids.npy, probe.safetensors (when the package is
     installed) and the script."""
     import io
@@ -825,16 +843,16 @@ def probe_files(probe: Probe, config_name: str = "CONFIG", layer_type: str | Non
     else:
         files["probe.safetensors"] = save({"q": probe.q.contiguous(), "k": probe.k.contiguous(),
                                            "position_ids": probe.position_ids.contiguous()})
-    files[SCRIPT_FILE] = probe_script(probe, config_name, layer_type).encode()
+    files[SCRIPT_FILE] = probe_script(probe, config_name, layer_type, kind).encode()
     return files
 
 
 def write_probe(probe: Probe, directory: str | Path, config_name: str = "CONFIG",
-                layer_type: str | None = None) -> list[Path]:
+                layer_type: str | None = None, kind: LayerKind | None = None) -> list[Path]:
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     written = []
-    for name, data in probe_files(probe, config_name, layer_type).items():
+    for name, data in probe_files(probe, config_name, layer_type, kind).items():
         path = directory / name
         path.write_bytes(data)
         written.append(path)
@@ -867,7 +885,7 @@ def probe_main(args, kind) -> int:
             config_name = Path(args.config).name if Path(args.config).is_file() else args.config
             if config_name.lstrip().startswith("{"):  # JSON text: the script names it generically
                 config_name = "config.json"
-            written = write_probe(probe, directory, config_name, args.layer_type)
+            written = write_probe(probe, directory, config_name, args.layer_type, kind)
             print(_("Wrote {files} to {directory}: run {script} with your rotary, then check its output with "
                     "--rotated.").format(files=", ".join(path.name for path in written), directory=directory,
                                          script=SCRIPT_FILE))

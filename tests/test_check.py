@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from pe_core import from_hf_config, load_presets, preset_by_name, rope_frequencies
+from pe_core import RopeSpec, from_hf_config, load_presets, preset_by_name, rope_frequencies
 from pe_core.check import (
     BUG_CLASSES,
     EPS32,
@@ -335,3 +335,28 @@ def test_cli_bad_input_exits_2_with_a_message(tmp_path, capsys):
     whole, _attention = BUG_CLASSES["partial_rotary_ignored"].perturb(from_hf_config(PHI2), None)
     assert main([str(config), "--inv-freq", write(tmp_path, "phi.npy", float32(whole).tolist()), "--json"]) == 1
     assert json.loads(capsys.readouterr().out)["diagnosis"] == ["partial_rotary_ignored"]
+
+
+def test_llama3_scaling_on_a_buffer_built_in_bfloat16_is_named():
+    """A port builds plain θᵢ = 1 / base ** (arange(0, d, 2) / d) in bfloat16 (a model cast before its buffers
+    are made), then applies Llama 3.1's bands in float32."""
+    from pe_core import fit
+
+    spec = RopeSpec(head_dim=128, base=500_000.0, rope_type="llama3", factor=8.0,
+                    original_max_position_embeddings=8192, low_freq_factor=1.0, high_freq_factor=4.0)
+    base = torch.tensor(500_000.0, dtype=torch.bfloat16)
+    plain = (1.0 / base ** (torch.arange(0, 128, 2).to(torch.bfloat16) / 128)).double()
+    given = fit.apply_method(spec, None, plain).float().double()
+    report = check(spec, given)
+    assert report.verdict == "mismatch"
+    assert [d.name for d in report.diagnosis] == ["low_precision"]
+    sentence = explain(report, report.diagnosis[0])
+    assert "llama3 scaling's applied to plain θᵢ computed in bfloat16" in sentence and "8-bit" in sentence
+
+
+def test_theta_rounded_to_bfloat16_under_partial_rotary_is_named_in_either_form():
+    spec = RopeSpec(head_dim=128, base=10_000.0, partial_rotary_factor=0.25)
+    rounded = rope_frequencies(spec).inv_freq.to(torch.bfloat16).double()
+    for form, numbers in (("pairs", rounded), ("dims", per_dimension(rounded, "half"))):
+        report = check(spec, numbers)
+        assert [d.name for d in report.diagnosis] == ["low_precision"], form

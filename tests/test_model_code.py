@@ -335,3 +335,39 @@ def test_the_clis_read_a_remote_code_model_as_the_family_asked_for(tmp_path):
     read = _cli("pe_core.check", str(config), "--inv-freq", str(theta), "--read-as", "deepseek_v3", "--json")
     assert read.returncode == 0, read.stdout + read.stderr
     assert json.loads(read.stdout)["verdict"] == "match"
+
+
+def test_the_check_cli_checks_every_rotary_kind_the_file_has_buffers_for_and_says_what_it_skipped(tmp_path):
+    from pathlib import Path
+
+    config = Path(__file__).parent / "data" / "model_configs" / GEMMA_3
+    mapped = layer_map(_gemma_3())
+    local, full = mapped.kind("sliding_attention"), mapped.kind("full_attention")
+    buffers = tmp_path / "rotary.pt"
+    torch.save({"model.rotary_emb.sliding_attention_inv_freq": rope_frequencies(local.spec).inv_freq.float(),
+                "model.rotary_emb.full_attention_inv_freq": rope_frequencies(full.spec).inv_freq.float()}, buffers)
+    both = _cli("pe_core.check", str(config), "--inv-freq", str(buffers), "--json")
+    assert both.returncode == 0, both.stdout + both.stderr
+    report = json.loads(both.stdout)
+    assert {(entry["layer_type"], entry["verdict"]) for entry in report["kinds"]} == {
+        ("sliding_attention", "match"), ("full_attention", "match")}
+    assert report["skipped"] == []
+    one_list = tmp_path / "theta.json"
+    one_list.write_text(json.dumps(rope_frequencies(full.spec).inv_freq.tolist()))
+    single = json.loads(_cli("pe_core.check", str(config), "--inv-freq", str(one_list), "--json").stdout)
+    assert [entry["layer_type"] for entry in single["kinds"]] == ["full_attention"]
+    assert [entry["layer_type"] for entry in single["skipped"]] == ["sliding_attention"]
+    assert "--layer-type sliding_attention" in single["skipped"][0]["why"]
+
+
+def test_the_probe_script_names_the_models_own_rotary_class_rotation_and_layer_type():
+    from pe_core.probe import make_probe, probe_script
+
+    gemma = layer_map(_gemma_3()).kind("full_attention")
+    script = probe_script(make_probe(gemma.spec, None, 0), "config.json", "full_attention", gemma)
+    assert "from transformers.models.gemma3.modeling_gemma3 import Gemma3RotaryEmbedding, apply_rotary_pos_emb" in script
+    assert "Gemma3RotaryEmbedding(config)(q, position_ids, layer_type='full_attention')" in script
+    glm = layer_map({"model_type": "glm_moe_dsa"}).default_kind
+    script = probe_script(make_probe(glm.spec, None, 0), "config.json", None, glm)
+    assert "GlmMoeDsaRotaryEmbedding(config)(q, position_ids)" in script
+    assert "return apply_rotary_pos_emb_interleave(q, k, cos, sin)" in script
