@@ -261,8 +261,9 @@ def _model_code_map_of(canonical: str, read_from: str | None, read_as: str | Non
         ))
     kinds.sort(key=lambda kind: (not kind.has_rope, kind.layers[:1] or (0,)))
     given = getattr(text, "rope_parameters", None) or {}
-    per_type = bool(given) and all(isinstance(value, Mapping) for value in given.values())
-    blocks = {key: dict(value) for key, value in given.items()} if per_type else \
+    # keyed by layer type where any entry is a block (Laguna also keeps a shared original_max_position_embeddings)
+    per_type = any(isinstance(value, Mapping) for value in given.values())
+    blocks = {key: dict(value) for key, value in given.items() if isinstance(value, Mapping)} if per_type else \
         {layer_type: dict(given) for layer_type in dict.fromkeys(reading.layer_types)}
     return LayerMap(reading.model_type, len(reading.layers), reading.layer_types, tuple(kinds), read_from,
                     read_by=f"transformers {reading.transformers_version}", unread_keys=reading.unread_keys,

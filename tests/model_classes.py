@@ -62,6 +62,7 @@ ROTARY_CLASSES = {
     "gptj": "gptj.modeling_gptj.GPTJRotaryEmbedding",
     "codegen": "codegen.modeling_codegen.CodeGenRotaryEmbedding",
     "zamba2": "zamba2.modeling_zamba2.Zamba2RotaryEmbedding",
+    "laguna": "laguna.modeling_laguna.LagunaRotaryEmbedding",
 }
 # Families whose attention rotates with apply_rotary_pos_emb_interleave (pairs (2i, 2i + 1) in the weights): always,
 # or when the config's rope_interleave says so; every other family calls apply_rotary_pos_emb.

@@ -41,8 +41,9 @@ def test_invalid_spec_names_the_field(changes, field):
 
 
 def test_invalid_seq_len():
+    # 0 is a sequence transformers' functions accept (tests/test_rope.py); a negative length is not
     with pytest.raises(ValueError, match="seq_len"):
-        rope_frequencies(RopeSpec(), 0)
+        rope_frequencies(RopeSpec(), -1)
 
 
 def test_spec_is_hashable_and_lists_become_tuples():

@@ -371,3 +371,24 @@ def test_the_probe_script_names_the_models_own_rotary_class_rotation_and_layer_t
     script = probe_script(make_probe(glm.spec, None, 0), "config.json", None, glm)
     assert "GlmMoeDsaRotaryEmbedding(config)(q, position_ids)" in script
     assert "return apply_rotary_pos_emb_interleave(q, k, cos, sin)" in script
+
+
+def test_the_published_laguna_file_reads_kind_by_kind_and_its_plan_keeps_the_shipped_yarn():
+    from pathlib import Path
+
+    from pe_core.plan import plan
+
+    config = json.loads((Path(__file__).parent / "data" / "model_configs" / "poolside--Laguna-XS.2-FP8.json").read_text())
+    mapped = layer_map(config)
+    full, sliding = mapped.kind("full_attention"), mapped.kind("sliding_attention")
+    assert (len(full.layers), len(sliding.layers), sliding.span) == (10, 30, config["sliding_window"])
+    shipped = config["rope_parameters"]["full_attention"]
+    assert (full.spec.rope_type, full.spec.beta_fast, full.spec.attention_factor, full.spec.rotary_dim) == (
+        "yarn", shipped["beta_fast"], shipped["attention_factor"], 64)
+    assert (sliding.spec.rope_type, sliding.spec.base, sliding.spec.rotary_dim) == ("default", 10_000.0, 128)
+    assert mapped.unread_keys == ("use_bidirectional_attention",)
+    yarn = next(method for method in plan(config, 1_048_576).methods if method.method == "yarn")
+    written = yarn.config["rope_parameters"]
+    assert (written["full_attention"]["beta_fast"], written["full_attention"]["attention_factor"]) == (
+        64.0, shipped["attention_factor"])
+    assert written["sliding_attention"] == config["rope_parameters"]["sliding_attention"]
