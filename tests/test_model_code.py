@@ -392,3 +392,16 @@ def test_the_published_laguna_file_reads_kind_by_kind_and_its_plan_keeps_the_shi
     assert (written["full_attention"]["beta_fast"], written["full_attention"]["attention_factor"]) == (
         64.0, shipped["attention_factor"])
     assert written["sliding_attention"] == config["rope_parameters"]["sliding_attention"]
+
+
+def test_the_layer_map_caption_says_who_read_the_config_and_what_nothing_read():
+    from lessons.rope_setup import layer_map_caption
+
+    mapped = layer_map({"model_type": "mimo_v2_flash", "compress_rope_theta": 160_000})
+
+    class Setup:  # the caption reads the setup's layer map and the kind its figures describe
+        layers, kind = mapped, mapped.default_kind
+
+    caption = layer_map_caption(Setup)
+    assert f"Read by mimo_v2_flash's own config, rotary and attention classes in transformers {transformers.__version__}." in caption
+    assert "Keys nothing in the model's code reads: compress_rope_theta." in caption
