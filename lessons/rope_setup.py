@@ -23,7 +23,7 @@ from lessons.model_source import (
 )
 from pe_core import METHODS, MethodSetup, method_setup
 from pe_core.config import (
-    extended_length,
+    extended_length_of,
     layer_map,
     original_length_given,
     reading_notes,
@@ -154,7 +154,7 @@ def rope_setup(settings: RopeSettings) -> RopeSetup:
             layers = layer_map(config)
             kind, layer_note = described_kind(layers, settings.layer_type)
             spec = kind.spec
-            context = extended_length(config)
+            context = extended_length_of(layers)
         except ValueError as err:
             raise SettingsError(str(err)) from err
         head_dim, base = spec.rotary_dim, spec.base

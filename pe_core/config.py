@@ -115,7 +115,12 @@ def from_hf_config(config: Mapping | str, layer_type: str | None = None) -> Rope
     ``sliding_attention``, ...); by default, the layers context extension scales (``LayerMap.default_kind``).
     Raises ``ValueError`` naming the missing or invalid field, or saying that those layers have no RoPE.
     """
-    kind = layer_map(config).kind(layer_type)
+    return spec_of(layer_map(config), layer_type)
+
+
+def spec_of(model: LayerMap, layer_type: str | None = None) -> RopeSpec:
+    """``from_hf_config`` on a layer map already read."""
+    kind = model.kind(layer_type)
     if kind.spec is None:
         raise ValueError(_("The {layer_type!r} layers of this model apply no position encoding (NoPE), so "
                            "they have no rotary frequencies.").format(layer_type=kind.layer_type))
@@ -478,9 +483,12 @@ def extended_length(config: Mapping | str) -> int:
     ``{"type": "linear", "factor": 4}``: 4096 × 4 = 16384); otherwise ``max_position_embeddings``.
     Raises ``ValueError`` for a config ``from_hf_config`` cannot read.
     """
-    config = _parsed(config)
-    model = layer_map(config)
-    spec = from_hf_config(config)
+    return extended_length_of(layer_map(_parsed(config)))
+
+
+def extended_length_of(model: LayerMap) -> int:
+    """``extended_length`` on a layer map already read."""
+    spec = spec_of(model)
     advertised = model.context_length
     if spec.rope_type not in _EXTENDING_TYPES or (notes_of(model.text_model_type).advertises_extended and advertised):
         return advertised if advertised is not None else spec.original_max_position_embeddings

@@ -46,7 +46,7 @@ import torch
 from i18n import N_, _
 from pe_core.base_bound import base_lower_bound, first_negative_distance
 from pe_core.cli_args import MAX_TARGET, TARGET_CEILING
-from pe_core.config import extended_length, layer_map, text_config_of
+from pe_core.config import extended_length_of, layer_map, text_config_of
 from pe_core.layers import (
     CHUNKED,
     SLIDING,
@@ -234,9 +234,10 @@ def unseen_shares(train_inv_freq: torch.Tensor, train_length: int, inv_freq: tor
     return pairs, angles, counts
 
 
-def model_layout(config: Mapping) -> Layout:
-    """Where ``config`` keeps its RoPE and each layer type's block as the model's class reads it."""
-    layers = layer_map(config)
+def model_layout(config: Mapping, layers: LayerMap | None = None) -> Layout:
+    """Where ``config`` keeps its RoPE and each layer type's block as the model's class reads it (``layers``: its
+    layer map, when already read)."""
+    layers = layer_map(config) if layers is None else layers
     if layers.class_blocks is not None:
         return _layout_of_its_own_class(config, layers)
     text, where = text_config_of(config)
@@ -479,7 +480,7 @@ def plan(config: Mapping, target: int, *, methods: Sequence[str] = PLAN_METHODS,
         raise ValueError(_("L′ = {target:,} is beyond the limit of {cap:,} tokens; raise the limit (up to {ceiling:,}) "
                            "to plan it: a plan's time grows with L′.").format(
             target=target, cap=max_target, ceiling=TARGET_CEILING))
-    layout = model_layout(config)
+    layout = model_layout(config, layers)
     notes = _layer_notes(layers.kinds, planned, layout.schema)
     changed = tuple(note.kind.layer_type for note in notes if note.changed)
     shipped_rope = dict(layout.blocks[planned.layer_type])
@@ -521,7 +522,7 @@ def plan(config: Mapping, target: int, *, methods: Sequence[str] = PLAN_METHODS,
                                           legacy, pairs, angles, negative))
     unavailable = tuple(name for name in PLAN_METHODS if name not in methods) if proportional else ()
     return Plan(dict(config), spec, train, L, target, bound, train_bound, tuple(planned_methods),
-                extended_length(config), planned, notes, layout, layers, unavailable, tuple(not_offered))
+                extended_length_of(layers), planned, notes, layout, layers, unavailable, tuple(not_offered))
 
 
 # ---- output ---------------------------------------------------------------------------------------
