@@ -68,11 +68,18 @@ class Control:
     # A gate: the setting only bounds another (a limit on it the reader can raise, such as the plan's longest
     # target), so it changes no figure itself; it decides whether the other setting's value is accepted.
     gate: bool = False
+    # The options worth offering given the other settings' values (a model's own kinds of layer); all of
+    # ``options`` when None. A value outside them falls back to the default, as a bad link value does.
+    offered: Callable[[Mapping[str, Any]], tuple] | None = None
 
     def shown(self, text: Any) -> str:
         if self.format is not None:
             return self.format(text)
         return str(text)
+
+    def options_for(self, values: Mapping[str, Any]) -> tuple:
+        """The options to offer when the other settings hold ``values`` (the default always among them)."""
+        return self.options if self.offered is None else self.offered(values)
 
     def applies(self, values: Mapping[str, Any]) -> bool:
         for name, accepted in self.when:
@@ -104,6 +111,7 @@ def setting(
     number_format: str | None = None,
     highlight: bool = False,
     gate: bool = False,
+    offered: Callable[[Mapping[str, Any]], tuple] | None = None,
 ) -> Any:
     """A ``Settings`` field with its control. The widget is inferred when not given: a bool is a
     toggle, a tuple with options a multiselect, options a select slider, a range a slider,
@@ -128,7 +136,8 @@ def setting(
         raise ValueError(f"setting {key!r}: a {widget} needs options")
     conditions = tuple((name, tuple(accepted)) for name, accepted in (when or {}).items())
     control = Control(label, key, widget, group, options, min_value, max_value, step, help, format, conditions,
-                      max_selections, horizontal, placeholder, tuple(examples), number_format, highlight, gate)
+                      max_selections, horizontal, placeholder, tuple(examples), number_format, highlight, gate,
+                      offered)
     return dataclasses.field(default=default, metadata={"control": control})
 
 

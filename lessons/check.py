@@ -19,7 +19,13 @@ from figures import probe as draw_probe
 from i18n import N_, _, sentences
 from lessons.base import FigureSpec, Lesson, SettingsError, cached, figure_registry, override, setting
 from lessons.model_source import MODEL, ModelSettings, config_of
-from lessons.rope_setup import LAYER_CHOICES, described_kind, kind_rows, layer_choice_title
+from lessons.rope_setup import (
+    LAYER_CHOICES,
+    described_kind,
+    kind_rows,
+    layer_choice_title,
+    offered_layer_choices,
+)
 from pe_core import RopeSpec, preset_by_name, rope_frequencies
 from pe_core import probe as rotation_probe
 from pe_core.check import (
@@ -100,6 +106,7 @@ class Settings(ModelSettings):
                                     "a correct port, or one with the bug named."))
     layer_type: str = setting("auto", N_("Layers checked"), key="layers", widget="radio", group=MODEL,
                               options=LAYER_CHOICES, format=layer_choice_title, horizontal=False,
+                              offered=offered_layer_choices,
                               help=N_("A hybrid model (Gemma 3, gpt-oss, EXAONE 4, ...) keeps a RoPE per kind of "
                                       "layer: pick the kind your numbers are for."))
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import NamedTuple
+from collections.abc import Mapping
+from typing import Any, NamedTuple
 
 from i18n import N_, _, sentences
 from lessons.base import LessonSettings, SettingsError, cached, setting
@@ -16,6 +17,7 @@ from lessons.model_source import (
     EXAMPLE_CONFIG,
     GEMMA3_CONFIG,
     OLD_STYLE_LINEAR_CONFIG,
+    config_of,
     parse_config,
     preset_config,
     preset_names,
@@ -49,6 +51,21 @@ def _method_title(method: str) -> str:
 
 # Which layers of a hybrid model the page describes: "auto" is the kind context extension scales.
 LAYER_CHOICES = ("auto", FULL, SLIDING, CHUNKED)
+
+
+@cached(max_entries=64)
+def _layer_types_of(source: str, preset: str, text: str) -> frozenset[str] | None:
+    try:
+        layers = layer_map(config_of(source, preset, text))
+    except ValueError:
+        return None  # the page shows why where it reads the model
+    return frozenset(kind.layer_type for kind in layers.kinds)
+
+
+def offered_layer_choices(values: Mapping[str, Any]) -> tuple[str, ...]:
+    """The kinds of layer the chosen model has, after "auto" (every choice while its config cannot be read)."""
+    present = _layer_types_of(values.get("source"), values.get("preset"), values.get("config"))
+    return LAYER_CHOICES if present is None else tuple(c for c in LAYER_CHOICES if c == "auto" or c in present)
 
 
 def layer_choice_title(choice: str) -> str:
@@ -90,7 +107,7 @@ class RopeSettings(LessonSettings):
                            when=FROM_SLIDERS)
     layer_type: str = setting("auto", N_("Layers shown"), key="layers", widget="radio", group=GROUP,
                               options=LAYER_CHOICES, format=layer_choice_title, horizontal=False,
-                              when={"source": ("preset", "config")},
+                              when={"source": ("preset", "config")}, offered=offered_layer_choices,
                               help=N_("A hybrid model (Gemma 3, gpt-oss, EXAONE 4, ...) has several kinds of layer, "
                                       "each with its own attention span and RoPE: pick the kind the figures describe."))
     methods: tuple[str, ...] = setting(("direct", "pi", "ntk"), N_("Methods to compare"), key="methods", group=GROUP,

@@ -30,10 +30,15 @@ def _config(name: str) -> dict:
 
 
 def _layers_part(page: str, config: dict, layer_type: str = "auto"):
-    at = run_page(page, {PART_KEY: "layers", "src": "Paste config.json", "layers": layer_type})
-    at.text_area[0].input(json.dumps(config)).run()
+    """The layer map part with ``config`` pasted, as a link that carries the config and the kind opens it."""
+    at = run_page(page, {PART_KEY: "layers", "src": "Paste config.json", "config": json.dumps(config),
+                         "layers": layer_type})
     assert not at.exception and not at.error, [e.value for e in at.error]
     return at
+
+
+def _layer_choices(at) -> list[str]:
+    return [radio for radio in at.sidebar.radio if radio.label == "Layers shown"][0].options
 
 
 def _kinds(at) -> dict[str, dict]:
@@ -82,8 +87,19 @@ def test_asking_for_nope_layers_shows_the_rotary_ones_and_says_why(page):
 
 def test_a_model_without_such_layers_says_so():
     at = _layers_part("app_pages/decay.py", _config("meta-llama--Llama-3.1-8B"), "sliding_attention")
-    captions = " ".join(c.value for c in at.sidebar.caption)
-    assert "This model has no sliding-window attention layers; showing its full attention layers." in captions
+    assert _layer_choices(at) == ["the layers context extension scales", "full attention"]
+    warnings = " ".join(w.value for w in at.warning)
+    assert "The link set **Layers shown** to `sliding_attention`, which this control cannot take" in warnings
+
+
+@pytest.mark.parametrize(("config", "offered"), [
+    ("google--gemma-3-4b-it", ["full attention", "sliding-window attention"]),
+    ("meta-llama--Llama-3.1-8B", ["full attention"]),
+])
+def test_layers_shown_offers_the_kinds_the_model_has(config, offered):
+    """A kind of layer the model lacks is not offered (chunked attention is Llama 4's, not Gemma 3's)."""
+    at = _layers_part("app_pages/frequencies.py", _config(config))
+    assert _layer_choices(at) == ["the layers context extension scales", *offered]
 
 
 def test_compare_puts_two_hybrid_layer_maps_side_by_side():
@@ -104,8 +120,8 @@ def test_compare_puts_two_hybrid_layer_maps_side_by_side():
 
 
 def _check_page(config: dict, numbers, layer_type: str = "auto"):
-    at = run_page("app_pages/check.py", {"src": "Paste config.json", "layers": layer_type})
-    at.text_area(key=_key("config")).input(json.dumps(config)).run()
+    at = run_page("app_pages/check.py", {"src": "Paste config.json", _key("config"): json.dumps(config),
+                                         "layers": layer_type})
     at.text_area(key=_key("numbers")).input(json.dumps([float(v) for v in numbers])).run()
     return at
 

@@ -27,6 +27,7 @@ and the figures keep the last settings that worked, so nothing on the page goes 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -49,9 +50,13 @@ WHOLE_PAGE = "all"  # the tab showing every part of a long page
 BORROWED_KEY = f"{HIDDEN_KEY_PREFIX}borrowed-controls"  # the container of a part's controls drawn in another part
 
 
-def draw_control(name: str, control: Control, default: Any, *, disabled: bool = False) -> Any:
-    """One URL-bound widget for a setting; returns its value (``disabled``: shown, kept in the link, not movable)."""
+def draw_control(name: str, control: Control, default: Any, *, disabled: bool = False,
+                 options: tuple | None = None) -> Any:
+    """One URL-bound widget for a setting; returns its value (``disabled``: shown, kept in the link, not movable;
+    ``options``: the options offered, when not all of the control's)."""
     label = _(control.label)
+    if options is not None:
+        control = dataclasses.replace(control, options=options)
     extra: dict[str, Any] = {"disabled": True} if disabled else {}
     if control.help:
         extra["help"] = _(control.help)
@@ -134,7 +139,9 @@ class LessonPage:
                 continue
             place = slots[drawn % len(slots)] if slots else contextlib.nullcontext()
             with place:
-                self._values[name] = draw_control(name, control, getattr(defaults, name), disabled=disabled)
+                offered = control.options_for(self._current()) if control.offered is not None else None
+                self._values[name] = draw_control(name, control, getattr(defaults, name), disabled=disabled,
+                                                  options=offered)
             remember_bound_value(control.key, self._values[name])
             drawn += 1
 
