@@ -25,6 +25,7 @@ from lessons.rope_setup import kind_rows, kind_text
 from pe_core import RopeSpec, rope_frequencies
 from pe_core.check import close
 from pe_core.config import extended_length, layer_map
+from pe_core.rope import rope_type_entry
 
 FIRST, SECOND, LENGTH = "first", "second", "length"
 MAX_LENGTH = 1 << 22
@@ -38,8 +39,8 @@ PARAMETERS = (
     ("high_freq_factor", N_("high_freq_factor")), ("attention_factor", N_("attention factor")),
     ("seq_len", N_("evaluated at length")),
 )
-_TYPE_FIELDS = {"beta_fast": ("yarn", "ntk_by_parts"), "beta_slow": ("yarn", "ntk_by_parts"), "truncate": ("yarn",),
-                "low_freq_factor": ("llama3",), "high_freq_factor": ("llama3",)}
+# parameters shown only for the rope types that read them
+_TYPE_FIELDS = ("factor", "beta_fast", "beta_slow", "truncate", "low_freq_factor", "high_freq_factor")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,9 +90,7 @@ class Side:
             return self.attention_factor
         if field == "seq_len":
             return self.seq_len
-        if field in _TYPE_FIELDS and self.spec.rope_type not in _TYPE_FIELDS[field]:
-            return None
-        if field == "factor" and self.spec.rope_type == "default":
+        if field in _TYPE_FIELDS and field not in rope_type_entry(self.spec.rope_type).reads:
             return None
         return getattr(self.spec, field)
 

@@ -34,7 +34,7 @@ from pe_core.angles import (
     rescaled_setup,
 )
 from pe_core.methods import MethodSetup, method_setup
-from pe_core.rope import RopeSpec
+from pe_core.rope import RopeSpec, rope_type_entry
 
 # What the browser receives: all heatmap panels together stay within this many cells (rows are
 # positions sampled exactly, never averaged).
@@ -118,7 +118,7 @@ def second_row_setups(setups: Sequence[MethodSetup], base: float, train_length: 
 def ramp_spec(setup: RopeSetup) -> RopeSpec:
     """The spec the ramp chart explains: a model's own YaRN / NTK-by-parts if one is shown, else YaRN's defaults."""
     for method in setup.setups:
-        if method.spec.rope_type in ("yarn", "ntk_by_parts"):
+        if rope_type_entry(method.spec.rope_type).ramp is not None:
             return method.spec
     return method_setup("yarn", setup.head_dim, setup.base, setup.train_length,
                         max(setup.target_length, setup.train_length)).spec

@@ -33,6 +33,7 @@ from pe_core.config import (
 )
 from pe_core.layers import CHUNKED, FULL, SLIDING, LayerKind, LayerMap, layer_type_title, notes_of
 from pe_core.methods import DEFAULT_ABF_BASE
+from pe_core.rope import rope_type_entry
 
 HEAD_DIMS = (8, 16, 32, 64, 96, 128, 256)
 BASES = (100.0, 500.0, 1_000.0, 5_000.0, 10_000.0, 50_000.0, 100_000.0, 150_000.0, 500_000.0, 1_000_000.0,
@@ -175,7 +176,7 @@ def rope_setup(settings: RopeSettings) -> RopeSetup:
         except ValueError as err:
             raise SettingsError(str(err)) from err
         head_dim, base = spec.rotary_dim, spec.base
-        if kind.span and spec.rope_type in ("default", "proportional"):
+        if kind.span and not rope_type_entry(spec.rope_type).extends:
             # an unscaled window or chunk bounds the distances a layer ever sees: that span is its L (θ does not
             # depend on L for these types, so the spec may say so too)
             spec = spec.replace(original_max_position_embeddings=kind.span)
@@ -189,7 +190,7 @@ def rope_setup(settings: RopeSettings) -> RopeSetup:
         read_from = text_config_of(config)[1]
         # Gemma 3 reads L as max_position_embeddings / factor, which is no assumption of ours
         inferred = notes_of(layers.text_model_type).advertises_extended
-        assumed = spec.rope_type != "default" and not original_length_given(config) and not kind.span and not inferred
+        assumed = rope_type_entry(spec.rope_type).factor_from != "none" and not original_length_given(config) and not kind.span and not inferred
         model = settings.preset if settings.source == "preset" else "config"
         title = settings.preset if settings.source == "preset" else N_("Pasted config")
         own = [MethodSetup("model", title, spec, min(target_length, MAX_TARGET_LENGTH))]
@@ -234,7 +235,8 @@ def describe(setup: RopeSetup) -> str:
         d=setup.head_dim, base=base_text(setup.base), L=length_text(setup.train_length),
         target=length_text(setup.target_length))
     if own is not None:
-        text += " · " + _("own RoPE: {kind}").format(kind=own.spec.rope_type)
+        text += " · " + _("own RoPE: {title} ({kind})").format(title=_(rope_type_entry(own.spec.rope_type).title),
+                                                                kind=own.spec.rope_type)
     if setup.read_from is not None:
         text += " · " + _("read from {key}").format(key=setup.read_from)
     if setup.layers is not None and setup.layers.read_by is not None:
@@ -270,7 +272,7 @@ def _kind_label(kind: LayerKind, num_layers: int) -> str:
     spec = kind.spec
     parts.append(_("base {base}").format(base=base_text(spec.base)))
     parts.append(_("{rotated}/{head} dims rotated").format(rotated=spec.rotary_dim, head=spec.head_dim))
-    if spec.rope_type != "default":
+    if rope_type_entry(spec.rope_type).factor_from != "none":
         parts.append(f"{spec.rope_type} ×{spec.factor:g}" if spec.factor != 1 else spec.rope_type)
     return " · ".join(parts)
 

@@ -17,7 +17,7 @@ _PUBLIC = {
     "pe_core.methods": ("METHOD_TITLES", "METHODS", "MethodSetup", "method_setup"),
     "pe_core.precision": ("collision_summary", "exact_position_fraction", "first_inexact_position"),
     "pe_core.presets": ("Preset", "load_presets", "preset_by_name"),
-    "pe_core.rope": ("ROPE_TYPE_TITLES", "ROPE_TYPES", "AngleCoverage", "RopeFrequencies", "RopeSpec",
+    "pe_core.rope": ("ROPE_TYPE_ENTRIES", "ROPE_TYPES", "AngleCoverage", "RopeFrequencies", "RopeSpec", "RopeType",
                      "angle_coverage", "default_inv_freq", "ntk_aware_base", "ntk_by_parts_gamma", "rope_frequencies",
                      "rotation_angles", "rotations_within", "wavelengths", "yarn_correction_range", "yarn_get_mscale",
                      "yarn_ramp"),

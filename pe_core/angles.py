@@ -15,12 +15,13 @@ import torch
 from i18n import _
 from pe_core.methods import METHODS, MethodSetup, method_setup
 from pe_core.rope import (
+    ROPE_TYPE_ENTRIES,
     RopeSpec,
     angle_coverage,
     check_length,
     default_inv_freq,
     ntk_by_parts_gamma,
-    rope_frequencies,
+    rope_type_entry,
     rotation_angles,
     rotations_within,
     yarn_correction_dim,
@@ -29,7 +30,7 @@ from pe_core.rope import (
 )
 
 # Rope types whose θ depends on the current sequence length (transformers recomputes them as it grows).
-LENGTH_DEPENDENT_TYPES = ("dynamic", "longrope")
+LENGTH_DEPENDENT_TYPES = tuple(name for name, entry in ROPE_TYPE_ENTRIES.items() if entry.follows_length)
 
 VIEWS = ("trained", "log", "angle", "mod", "cos")
 
@@ -56,19 +57,10 @@ def method_angles(setup: MethodSetup, positions: torch.Tensor, *, length_so_far:
     """
     spec = setup.spec
     positions = positions.to(torch.float64)
-    if not length_so_far or spec.rope_type not in LENGTH_DEPENDENT_TYPES:
+    at_lengths = rope_type_entry(spec.rope_type).at_lengths
+    if not length_so_far or at_lengths is None:
         return rotation_angles(setup.frequencies().inv_freq, positions)
-    train_length = spec.original_max_position_embeddings
-    if spec.rope_type == "longrope":
-        short = rotation_angles(rope_frequencies(spec, train_length).inv_freq, positions)
-        long = rotation_angles(rope_frequencies(spec, train_length + 1).inv_freq, positions)
-        return torch.where((positions + 1 > train_length)[:, None], long, short)
-    # Dynamic NTK, transformers' formula with the length clamped below at L, one base per row.
-    lengths = (positions + 1).clamp(min=train_length)
-    dim = spec.rotary_dim
-    row_base = spec.base * ((spec.factor * lengths / train_length) - (spec.factor - 1)) ** (dim / (dim - 2))
-    exponents = torch.arange(0, dim, 2, dtype=torch.float64) / dim
-    return positions[:, None] / (row_base[:, None] ** exponents[None, :])
+    return positions[:, None] * at_lengths(spec, positions + 1)
 
 
 def angle_view(angles: torch.Tensor, view: str) -> torch.Tensor:

@@ -19,7 +19,7 @@ from typing import NamedTuple
 import torch
 
 from i18n import _
-from pe_core.rope import angle_coverage, check_length, default_inv_freq, ntk_aware_base
+from pe_core.rope import angle_coverage, check_length, default_inv_freq, dynamic_ntk_base, ntk_aware_base
 
 
 def _check_dim(dim) -> int:
@@ -46,8 +46,7 @@ def dynamic_base(base: float, head_dim: int, train_length: int, lengths, factor:
     _check_number("base", base, 1.0)
     check_length("train_length", train_length)
     _check_number("factor", factor, 1.0, strict=False)
-    current = torch.as_tensor(lengths, dtype=torch.float64).clamp(min=train_length)
-    return base * (factor * current / train_length - (factor - 1)) ** (head_dim / (head_dim - 2))
+    return dynamic_ntk_base(base, factor, head_dim, train_length, torch.as_tensor(lengths, dtype=torch.float64))
 
 
 def dynamic_inv_freq(base: float, head_dim: int, train_length: int, lengths, factor: float = 1.0) -> torch.Tensor:

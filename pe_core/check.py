@@ -55,11 +55,12 @@ from i18n import N_, Deferred, _
 from pe_core import fit
 from pe_core.cli_args import FORMS, LAYOUTS
 from pe_core.rope import (
-    ROPE_TYPES,
+    ROPE_TYPE_ENTRIES,
     RopeSpec,
     default_inv_freq,
     ntk_aware_base,
     rope_frequencies,
+    rope_type_entry,
     rotations_within,
     yarn_correction_dim,
     yarn_get_mscale,
@@ -73,7 +74,6 @@ LAYOUT_TITLES = {"half": N_("half-split (dimension i with i + d/2, transformers'
 FORM_TITLES = {"auto": N_("tell by the count"), "pairs": N_("one θᵢ per pair"),
                "dims": N_("one value per rotated dimension")}
 LOW_PRECISION_DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16}
-_CLOSED_FORM_TYPES = ("default", "linear", "ntk", "dynamic")
 
 
 # ---- tolerance and layouts ----------------------------------------------------------------------
@@ -217,7 +217,8 @@ def _expected(spec: RopeSpec, seq_len: int | None) -> tuple[torch.Tensor, float]
 
 
 def _is_yarn(spec: RopeSpec) -> bool:
-    return spec.rope_type in ("yarn", "ntk_by_parts")
+    """Does the type blend θ and θ/s by YaRN's β_fast and β_slow (YaRN, NTK-by-parts)?"""
+    return "beta_fast" in rope_type_entry(spec.rope_type).reads
 
 
 def _beta_swapped(spec: RopeSpec, seq_len: int | None) -> tuple[torch.Tensor, float]:
@@ -396,24 +397,15 @@ def _low_precision(spec: RopeSpec, seq_len: int | None) -> tuple[torch.Tensor, f
 
 
 def computed_in(spec: RopeSpec, seq_len: int | None, dtype: torch.dtype) -> torch.Tensor | None:
-    """θ computed entirely in ``dtype`` as ``1 / base ** (arange(0, d, 2) / d)`` (plain, linear, NTK, dynamic)."""
-    if spec.rope_type not in _CLOSED_FORM_TYPES:
+    """θ computed entirely in ``dtype`` as ``1 / base ** (arange(0, d, 2) / d)``, then scaled in ``dtype``, for the
+    rope types a port computes end to end in one dtype (one divisor for every pair: plain, linear, NTK, dynamic)."""
+    entry = rope_type_entry(spec.rope_type)
+    if not entry.one_divisor:
         return None
-    base, divide = spec.base, 1.0
-    dim = spec.rotary_dim
-    if spec.rope_type == "linear":
-        divide = spec.factor
-    elif spec.rope_type == "ntk":
-        base = ntk_aware_base(spec.base, spec.factor, dim)
-    elif spec.rope_type == "dynamic":
-        length = spec.original_max_position_embeddings
-        current = length if seq_len is None else max(seq_len, length)
-        base = spec.base * ((spec.factor * current / length) - (spec.factor - 1)) ** (dim / (dim - 2))
-    exponent = torch.arange(0, dim, 2, dtype=torch.int64).to(dtype) / dim
-    theta = 1.0 / (torch.tensor(base, dtype=dtype) ** exponent)
-    if divide != 1.0:
-        theta = theta / divide
-    return theta.to(torch.float64)
+    dim = fit.exponent_width(spec)
+    exponent = torch.arange(0, dim, 2, dtype=torch.int64)[: spec.num_pairs].to(dtype) / dim
+    theta = 1.0 / (torch.tensor(fit.effective_base(spec, seq_len), dtype=dtype) ** exponent)
+    return entry.scale(spec, seq_len, theta).to(torch.float64)
 
 
 def _plain_computed_in(spec: RopeSpec, seq_len: int | None, dtype: torch.dtype) -> torch.Tensor | None:
@@ -606,7 +598,9 @@ def _changed_candidates(spec, seq_len, changes_list, detail_of) -> list[Candidat
     return found
 
 
-_ROPE_TYPES_TRIED = tuple(t for t in ROPE_TYPES if t not in ("default", "proportional", "longrope"))
+# the scalings a port may have used instead: every extension method (one the spec cannot be switched to as it
+# is, LongRoPE without factor lists, is skipped where it is tried)
+_ROPE_TYPES_TRIED = tuple(name for name, entry in ROPE_TYPE_ENTRIES.items() if entry.extends)
 
 
 def _rope_type_candidates(spec, seq_len, layout, given) -> list[Candidate]:
@@ -679,7 +673,7 @@ def _wrong_betas(spec: RopeSpec, seq_len: int | None) -> tuple[torch.Tensor, flo
 
 
 def _has_mscale_pair(spec: RopeSpec) -> bool:
-    return spec.rope_type == "yarn" and bool(spec.mscale) and bool(spec.mscale_all_dim) and \
+    return "mscale" in _reads(spec) and bool(spec.mscale) and bool(spec.mscale_all_dim) and \
         spec.attention_factor is None and spec.factor > 1
 
 
@@ -755,8 +749,18 @@ def _longrope_candidates(spec, seq_len, layout, given) -> list[Candidate]:
     return [Candidate(values, attention, detail=detail, sentence=sentence)]
 
 
+def _reads(spec: RopeSpec) -> tuple[str, ...]:
+    return rope_type_entry(spec.rope_type).reads
+
+
+def _one_factor(spec: RopeSpec) -> bool:
+    """Does one factor scale the type's θ (every extension method but LongRoPE's factor per pair)?"""
+    entry = rope_type_entry(spec.rope_type)
+    return entry.extends and "long_factor" not in entry.reads
+
+
 def _scaled(spec: RopeSpec) -> bool:
-    return spec.rope_type != "default"
+    return rope_type_entry(spec.rope_type).factor_from != "none"
 
 
 def _has_attention_factor(spec: RopeSpec) -> bool:
@@ -777,7 +781,7 @@ BUG_CLASSES: dict[str, BugClass] = {bug.name: bug for bug in (
              N_("The YaRN correction range is rounded to whole pairs (or not) against the config's truncate."),
              N_("The θᵢ are YaRN's computed with truncate = {used} although the config sets truncate = {config}, "
                 "which moves the ends of the ramp; the curves part at {where}."),
-             lambda spec: spec.rope_type == "yarn", _truncate_flipped, _truncate_candidates,
+             lambda spec: "truncate" in _reads(spec), _truncate_flipped, _truncate_candidates,
              references=("bug_yarn_truncate",),
              spec_change=lambda spec, seq_len: (spec.replace(truncate=not spec.truncate), seq_len, False)),
     BugClass("factor_ignored", N_("Scaling factor ignored"),
@@ -825,13 +829,13 @@ BUG_CLASSES: dict[str, BugClass] = {bug.name: bug for bug in (
              N_("The θᵢ are Llama-3's with the smoothing blend reversed: between λ = L/{high:g} and λ = L/{low:g} the "
                 "pairs near the fast edge are interpolated and those near the slow edge kept; the curves part at "
                 "{where}."),
-             lambda spec: spec.rope_type == "llama3", _llama3_inverted, _llama3_candidates,
+             lambda spec: "low_freq_factor" in _reads(spec), _llama3_inverted, _llama3_candidates,
              references=("bug_llama3_bands",)),
     BugClass("longrope_wrong_factors", N_("LongRoPE's short/long switch wrong"),
              N_("LongRoPE's long factors are used where the short ones belong, or the other way round."),
              N_("The θᵢ use the other set of LongRoPE factors than transformers does at this length; the curves part "
                 "at {where}."),
-             lambda spec: spec.rope_type == "longrope", _longrope_swapped, _longrope_candidates,
+             lambda spec: "long_factor" in _reads(spec), _longrope_swapped, _longrope_candidates,
              references=("bug_longrope_switch",),
              spec_change=lambda spec, seq_len: (
                  spec, None if _uses_long(spec, seq_len) else spec.original_max_position_embeddings + 1, False)),
@@ -870,32 +874,32 @@ BUG_CLASSES: dict[str, BugClass] = {bug.name: bug for bug in (
              N_("Dynamic NTK's base is grown for another sequence length than the one run, or static NTK's fixed "
                 "base is used for dynamic."),
              N_("The θᵢ are dynamic NTK's for the wrong sequence length; the curves part at {where}."),
-             lambda spec: spec.rope_type == "dynamic" and spec.factor > 1, _dynamic_wrong_length, _dynamic_candidates,
+             lambda spec: fit.grows_with_length(spec) and spec.factor > 1, _dynamic_wrong_length, _dynamic_candidates,
              references=("bug_dynamic_ntk",)),
     BugClass("wrong_rope_type", N_("Wrong scaling method"),
              N_("Another rope_type's scaling is applied than the config's (linear where it says llama3, say)."),
              N_("The θᵢ are {used_type} scaling's with the config's factor {factor:g}, but the config's rope_type is "
                 "{rope_type}: the wrong scaling method was applied; the curves part at {where}."),
-             lambda spec: spec.rope_type not in ("default", "proportional") and spec.factor > 1, _wrong_rope_type,
+             lambda spec: rope_type_entry(spec.rope_type).extends and spec.factor > 1, _wrong_rope_type,
              _rope_type_candidates, references=("bug_rope_type",), fitted=True),
     BugClass("wrong_factor", N_("Wrong scaling factor"),
              N_("The scaling uses another factor s than the config's."),
              N_("The θᵢ are {rope_type} scaling's with factor {used_factor:g} instead of the config's {factor:g}; the "
                 "curves part at {where}."),
-             lambda spec: spec.rope_type in ("linear", "ntk", "dynamic", "yarn", "ntk_by_parts", "llama3"),
+             lambda spec: _one_factor(spec),
              _wrong_factor, _factor_candidates, references=("bug_rope_type",), fitted=True),
     BugClass("wrong_original_length", N_("Wrong original length L"),
              N_("The scaling's original context length L is not the config's original_max_position_embeddings "
                 "(the extended max_position_embeddings taken instead, say)."),
              N_("The θᵢ are {rope_type}'s with original length L = {used_length:,} instead of {length:,}; the curves "
                 "part at {where}."),
-             lambda spec: spec.rope_type in ("llama3", "yarn", "ntk_by_parts", "dynamic") and spec.factor > 1,
+             lambda spec: _one_factor(spec) and "original_max_position_embeddings" in _reads(spec) and spec.factor > 1,
              _wrong_length, _length_candidates, references=("bug_original_length",), fitted=True),
     BugClass("longrope_multiplied", N_("LongRoPE factors multiplied"),
              N_("LongRoPE's per-pair factors multiply θᵢ instead of dividing them."),
              N_("The θᵢ are b^(−2i/d) multiplied by LongRoPE's {which} factors instead of divided by them (θᵢ·fᵢ, not "
                 "θᵢ/fᵢ), so the slowest pairs are off by up to {largest:.4g}×; the curves part at {where}."),
-             lambda spec: spec.rope_type == "longrope", _longrope_multiplied, _longrope_multiplied_candidates,
+             lambda spec: "long_factor" in _reads(spec), _longrope_multiplied, _longrope_multiplied_candidates,
              references=("bug_longrope_divide",)),
     BugClass("wrong_betas", N_("YaRN's β values wrong"),
              N_("YaRN's ramp is computed from other β_fast / β_slow values than the config's (defaults, say)."),
@@ -1344,7 +1348,7 @@ def report_text(report: CheckReport) -> str:
     spec = report.spec
     lines = [f"RoPE: {spec.rope_type}, base {base_text(spec.base)}, {spec.rotary_dim} of {spec.head_dim} dimensions "
              f"rotated, L = {spec.original_max_position_embeddings:,}"
-             + (f", factor {spec.factor:g}" if spec.rope_type != "default" else "")
+             + (f", factor {spec.factor:g}" if _scaled(spec) else "")
              + (f", seq_len {report.seq_len:,}" if report.seq_len is not None else "")]
     form = "per pair" if report.reading.form == "pairs" else f"per dimension, expected layout {report.layout}"
     lines.append(f"Read {report.given.numel()} numbers {form}" + (" for the whole head" if report.reading.full_head

@@ -27,16 +27,13 @@ from pe_core.layers import (
     untyped_blocks,
     untyped_layer_types,
 )
-from pe_core.rope import ROPE_TYPES, RopeSpec
+from pe_core.rope import ROPE_TYPE_ENTRIES, RopeSpec, canonical_rope_type, rope_type_entry
 
-# Old names that transformers still accepts for a rope type. Qwen2-VL's "mrope" splits the pairs among
-# time, height and width positions but builds its frequencies as plain RoPE does.
-_TYPE_ALIASES = {"su": "longrope", "ntk-aware": "ntk", "dynamic_ntk": "dynamic", "mrope": "default"}
 # Rope types transformers has that this app does not analyse, with what they are.
 _UNSUPPORTED_TYPES = {"axial": N_("the 2-D axial RoPE of vision encoders")}
 # Where multimodal and composite configs keep the language model's own config.
+_LIST_KEYS = ("short_factor", "long_factor")  # rope_parameters keys that hold a number per pair
 SUB_CONFIG_KEYS = ("text_config", "language_config", "llm_config", "thinker_config", "vlm_config")
-_SCALED_WITH_ORIGINAL = ("llama3", "yarn", "longrope")
 _DEFAULT_THETA = 10000.0
 
 
@@ -364,7 +361,8 @@ def _spec_of_class(values: Mapping, block: dict, inv_freq) -> RopeSpec:
     rope part of a head), or for proportional RoPE, whose buffer pads the unrotated pairs with θ = 0, the whole
     head the buffer spans (Gemma 4's global layers)."""
     advertises = notes_of(values.get("model_type")).advertises_extended
-    if block.get("rope_type") == "proportional":
+    entry = ROPE_TYPE_ENTRIES.get(canonical_rope_type(str(block.get("rope_type", block.get("type", "default")))))
+    if entry is not None and entry.whole_head_exponent:
         return _spec_from(values, block, 2 * len(inv_freq), advertises)
     head_dim = head_dim_of(values)
     spec = _spec_from(values, block, head_dim, advertises)
@@ -376,7 +374,7 @@ def _spec_of_class(values: Mapping, block: dict, inv_freq) -> RopeSpec:
 def _disagreement(spec: RopeSpec, inv_freq, attention: float) -> str | None:
     from pe_core.rope import rope_frequencies
 
-    if spec.rope_type == "proportional":
+    if rope_type_entry(spec.rope_type).whole_head_exponent:  # its buffer pads the unrotated pairs with θ = 0
         inv_freq = inv_freq[: spec.num_pairs]
     ours = rope_frequencies(spec, spec.original_max_position_embeddings)
     if ours.inv_freq.shape != inv_freq.shape:
@@ -397,11 +395,11 @@ def _spec_from(config: Mapping, params: dict, head_dim: int, advertises_extended
     rope_type = params.get("rope_type", params.get("type", "default"))
     if not isinstance(rope_type, str):
         raise ValueError(_("rope_scaling field 'rope_type' must be a string (got {rope_type!r}).").format(rope_type=rope_type))
-    rope_type = _TYPE_ALIASES.get(rope_type, rope_type)
+    rope_type = canonical_rope_type(rope_type)
     if rope_type in _UNSUPPORTED_TYPES:
-        raise ValueError(_("rope_type {rope_type!r} ({reason}) is not supported here; supported: {choices}.").format(rope_type=rope_type, reason=_(_UNSUPPORTED_TYPES[rope_type]), choices=', '.join(ROPE_TYPES)))
-    if rope_type not in ROPE_TYPES:
-        raise ValueError(_("rope_scaling field 'rope_type' must be one of {choices} (got {rope_type!r}).").format(choices=', '.join(ROPE_TYPES), rope_type=rope_type))
+        raise ValueError(_("rope_type {rope_type!r} ({reason}) is not supported here; supported: {choices}.").format(rope_type=rope_type, reason=_(_UNSUPPORTED_TYPES[rope_type]), choices=', '.join(ROPE_TYPE_ENTRIES)))
+    if rope_type not in ROPE_TYPE_ENTRIES:
+        raise ValueError(_("rope_scaling field 'rope_type' must be one of {choices} (got {rope_type!r}).").format(choices=', '.join(ROPE_TYPE_ENTRIES), rope_type=rope_type))
 
     if "rope_theta" in params:
         base = _number(params, "rope_theta", where)
@@ -425,54 +423,51 @@ def _spec_from(config: Mapping, params: dict, head_dim: int, advertises_extended
     values: dict = {"head_dim": head_dim, "base": float(base), "rope_type": rope_type,
                     "partial_rotary_factor": float(partial)}
 
-    if rope_type in _SCALED_WITH_ORIGINAL:
+    entry = ROPE_TYPE_ENTRIES[rope_type]
+    given_factor = None if params.get("factor") is None else float(_number(params, "factor", where))
+    if entry.length_from == "original":
         if config.get("original_max_position_embeddings") is not None:
             original = _positive_int(config, "original_max_position_embeddings")
         elif params.get("original_max_position_embeddings") is not None:
             original = _positive_int(params, "original_max_position_embeddings", where)
         else:
             original = need_max_positions()
-    elif rope_type == "dynamic":
+    elif entry.length_from == "max_positions":
         original = need_max_positions()
-    elif rope_type == "linear" and advertises_extended and max_positions is not None and params.get("factor"):
-        original = max(1, round(max_positions / float(_number(params, "factor", where))))
+    elif entry.extends and advertises_extended and max_positions is not None and given_factor:
+        original = max(1, round(max_positions / given_factor))  # the model advertises L·s (Gemma 3's linear ×8)
     else:
         original = max_positions if max_positions is not None else RopeSpec.original_max_position_embeddings
     values["original_max_position_embeddings"] = original
 
-    if rope_type == "proportional":
-        values["factor"] = float(_number(params, "factor", where)) if params.get("factor") is not None else 1.0
-    elif rope_type in ("linear", "ntk", "dynamic", "llama3", "ntk_by_parts"):
-        if params.get("factor") is None:
-            raise ValueError(_("rope_scaling needs 'factor' for rope_type {rope_type!r}.").format(rope_type=rope_type))
-        values["factor"] = float(_number(params, "factor", where))
-    elif rope_type in ("yarn", "longrope"):
-        if params.get("factor") is not None:
-            values["factor"] = float(_number(params, "factor", where))
-        else:
-            values["factor"] = need_max_positions() / original
+    if entry.factor_from == "required" and given_factor is None:
+        raise ValueError(_("rope_scaling needs 'factor' for rope_type {rope_type!r}.").format(rope_type=rope_type))
+    if entry.factor_from == "optional":
+        values["factor"] = 1.0 if given_factor is None else given_factor
+    elif entry.factor_from == "from_lengths":
+        values["factor"] = given_factor if given_factor is not None else need_max_positions() / original
+    elif entry.factor_from == "required":
+        values["factor"] = given_factor
 
-    if rope_type in ("yarn", "ntk_by_parts"):
+    if "beta_fast" in entry.reads:
         values["beta_fast"] = float(params.get("beta_fast") or 32)
         values["beta_slow"] = float(params.get("beta_slow") or 1)
         values["truncate"] = bool(params.get("truncate", True))
     for key in ("attention_factor", "mscale", "mscale_all_dim"):
         if params.get(key) is not None:
             values[key] = float(_number(params, key, where))
-    if rope_type == "llama3":
-        for key in ("low_freq_factor", "high_freq_factor"):
-            if params.get(key) is None:
-                raise ValueError(_("rope_scaling needs {key!r} for rope_type 'llama3'.").format(key=key))
-            values[key] = float(_number(params, key, where))
-    if rope_type == "longrope":
-        for key in ("short_factor", "long_factor"):
+    for key in entry.required:
+        if key in _LIST_KEYS:
             if not isinstance(params.get(key), list):
-                raise ValueError(_("rope_scaling needs {key!r} (a list of numbers) for rope_type 'longrope'.").format(key=key))
+                raise ValueError(_("rope_scaling needs {key!r} (a list of numbers) for rope_type {rope_type!r}.").format(
+                    key=key, rope_type=rope_type))
             values[key] = tuple(params[key])
+        else:
+            if params.get(key) is None:
+                raise ValueError(_("rope_scaling needs {key!r} for rope_type {rope_type!r}.").format(
+                    key=key, rope_type=rope_type))
+            values[key] = float(_number(params, key, where))
     return RopeSpec(**values)
-
-
-_EXTENDING_TYPES = ("linear", "ntk", "dynamic", "ntk_by_parts", "yarn", "llama3", "longrope")
 
 
 def extended_length(config: Mapping | str) -> int:
@@ -490,7 +485,7 @@ def extended_length_of(model: LayerMap) -> int:
     """``extended_length`` on a layer map already read."""
     spec = spec_of(model)
     advertised = model.context_length
-    if spec.rope_type not in _EXTENDING_TYPES or (notes_of(model.text_model_type).advertises_extended and advertised):
+    if not rope_type_entry(spec.rope_type).extends or (notes_of(model.text_model_type).advertises_extended and advertised):
         return advertised if advertised is not None else spec.original_max_position_embeddings
     built_for = int(round(spec.original_max_position_embeddings * spec.factor))
     return max(built_for, advertised or 0)

@@ -24,10 +24,11 @@ import torch
 from pe_core.rope import (
     RopeSpec,
     check_length,
+    exponent_width,
     ntk_aware_base,
-    ntk_by_parts_gamma,
+    plain_frequencies,
     rope_frequencies,
-    yarn_ramp,
+    rope_type_entry,
 )
 
 FLOAT16_MAX = float(torch.finfo(torch.float16).max)
@@ -39,11 +40,6 @@ INTEGER_TYPES = (("int16", 16, True), ("uint16", 16, False), ("int32", 32, True)
 # ---- the method applied to any plain frequencies ---------------------------------------------------------------
 
 
-def exponent_width(spec: RopeSpec) -> int:
-    """D in θᵢ = b^(−2i/D): the rotated width, or the whole head for Gemma 4's proportional RoPE."""
-    return spec.head_dim if spec.rope_type == "proportional" else spec.rotary_dim
-
-
 def dynamic_length(spec: RopeSpec, seq_len: int | None) -> int:
     """The length transformers' dynamic NTK computes its base for (never below L)."""
     length = spec.original_max_position_embeddings
@@ -52,62 +48,14 @@ def dynamic_length(spec: RopeSpec, seq_len: int | None) -> int:
 
 def effective_base(spec: RopeSpec, seq_len: int | None) -> float:
     """The base of the plain frequencies the method scales: NTK's and dynamic NTK's grown base, else rope_theta."""
-    dim = spec.rotary_dim
-    if spec.rope_type == "ntk":
-        return ntk_aware_base(spec.base, spec.factor, dim)
-    if spec.rope_type == "dynamic":
-        ratio = spec.factor * dynamic_length(spec, seq_len) / spec.original_max_position_embeddings
-        return spec.base * (ratio - (spec.factor - 1)) ** (dim / (dim - 2))
-    return spec.base
-
-
-def plain_frequencies(base: float, count: int, width: int, offset: float = 0.0,
-                      exponent_dtype: torch.dtype | None = None) -> torch.Tensor:
-    """B^(−(2i + o)/D) for i < count; with ``exponent_dtype`` the index and the exponent are rounded to that dtype
-    (``torch.arange`` in bfloat16, or a bfloat16 default dtype) before a full-precision power."""
-    index = torch.arange(count, dtype=torch.float64) * 2 + offset
-    if exponent_dtype is not None:
-        exponent = (index.to(exponent_dtype) / width).to(exponent_dtype).to(torch.float64)
-    else:
-        exponent = index / width
-    return 1.0 / torch.as_tensor(base, dtype=torch.float64) ** exponent
-
-
-def _llama3_scaled(spec: RopeSpec, plain: torch.Tensor) -> torch.Tensor:
-    context = spec.original_max_position_embeddings
-    wavelength = 2 * math.pi / plain
-    scaled = torch.where(wavelength > context / spec.low_freq_factor, plain / spec.factor, plain)
-    smooth = (context / wavelength - spec.low_freq_factor) / (spec.high_freq_factor - spec.low_freq_factor)
-    smoothed = (1 - smooth) * scaled / spec.factor + smooth * scaled
-    medium = (wavelength >= context / spec.high_freq_factor) & (wavelength <= context / spec.low_freq_factor)
-    return torch.where(medium, smoothed, scaled)
-
-
-def _ntk_by_parts_scaled(spec: RopeSpec, plain: torch.Tensor) -> torch.Tensor:
-    gamma = ntk_by_parts_gamma(spec, plain)
-    return (1 - gamma) * plain / spec.factor + gamma * plain
-
-
-def _divided(spec: RopeSpec, seq_len: int | None) -> torch.Tensor | float:
-    if spec.rope_type in ("linear", "proportional"):
-        return spec.factor
-    if spec.rope_type == "longrope":
-        use_long = seq_len is not None and seq_len > spec.original_max_position_embeddings
-        return torch.tensor(spec.long_factor if use_long else spec.short_factor, dtype=torch.float64)
-    if spec.rope_type == "yarn":
-        ramp = yarn_ramp(spec)  # in pair index: independent of the plain frequencies
-        return 1 / (ramp / spec.factor + (1 - ramp))
-    return 1.0
+    grown = rope_type_entry(spec.rope_type).grown_base
+    return spec.base if grown is None else grown(spec, seq_len)
 
 
 def apply_method(spec: RopeSpec, seq_len: int | None, plain: torch.Tensor) -> torch.Tensor:
     """The spec's method applied to the plain frequencies ``plain`` instead of b^(−2i/D) (for NTK and dynamic NTK,
     ``plain`` already carries the grown base: see ``effective_base``)."""
-    if spec.rope_type == "llama3":
-        return _llama3_scaled(spec, plain)
-    if spec.rope_type == "ntk_by_parts":
-        return _ntk_by_parts_scaled(spec, plain)
-    return plain / _divided(spec, seq_len)
+    return rope_type_entry(spec.rope_type).scale(spec, seq_len, plain)
 
 
 def reference_plain(spec: RopeSpec, seq_len: int | None) -> torch.Tensor:
@@ -214,14 +162,21 @@ def width_base(spec: RopeSpec) -> BaseOrigin | None:
     way round): b^(−2i/D') = (b^(D/D'))^(−2i/D)."""
     if spec.rotary_dim == spec.head_dim:
         return None
-    right, wrong = exponent_width(spec), (spec.rotary_dim if spec.rope_type == "proportional" else spec.head_dim)
+    right = exponent_width(spec)
+    wrong = spec.rotary_dim if right == spec.head_dim else spec.head_dim
     return BaseOrigin("width", spec.base ** (right / wrong), (("used_width", wrong), ("width", right)))
+
+
+def grows_with_length(spec: RopeSpec) -> bool:
+    """Is the base grown with the sequence length (dynamic NTK)?"""
+    entry = rope_type_entry(spec.rope_type)
+    return entry.grown_base is not None and entry.follows_length
 
 
 def dynamic_length_for(spec: RopeSpec, grown_base: float) -> float | None:
     """The sequence length at which transformers' dynamic NTK grows rope_theta to ``grown_base``:
     B = b·(s·l/L − (s − 1))^(d/(d−2))  ⇒  l = L·((B/b)^((d−2)/d) + s − 1)/s."""
-    if spec.rope_type != "dynamic" or grown_base < spec.base or spec.factor <= 1:
+    if not grows_with_length(spec) or grown_base < spec.base or spec.factor <= 1:
         return None
     dim, length = spec.rotary_dim, spec.original_max_position_embeddings
     return length * ((grown_base / spec.base) ** ((dim - 2) / dim) + spec.factor - 1) / spec.factor
@@ -249,7 +204,7 @@ def name_base(spec: RopeSpec, seq_len: int | None, used: float, tolerance: float
 
 def name_grown_base(spec: RopeSpec, seq_len: int | None, grown: float, tolerance: float = 1e-6) -> BaseOrigin | None:
     """For dynamic NTK: a fitted grown base that is static NTK's, or dynamic NTK's at another length (integer)."""
-    if spec.rope_type != "dynamic":
+    if not grows_with_length(spec):
         return None
     static = ntk_aware_base(spec.base, spec.factor, spec.rotary_dim)
     if abs(static / grown - 1) <= tolerance:
@@ -278,7 +233,7 @@ def factor_guesses(spec: RopeSpec, seq_len: int | None, given: torch.Tensor) -> 
     if given.numel() == spec.num_pairs and float(given[-1]) > 0:
         plain = reference_plain(spec, seq_len)
         guesses.append(float(plain[-1] / given[-1]))
-        if spec.rope_type in ("ntk", "dynamic"):
+        if rope_type_entry(spec.rope_type).grown_base is not None:
             fit = fit_exponent(spec, seq_len, given)
             if fit is not None and fit.base > spec.base:
                 dim = spec.rotary_dim
@@ -298,7 +253,7 @@ def length_guesses(spec: RopeSpec, given: torch.Tensor) -> list[int]:
     powers of two, and for Llama-3 the lengths its smooth band implies pair by pair."""
     length = spec.original_max_position_embeddings
     guesses = [round(length * spec.factor), *(1 << k for k in range(8, 22)), length * 16, length // 2]
-    if spec.rope_type == "llama3" and given.numel() == spec.num_pairs and bool((given > 0).all()):
+    if "low_freq_factor" in rope_type_entry(spec.rope_type).reads and given.numel() == spec.num_pairs and bool((given > 0).all()):
         plain = plain_frequencies(spec.base, spec.num_pairs, spec.rotary_dim)
         # in the smooth band θ = θ_plain·((1 − t)/s + t), t = (L/λ − low)/(high − low)
         blend = ((given / plain) - 1 / spec.factor) / (1 - 1 / spec.factor)

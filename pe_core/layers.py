@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import NamedTuple
 
 from i18n import N_, _
-from pe_core.rope import RopeSpec
+from pe_core.rope import RopeSpec, rope_type_entry
 
 FULL, SLIDING, CHUNKED, LINEAR = "full_attention", "sliding_attention", "chunked_attention", "linear_attention"
 INDEXED = "indexed_attention"  # DeepSeek Sparse Attention: an indexer picks the keys each query attends to
@@ -164,7 +164,7 @@ class LayerKind(NamedTuple):
         """Does context extension scale these layers (a scaled rope type)?"""
         if self.spec is None:
             return False
-        return self.spec.rope_type not in ("default", "proportional") or self.spec.factor > 1
+        return rope_type_entry(self.spec.rope_type).extends or self.spec.factor > 1
 
 
 class LayerMap(NamedTuple):

@@ -56,7 +56,17 @@ from pe_core.layers import (
     untyped_blocks,
     untyped_layer_types,
 )
-from pe_core.rope import RopeSpec, check_length, default_inv_freq, ntk_aware_base, rope_frequencies
+from pe_core.rope import (
+    RopeSpec,
+    canonical_rope_type,
+    check_length,
+    default_inv_freq,
+    dynamic_ntk_base,
+    exponent_width,
+    ntk_aware_base,
+    rope_frequencies,
+    rope_type_entry,
+)
 
 PLAN_METHODS = ("direct", "pi", "ntk", "dynamic", "yarn", "llama3", "abf")
 # Gemma 4's proportional RoPE takes a base and a factor, so a base change (NTK-aware, ABF) and Position
@@ -77,7 +87,6 @@ _ROPE_KEYS = ("rope_scaling", "rope_parameters", "rope_theta")
 _LAYOUT_KEYS = ("mrope_section", "mrope_interleaved", "partial_rotary_factor")
 # What a shipped YaRN block says that a planned YaRN block keeps.
 _YARN_KEPT = ("beta_fast", "beta_slow", "attention_factor", "mscale", "mscale_all_dim")
-_TYPE_NAMES = {"mrope": "default", "su": "longrope", "dynamic_ntk": "dynamic"}  # old names transformers still reads
 
 
 class Schema(NamedTuple):
@@ -167,7 +176,7 @@ class Plan(NamedTuple):
     @property
     def shipped_factor(self) -> float:
         """The factor of the scaling the model ships on the planned layers (1 for plain RoPE)."""
-        return self.spec.factor if self.spec.rope_type not in ("default", "proportional") else 1.0
+        return self.spec.factor if rope_type_entry(self.spec.rope_type).extends else 1.0
 
     @property
     def changed_types(self) -> tuple[str, ...]:
@@ -250,7 +259,7 @@ def model_layout(config: Mapping, layers: LayerMap | None = None) -> Layout:
         block = copy.deepcopy(dict(block or {}))
         name = block.pop("type", None)
         block.setdefault("rope_type", name or "default")
-        block["rope_type"] = _TYPE_NAMES.get(block["rope_type"], block["rope_type"])
+        block["rope_type"] = canonical_rope_type(block["rope_type"])
         block.setdefault("rope_theta", values.get("rope_theta", 10_000.0))
         blocks[layer_type] = block
     given = text.get("rope_parameters")
@@ -374,7 +383,7 @@ def planned_kind(layers: LayerMap) -> LayerKind:
 def plain_base(spec: RopeSpec) -> float:
     """The base of plain RoPE on the rotated dimensions that gives ``spec``'s θᵢ: its own, or for Gemma 4's
     proportional RoPE (θᵢ = b^(−2i/h) on the first r/2 pairs of an h-dimension head) b^(r/h)."""
-    return spec.base ** (spec.rotary_dim / spec.head_dim) if spec.rope_type == "proportional" else spec.base
+    return spec.base ** (spec.rotary_dim / exponent_width(spec))
 
 
 def as_proportional(rope: Mapping, shipped: RopeSpec) -> dict:
@@ -394,10 +403,7 @@ def _rope(rope_type: str, base: float, carried: Mapping, **scaling) -> dict:
 
 def dynamic_base(spec: RopeSpec, length: int) -> float:
     """The base transformers' dynamic NTK uses at a sequence of ``length``: b·(s·l/L − (s − 1))^(d/(d−2)), l ≥ L."""
-    train = spec.original_max_position_embeddings
-    current = max(length, train)
-    dim = spec.rotary_dim
-    return spec.base * ((spec.factor * current / train) - (spec.factor - 1)) ** (dim / (dim - 2))
+    return dynamic_ntk_base(spec.base, spec.factor, spec.rotary_dim, spec.original_max_position_embeddings, length)
 
 
 def _method(name: str, train: RopeSpec, target: int, abf_base: float, shipped: RopeSpec, shipped_rope: dict,
@@ -408,7 +414,7 @@ def _method(name: str, train: RopeSpec, target: int, abf_base: float, shipped: R
     if name == "direct":
         # the model as it ships: its own RoPE, scaling included, run at L′ (dynamic NTK keeps its L)
         parameters = {"base": b}
-        if shipped.rope_type not in ("default", "proportional"):
+        if rope_type_entry(shipped.rope_type).extends:
             parameters["shipped_factor"] = shipped.factor
         # a shipped scaling derives its factor or lengths from max_position_embeddings (LongRoPE's attention
         # factor, YaRN's implicit factor, dynamic NTK's L): its config stays as it ships
@@ -469,7 +475,7 @@ def plan(config: Mapping, target: int, *, methods: Sequence[str] = PLAN_METHODS,
     layers = layer_map(config)
     planned = planned_kind(layers)
     spec = planned.spec
-    proportional = spec.rope_type == "proportional"
+    proportional = rope_type_entry(spec.rope_type).whole_head_exponent
     if proportional:
         methods = [name for name in methods if name in PROPORTIONAL_METHODS]
     L = spec.original_max_position_embeddings
@@ -563,7 +569,7 @@ def composition_text(result: Plan) -> str | None:
             rope_type=result.spec.rope_type, factor=shipped, length=result.train_length, built=result.built_for,
             target=result.target, scale=result.scale, more=result.scale / shipped))
     spec = result.spec
-    if spec.rope_type == "proportional":
+    if rope_type_entry(spec.rope_type).whole_head_exponent:
         sentences.append(_("These layers use proportional RoPE: θᵢ = b^(−2i/{head}) on the first {pairs} of {all_pairs} "
                            "pairs, which is plain RoPE on {rotary} dimensions with base b^({rotary}/{head}) = "
                            "{base:,.6g}. The plan works with that base and writes each rope_theta back as the model "

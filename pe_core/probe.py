@@ -35,7 +35,7 @@ import torch
 
 from i18n import N_, _
 from pe_core.mrope import pair_axes
-from pe_core.rope import RopeSpec, rope_frequencies
+from pe_core.rope import RopeSpec, rope_frequencies, rope_type_entry
 
 EPS32 = torch.finfo(torch.float32).eps
 TOLERANCE_ULPS = 8
@@ -43,7 +43,6 @@ PROBE_BATCH, PROBE_HEADS, PROBE_TOKENS = 1, 2, 48
 FIRST_POSITIONS = 12  # 0, 1, …, 11: every bug in the first positions, then a spread out to 2·L′
 # finer first: a float16 table is also within a bfloat16 rounding of the reference
 LOW_PRECISION = {"float16": torch.float16, "bfloat16": torch.bfloat16}
-_LENGTH_DEPENDENT = ("dynamic", "longrope")
 PROBE_FILE, SCRIPT_FILE = "probe.pt", "run_my_rotary.py"
 
 
@@ -120,7 +119,7 @@ class Rotation(NamedTuple):
 def reference_seq_len(spec: RopeSpec, position_ids: torch.Tensor) -> int | None:
     """The sequence length transformers' forward pass computes θ for: max position + 1 for dynamic NTK and
     LongRoPE (their θ depend on it), none for the others."""
-    return int(position_ids.max()) + 1 if spec.rope_type in _LENGTH_DEPENDENT else None
+    return int(position_ids.max()) + 1 if rope_type_entry(spec.rope_type).follows_length else None
 
 
 def reference_rotation(spec: RopeSpec, layout: str, mrope_section: tuple[int, ...] | None = None,

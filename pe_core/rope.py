@@ -1,9 +1,10 @@
 """RoPE frequencies for plain RoPE and its context-extension methods.
 
-One function per rope type behind a name -> function registry, as in transformers'
-``modeling_rope_utils`` (each function cites its source). Everything is float64 so the
-analysis pages can show exact values; ``tests/test_rope_parity.py`` checks every type that
-transformers implements against it to float32 precision.
+One entry per rope type (``ROPE_TYPE_ENTRIES``), as transformers' ``modeling_rope_utils`` keeps one function
+per type behind a name: the entry's scaling function cites its source, and its fields say what the type reads
+and how the reader, the pages, the checker and the planner treat it, so adding a rope type is one function and
+one entry. Everything is float64 so the analysis pages can show exact values; ``tests/test_rope_parity.py``
+checks every type that transformers implements against it to float32 precision.
 """
 
 from __future__ import annotations
@@ -16,20 +17,6 @@ from typing import NamedTuple
 import torch
 
 from i18n import N_, _
-
-ROPE_TYPES = ("default", "linear", "ntk", "dynamic", "ntk_by_parts", "yarn", "llama3", "longrope", "proportional")
-
-ROPE_TYPE_TITLES = {
-    "default": "Direct extrapolation (plain RoPE)",
-    "linear": "Position Interpolation (linear)",
-    "ntk": "NTK-aware (static)",
-    "dynamic": "Dynamic NTK",
-    "ntk_by_parts": "NTK-by-parts (YaRN paper's γ(r))",
-    "yarn": "YaRN (reference implementation)",
-    "llama3": "Llama-3 scaling",
-    "longrope": "LongRoPE",
-    "proportional": "Proportional RoPE (Gemma 4)",
-}
 
 
 @dataclass(frozen=True)
@@ -99,8 +86,9 @@ def _require(condition: bool, message: str, **values) -> None:
 
 def _validate(spec: RopeSpec) -> None:
     _require(
-        spec.rope_type in ROPE_TYPES,
-        N_("rope_type must be one of {choices} (got {rope_type!r})."), choices=', '.join(ROPE_TYPES), rope_type=spec.rope_type,
+        isinstance(spec.rope_type, str) and spec.rope_type in ROPE_TYPE_ENTRIES,
+        N_("rope_type must be one of {choices} (got {rope_type!r})."), choices=', '.join(ROPE_TYPE_ENTRIES),
+        rope_type=spec.rope_type,
     )
     _require(
         isinstance(spec.head_dim, int) and not isinstance(spec.head_dim, bool) and spec.head_dim >= 2,
@@ -132,18 +120,6 @@ def _validate(spec: RopeSpec) -> None:
         N_("original_max_position_embeddings (the training length L) must be a positive integer (got "
            "{original_max_position_embeddings!r})."), original_max_position_embeddings=spec.original_max_position_embeddings,
     )
-    if spec.rope_type == "ntk_by_parts":
-        _require(
-            _is_number(spec.beta_fast) and _is_number(spec.beta_slow) and 0 < spec.beta_slow < spec.beta_fast,
-            N_("beta_fast and beta_slow must satisfy 0 < beta_slow < beta_fast (got "
-               "beta_slow={beta_slow!r}, beta_fast={beta_fast!r})."), beta_slow=spec.beta_slow, beta_fast=spec.beta_fast,
-        )
-    if spec.rope_type == "yarn":  # equal betas are legal: the reference ramp widens a zero-width range (Kimi K2: 1 and 1)
-        _require(
-            _is_number(spec.beta_fast) and _is_number(spec.beta_slow) and 0 < spec.beta_slow <= spec.beta_fast,
-            N_("beta_fast and beta_slow must satisfy 0 < beta_slow ≤ beta_fast (got "
-               "beta_slow={beta_slow!r}, beta_fast={beta_fast!r})."), beta_slow=spec.beta_slow, beta_fast=spec.beta_fast,
-        )
     if spec.attention_factor is not None:
         _require(
             _is_number(spec.attention_factor) and spec.attention_factor > 0,
@@ -152,26 +128,51 @@ def _validate(spec: RopeSpec) -> None:
     for name in ("mscale", "mscale_all_dim"):
         value = getattr(spec, name)
         _require(value is None or (_is_number(value) and value >= 0), N_("{name} must be a number ≥ 0 (got {value!r})."), name=name, value=value)
-    if spec.rope_type == "llama3":
+    entry = ROPE_TYPE_ENTRIES[spec.rope_type]
+    if entry.validate is not None:
+        entry.validate(spec)
+
+
+def _betas_ordered(spec: RopeSpec) -> None:
+    """NTK-by-parts' α < β (the paper's γ(r) divides by β − α)."""
+    _require(
+        _is_number(spec.beta_fast) and _is_number(spec.beta_slow) and 0 < spec.beta_slow < spec.beta_fast,
+        N_("beta_fast and beta_slow must satisfy 0 < beta_slow < beta_fast (got "
+           "beta_slow={beta_slow!r}, beta_fast={beta_fast!r})."), beta_slow=spec.beta_slow, beta_fast=spec.beta_fast,
+    )
+
+
+def _betas_ordered_or_equal(spec: RopeSpec) -> None:
+    """YaRN's β_slow ≤ β_fast: equal betas are legal, the reference ramp widens a zero-width range (Kimi K2: 1, 1)."""
+    _require(
+        _is_number(spec.beta_fast) and _is_number(spec.beta_slow) and 0 < spec.beta_slow <= spec.beta_fast,
+        N_("beta_fast and beta_slow must satisfy 0 < beta_slow ≤ beta_fast (got "
+           "beta_slow={beta_slow!r}, beta_fast={beta_fast!r})."), beta_slow=spec.beta_slow, beta_fast=spec.beta_fast,
+    )
+
+
+def _bands_ordered(spec: RopeSpec) -> None:
+    _require(
+        _is_number(spec.low_freq_factor)
+        and _is_number(spec.high_freq_factor)
+        and 0 < spec.low_freq_factor <= spec.high_freq_factor,  # equal in Llama 4 (1 and 1): a step, no band
+        N_("low_freq_factor and high_freq_factor must satisfy 0 < low_freq_factor ≤ high_freq_factor "
+           "(got low_freq_factor={low_freq_factor!r}, high_freq_factor={high_freq_factor!r})."), low_freq_factor=spec.low_freq_factor, high_freq_factor=spec.high_freq_factor,
+    )
+
+
+def _factor_lists(spec: RopeSpec) -> None:
+    for name in ("short_factor", "long_factor"):
+        values = getattr(spec, name)
+        _require(values is not None, N_("LongRoPE needs {name}: a list of {num_pairs} positive numbers."), name=name, num_pairs=spec.num_pairs)
         _require(
-            _is_number(spec.low_freq_factor)
-            and _is_number(spec.high_freq_factor)
-            and 0 < spec.low_freq_factor <= spec.high_freq_factor,  # equal in Llama 4 (1 and 1): a step, no band
-            N_("low_freq_factor and high_freq_factor must satisfy 0 < low_freq_factor ≤ high_freq_factor "
-               "(got low_freq_factor={low_freq_factor!r}, high_freq_factor={high_freq_factor!r})."), low_freq_factor=spec.low_freq_factor, high_freq_factor=spec.high_freq_factor,
+            len(values) == spec.num_pairs,
+            N_("{name} must have rotary_dim / 2 = {num_pairs} entries (got {count})."), name=name, num_pairs=spec.num_pairs, count=len(values),
         )
-    if spec.rope_type == "longrope":
-        for name in ("short_factor", "long_factor"):
-            values = getattr(spec, name)
-            _require(values is not None, N_("LongRoPE needs {name}: a list of {num_pairs} positive numbers."), name=name, num_pairs=spec.num_pairs)
-            _require(
-                len(values) == spec.num_pairs,
-                N_("{name} must have rotary_dim / 2 = {num_pairs} entries (got {count})."), name=name, num_pairs=spec.num_pairs, count=len(values),
-            )
-            _require(
-                all(_is_number(v) and v > 0 for v in values),
-                N_("every entry of {name} must be a positive number."), name=name,
-            )
+        _require(
+            all(_is_number(v) and v > 0 for v in values),
+            N_("every entry of {name} must be a positive number."), name=name,
+        )
 
 
 def check_length(name: str, value) -> int:
@@ -239,44 +240,102 @@ def ntk_by_parts_gamma(spec: RopeSpec, inv_freq: torch.Tensor | None = None) -> 
     return ((ratio - spec.beta_slow) / (spec.beta_fast - spec.beta_slow)).clamp(0, 1)
 
 
-# --- one function per rope type -------------------------------------------------------------
+def dynamic_ntk_base(base: float, factor: float, rotary_dim: int, original_length: int, current_length):
+    """Dynamic NTK's base at the current length l (emozilla 2023, as transformers): b·(s·l/L − (s − 1))^(d/(d−2)),
+    with l never below L. ``current_length`` is a number or a tensor of lengths (one base each)."""
+    if isinstance(current_length, torch.Tensor):
+        current = current_length.to(torch.float64).clamp(min=original_length)
+    else:
+        current = max(current_length, original_length)
+    return base * ((factor * current / original_length) - (factor - 1)) ** (rotary_dim / (rotary_dim - 2))
 
 
-def _default(spec: RopeSpec, seq_len: int | None) -> RopeFrequencies:
-    """Plain RoPE, evaluated beyond its training length as is: direct extrapolation."""
-    return RopeFrequencies(default_inv_freq(spec.base, spec.rotary_dim), 1.0)
+# --- one entry per rope type -----------------------------------------------------------------
+#
+# A rope type is plain frequencies B^(−2i/D) (B the base it grows to, D the width its exponent runs over) and a
+# scaling of them, ``scale(spec, seq_len, plain)``. The checker fits ports by applying the same scaling to the
+# plain frequencies a port got wrong, so each formula is written once, here.
 
 
-def _linear(spec: RopeSpec, seq_len: int | None) -> RopeFrequencies:
+def _unscaled(spec: RopeSpec, seq_len: int | None, plain: torch.Tensor) -> torch.Tensor:
+    """Plain RoPE (RoFormer, Su et al. 2021), evaluated beyond its training length as is: direct extrapolation."""
+    return plain
+
+
+def _divided_by_factor(spec: RopeSpec, seq_len: int | None, plain: torch.Tensor) -> torch.Tensor:
     """Position Interpolation (Chen et al. 2023, arXiv:2306.15595): θ_i / s."""
-    return RopeFrequencies(default_inv_freq(spec.base, spec.rotary_dim) / spec.factor, 1.0)
+    return plain / spec.factor
 
 
-def _ntk(spec: RopeSpec, seq_len: int | None) -> RopeFrequencies:
-    """Static NTK-aware scaling (bloc97, reddit r/LocalLLaMA 2023): base·s^(d/(d−2))."""
-    base = ntk_aware_base(spec.base, spec.factor, spec.rotary_dim)
-    return RopeFrequencies(default_inv_freq(base, spec.rotary_dim), 1.0)
+def _ntk_grown_base(spec: RopeSpec, seq_len: int | None) -> float:
+    """Static NTK-aware scaling (bloc97, reddit r/LocalLLaMA 2023): base·s^(d/(d−2)), θ otherwise plain."""
+    return ntk_aware_base(spec.base, spec.factor, spec.rotary_dim)
 
 
-def _dynamic(spec: RopeSpec, seq_len: int | None) -> RopeFrequencies:
-    """Dynamic NTK (emozilla, 2023) as in transformers: base·((s·l/L) − (s−1))^(d/(d−2)), l ≥ L."""
+def _dynamic_grown_base(spec: RopeSpec, seq_len: int | None) -> float:
+    """Dynamic NTK (emozilla, 2023) as in transformers: the NTK base at the current length, l ≥ L."""
     length = spec.original_max_position_embeddings
-    current = length if seq_len is None else max(seq_len, length)
-    dim = spec.rotary_dim
-    base = spec.base * ((spec.factor * current / length) - (spec.factor - 1)) ** (dim / (dim - 2))
-    return RopeFrequencies(default_inv_freq(base, dim), 1.0)
+    return dynamic_ntk_base(spec.base, spec.factor, spec.rotary_dim, length, length if seq_len is None else seq_len)
+
+
+def _dynamic_at_lengths(spec: RopeSpec, lengths: torch.Tensor) -> torch.Tensor:
+    """θ for every length at once, [lengths, pairs]: one grown base per length."""
+    bases = dynamic_ntk_base(spec.base, spec.factor, spec.rotary_dim, spec.original_max_position_embeddings, lengths)
+    exponents = torch.arange(0, spec.rotary_dim, 2, dtype=torch.float64) / spec.rotary_dim
+    return 1.0 / (bases[:, None] ** exponents[None, :])
+
+
+def _ntk_by_parts_scaled(spec: RopeSpec, seq_len: int | None, plain: torch.Tensor) -> torch.Tensor:
+    """NTK-by-parts, continuous γ(r) of the YaRN paper (Peng et al. 2023, arXiv:2309.00071, eq. 18-19)."""
+    gamma = ntk_by_parts_gamma(spec, plain)
+    return (1 - gamma) * plain / spec.factor + gamma * plain
+
+
+def _yarn_scaled(spec: RopeSpec, seq_len: int | None, plain: torch.Tensor) -> torch.Tensor:
+    """YaRN as transformers' ``_compute_yarn_parameters`` (Peng et al. 2023, arXiv:2309.00071): a ramp over the pair
+    index from θ_i (kept) to θ_i/s (interpolated)."""
+    keep = 1 - yarn_ramp(spec)  # fraction of the original θ kept, per pair
+    return (plain / spec.factor) * (1 - keep) + plain * keep
+
+
+def _llama3_scaled(spec: RopeSpec, seq_len: int | None, plain: torch.Tensor) -> torch.Tensor:
+    """Llama 3.1's frequency-dependent scaling (Meta, 2024), as transformers implements it."""
+    context = spec.original_max_position_embeddings
+    wavelen = 2 * math.pi / plain
+    scaled = torch.where(wavelen > context / spec.low_freq_factor, plain / spec.factor, plain)
+    smooth = (context / wavelen - spec.low_freq_factor) / (spec.high_freq_factor - spec.low_freq_factor)
+    smoothed = (1 - smooth) * scaled / spec.factor + smooth * scaled
+    is_medium = (wavelen >= context / spec.high_freq_factor) & (wavelen <= context / spec.low_freq_factor)
+    return torch.where(is_medium, smoothed, scaled)
+
+
+def longrope_factors(spec: RopeSpec, seq_len: int | None) -> torch.Tensor:
+    """LongRoPE's per-pair factors: the long ones past the original length L, the short ones otherwise."""
+    use_long = seq_len is not None and seq_len > spec.original_max_position_embeddings
+    return torch.tensor(spec.long_factor if use_long else spec.short_factor, dtype=torch.float64)
+
+
+def _longrope_scaled(spec: RopeSpec, seq_len: int | None, plain: torch.Tensor) -> torch.Tensor:
+    """LongRoPE (Ding et al. 2024, arXiv:2402.13753): per-pair factors, long ones past L."""
+    return plain / longrope_factors(spec, seq_len)
+
+
+def _longrope_at_lengths(spec: RopeSpec, lengths: torch.Tensor) -> torch.Tensor:
+    length = spec.original_max_position_embeddings
+    short, long = (rope_frequencies(spec, n).inv_freq for n in (length, length + 1))
+    return torch.where((lengths > length)[:, None], long, short)
 
 
 def _attention_factor_or(spec: RopeSpec, default: float) -> float:
     return default if spec.attention_factor is None else float(spec.attention_factor)
 
 
-def _ntk_by_parts(spec: RopeSpec, seq_len: int | None) -> RopeFrequencies:
-    """NTK-by-parts, continuous γ(r) of the YaRN paper (Peng et al. 2023, arXiv:2309.00071, eq. 18-19)."""
-    inv_freq = default_inv_freq(spec.base, spec.rotary_dim)
-    gamma = ntk_by_parts_gamma(spec, inv_freq)
-    scaled = (1 - gamma) * inv_freq / spec.factor + gamma * inv_freq
-    return RopeFrequencies(scaled, _attention_factor_or(spec, 1.0))
+def _no_attention_factor(spec: RopeSpec) -> float:
+    return 1.0
+
+
+def _given_attention_factor(spec: RopeSpec) -> float:
+    return _attention_factor_or(spec, 1.0)
 
 
 def yarn_attention_factor(spec: RopeSpec) -> float:
@@ -288,29 +347,6 @@ def yarn_attention_factor(spec: RopeSpec) -> float:
     return yarn_get_mscale(spec.factor)
 
 
-def _yarn(spec: RopeSpec, seq_len: int | None) -> RopeFrequencies:
-    """YaRN as transformers' ``_compute_yarn_parameters`` (Peng et al. 2023, arXiv:2309.00071)."""
-    extrapolation = default_inv_freq(spec.base, spec.rotary_dim)
-    interpolation = extrapolation / spec.factor
-    keep = 1 - yarn_ramp(spec)  # fraction of the original θ kept, per pair
-    inv_freq = interpolation * (1 - keep) + extrapolation * keep
-    return RopeFrequencies(inv_freq, yarn_attention_factor(spec))
-
-
-def _llama3(spec: RopeSpec, seq_len: int | None) -> RopeFrequencies:
-    """Llama 3.1's frequency-dependent scaling (Meta, 2024), as transformers implements it."""
-    inv_freq = default_inv_freq(spec.base, spec.rotary_dim)
-    context = spec.original_max_position_embeddings
-    low_freq_wavelen = context / spec.low_freq_factor
-    high_freq_wavelen = context / spec.high_freq_factor
-    wavelen = 2 * math.pi / inv_freq
-    scaled = torch.where(wavelen > low_freq_wavelen, inv_freq / spec.factor, inv_freq)
-    smooth = (context / wavelen - spec.low_freq_factor) / (spec.high_freq_factor - spec.low_freq_factor)
-    smoothed = (1 - smooth) * scaled / spec.factor + smooth * scaled
-    is_medium = (wavelen >= high_freq_wavelen) & (wavelen <= low_freq_wavelen)
-    return RopeFrequencies(torch.where(is_medium, smoothed, scaled), _attention_factor_or(spec, 1.0))
-
-
 def longrope_attention_factor(spec: RopeSpec) -> float:
     """√(1 + ln s / ln L), and 1 for s ≤ 1 (transformers' default for LongRoPE)."""
     if spec.attention_factor is not None:
@@ -320,45 +356,117 @@ def longrope_attention_factor(spec: RopeSpec) -> float:
     return math.sqrt(1 + math.log(spec.factor) / math.log(spec.original_max_position_embeddings))
 
 
-def _longrope(spec: RopeSpec, seq_len: int | None) -> RopeFrequencies:
-    """LongRoPE (Ding et al. 2024, arXiv:2402.13753): per-pair factors, long ones past L."""
-    use_long = seq_len is not None and seq_len > spec.original_max_position_embeddings
-    factors = torch.tensor(spec.long_factor if use_long else spec.short_factor, dtype=torch.float64)
-    inv_freq = default_inv_freq(spec.base, spec.rotary_dim) / factors
-    return RopeFrequencies(inv_freq, longrope_attention_factor(spec))
+@dataclass(frozen=True)
+class RopeType:
+    """One rope type: its formula, what it reads, and how the reader, the pages, the checker and the planner treat
+    it. Everything that differs between rope types is a field here; nothing else tests a type's name."""
+
+    name: str
+    title: str  # N_()-marked
+    scale: Callable[[RopeSpec, int | None, torch.Tensor], torch.Tensor]  # plain θ -> the type's θ
+    # the base its plain frequencies use (NTK-type scalings grow it): ``spec.base`` when None
+    grown_base: Callable[[RopeSpec, int | None], float] | None = None
+    attention_factor: Callable[[RopeSpec], float] = _no_attention_factor  # multiplies cos and sin
+    # RopeSpec fields it reads beyond head_dim, base and partial_rotary_factor (what a comparison shows for it)
+    reads: tuple[str, ...] = ()
+    # how a config gives its factor: "required", "optional" (1 when absent), "from_lengths" (max_position_embeddings
+    # / original when absent), or "none" (not read)
+    factor_from: str = "required"
+    # where its L (original_max_position_embeddings) comes from: "original" (that key, else max_position_embeddings),
+    # "max_positions" (required), or "context" (max_position_embeddings, else RopeSpec's default)
+    length_from: str = "context"
+    required: tuple[str, ...] = ()  # rope_parameters keys a config must give (numbers, or lists for *_factor lists)
+    extends: bool = True  # a context-extension method: its factor, when > 1, stretches the context
+    whole_head_exponent: bool = False  # θ_i = b^(−2i/h) over the whole head h, not the rotated width
+    one_divisor: bool = False  # θ = plain θ / one number for every pair (ports compute it in one dtype end to end)
+    # θ for many sequence lengths at once, [lengths, pairs], where θ follows the sequence length
+    at_lengths: Callable[[RopeSpec, torch.Tensor], torch.Tensor] | None = None
+    ramp: Callable[[RopeSpec], torch.Tensor] | None = None  # its blend between θ_i and θ_i/s, per pair
+    validate: Callable[[RopeSpec], None] | None = None  # type-specific checks, raising ValueError with a sentence
+    aliases: tuple[str, ...] = ()  # older names configs still use
+
+    @property
+    def follows_length(self) -> bool:
+        """Do its θ change with the sequence length (so a model computes them per forward pass)?"""
+        return self.at_lengths is not None
+
+    def frequencies(self, spec: RopeSpec, seq_len: int | None) -> RopeFrequencies:
+        base = spec.base if self.grown_base is None else self.grown_base(spec, seq_len)
+        plain = plain_frequencies(base, spec.num_pairs, exponent_width(spec))
+        return RopeFrequencies(self.scale(spec, seq_len, plain), self.attention_factor(spec))
 
 
-def _proportional(spec: RopeSpec, seq_len: int | None) -> RopeFrequencies:
-    """Gemma 4's proportional RoPE, as transformers' ``_compute_proportional_rope_parameters``: the first
-    rotary_dim/2 pairs keep the θ_i = b^(−2i/d) of the whole head (exponent over head_dim, not rotary_dim),
-    divided by the factor; the other pairs are not rotated (transformers stores θ = 0 for them)."""
-    exponents = torch.arange(0, spec.rotary_dim, 2, dtype=torch.float64) / spec.head_dim
-    return RopeFrequencies(1.0 / (spec.base**exponents) / spec.factor, 1.0)
+_BETAS = ("factor", "original_max_position_embeddings", "beta_fast", "beta_slow")
+
+ROPE_TYPE_ENTRIES: dict[str, RopeType] = {entry.name: entry for entry in (
+    RopeType("default", N_("Direct extrapolation (plain RoPE)"), _unscaled, factor_from="none", extends=False,
+             one_divisor=True, aliases=("mrope",)),  # Qwen2-VL's M-RoPE splits the pairs among axes but builds plain θ
+    RopeType("linear", N_("Position Interpolation (linear)"), _divided_by_factor, reads=("factor",), one_divisor=True),
+    RopeType("ntk", N_("NTK-aware (static)"), _unscaled, grown_base=_ntk_grown_base, reads=("factor",),
+             one_divisor=True, aliases=("ntk-aware",)),
+    RopeType("dynamic", N_("Dynamic NTK"), _unscaled, grown_base=_dynamic_grown_base,
+             reads=("factor", "original_max_position_embeddings"), length_from="max_positions",
+             at_lengths=_dynamic_at_lengths, one_divisor=True, aliases=("dynamic_ntk",)),
+    RopeType("ntk_by_parts", N_("NTK-by-parts (YaRN paper's γ(r))"), _ntk_by_parts_scaled,
+             attention_factor=_given_attention_factor, reads=_BETAS, ramp=ntk_by_parts_gamma,
+             validate=_betas_ordered),
+    RopeType("yarn", N_("YaRN (reference implementation)"), _yarn_scaled, attention_factor=yarn_attention_factor,
+             reads=(*_BETAS, "truncate", "attention_factor", "mscale", "mscale_all_dim"), factor_from="from_lengths",
+             length_from="original", ramp=yarn_ramp, validate=_betas_ordered_or_equal),
+    RopeType("llama3", N_("Llama-3 scaling"), _llama3_scaled, attention_factor=_given_attention_factor,
+             reads=("factor", "original_max_position_embeddings", "low_freq_factor", "high_freq_factor"),
+             length_from="original", required=("low_freq_factor", "high_freq_factor"), validate=_bands_ordered),
+    RopeType("longrope", N_("LongRoPE"), _longrope_scaled, attention_factor=longrope_attention_factor,
+             reads=("factor", "original_max_position_embeddings", "short_factor", "long_factor", "attention_factor"),
+             factor_from="from_lengths", length_from="original", required=("short_factor", "long_factor"),
+             at_lengths=_longrope_at_lengths, validate=_factor_lists, aliases=("su",)),
+    # Gemma 4's global layers, as transformers' ``_compute_proportional_rope_parameters``: the first rotary_dim/2
+    # pairs keep the θ_i = b^(−2i/d) of the whole head, divided by the factor; the others are not rotated
+    # (transformers stores θ = 0 for them)
+    RopeType("proportional", N_("Proportional RoPE (Gemma 4)"), _divided_by_factor, reads=("factor",),
+             factor_from="optional", extends=False, whole_head_exponent=True, one_divisor=True),
+)}
+ROPE_TYPES = tuple(ROPE_TYPE_ENTRIES)
+_CANONICAL = {alias: entry.name for entry in ROPE_TYPE_ENTRIES.values() for alias in entry.aliases}
 
 
-ROPE_FUNCTIONS: dict[str, Callable[[RopeSpec, int | None], RopeFrequencies]] = {
-    "default": _default,
-    "linear": _linear,
-    "ntk": _ntk,
-    "dynamic": _dynamic,
-    "ntk_by_parts": _ntk_by_parts,
-    "yarn": _yarn,
-    "llama3": _llama3,
-    "longrope": _longrope,
-    "proportional": _proportional,
-}
+def rope_type_entry(rope_type: str) -> RopeType:
+    """The entry of ``rope_type`` (a RopeSpec's, so already validated)."""
+    return ROPE_TYPE_ENTRIES[rope_type]
+
+
+def canonical_rope_type(name: str) -> str:
+    """A rope type's current name, for an older name configs still use ("su" -> "longrope"); others as given."""
+    return _CANONICAL.get(name, name)
+
+
+def exponent_width(spec: RopeSpec) -> int:
+    """D in θᵢ = b^(−2i/D): the rotated width, or the whole head for Gemma 4's proportional RoPE."""
+    return spec.head_dim if ROPE_TYPE_ENTRIES[spec.rope_type].whole_head_exponent else spec.rotary_dim
+
+
+def plain_frequencies(base: float, count: int, width: int, offset: float = 0.0,
+                      exponent_dtype: torch.dtype | None = None) -> torch.Tensor:
+    """B^(−(2i + o)/D) for i < count; with ``exponent_dtype`` the index and the exponent are rounded to that dtype
+    (``torch.arange`` in bfloat16, or a bfloat16 default dtype) before a full-precision power."""
+    index = torch.arange(count, dtype=torch.float64) * 2 + offset
+    if exponent_dtype is not None:
+        exponent = (index.to(exponent_dtype) / width).to(exponent_dtype).to(torch.float64)
+    else:
+        exponent = index / width
+    return 1.0 / torch.as_tensor(base, dtype=torch.float64) ** exponent
 
 
 def rope_frequencies(spec: RopeSpec, seq_len: int | None = None) -> RopeFrequencies:
     """Inverse frequencies θ_i (float64, length rotary_dim/2) and the attention factor.
 
-    ``seq_len`` is the current sequence length; only ``dynamic`` and ``longrope`` use it. It is taken as
+    ``seq_len`` is the current sequence length; only the types whose θ follow it (dynamic NTK, LongRoPE) use it. It is taken as
     transformers' functions take it: an int or a 0-d integer tensor (``max(position_ids) + 1``), 0 included (no
     longer than the original length).
     """
     if seq_len is not None:
         seq_len = sequence_length(seq_len)
-    return ROPE_FUNCTIONS[spec.rope_type](spec, seq_len)
+    return ROPE_TYPE_ENTRIES[spec.rope_type].frequencies(spec, seq_len)
 
 
 def sequence_length(value) -> int:

@@ -73,7 +73,7 @@ def test_bad_paste_errs_in_the_main_area_and_keeps_the_last_good_figures():
     labels = [b.label for b in at.main.button]
     assert all(label in labels for label in config_examples())
     next(b for b in at.main.button if b.label == "Phi-3.5 · LongRoPE").click().run()
-    assert not at.error and "own RoPE: longrope" in sidebar_text(at)
+    assert not at.error and "own RoPE: LongRoPE (longrope)" in sidebar_text(at)
 
 
 @pytest.mark.parametrize(("config", "message"), [
