@@ -34,11 +34,16 @@ from typing import NamedTuple
 import torch
 
 from i18n import N_, _
+from pe_core.check.common import (
+    EPS32,
+    TOLERANCE_ULPS,
+    diagnosis_references_in,
+    diagnosis_title_in,
+    pairs_of_dimensions,
+)
 from pe_core.mrope import pair_axes
 from pe_core.rope import RopeSpec, rope_frequencies, rope_type_entry
 
-EPS32 = torch.finfo(torch.float32).eps
-TOLERANCE_ULPS = 8
 PROBE_BATCH, PROBE_HEADS, PROBE_TOKENS = 1, 2, 48
 FIRST_POSITIONS = 12  # 0, 1, …, 11: every bug in the first positions, then a spread out to 2·L′
 # finer first: a float16 table is also within a bfloat16 rounding of the reference
@@ -140,12 +145,6 @@ def pair_dimensions(width: int, layout: str) -> tuple[torch.Tensor, torch.Tensor
     return 2 * torch.arange(pairs), 2 * torch.arange(pairs) + 1
 
 
-def pair_of_dimension(width: int, layout: str) -> torch.Tensor:
-    """The pair each of the ``width`` rotated dimensions belongs to."""
-    pairs = torch.arange(width // 2)
-    return torch.cat([pairs, pairs]) if layout == "half" else pairs.repeat_interleave(2)
-
-
 def _positions(rotation: Rotation, position_ids: torch.Tensor) -> torch.Tensor:
     positions = position_ids.to(torch.float64)
     return rotation.positions(positions) if rotation.positions is not None else positions
@@ -173,7 +172,7 @@ def angles(rotation: Rotation, position_ids: torch.Tensor) -> torch.Tensor:
 def dimension_angles(rotation: Rotation, position_ids: torch.Tensor) -> torch.Tensor:
     """[batch, tokens, width] the angle each rotated dimension is turned by, in the input's order. Normally a pair's
     two dimensions share one angle; an M-RoPE split by dimension (``dim_axes``) can give them different ones."""
-    pair = pair_of_dimension(rotation.width, rotation.layout)
+    pair = pairs_of_dimensions(rotation.width, rotation.layout)
     if rotation.dim_axes is None or position_ids.dim() != 3:
         return angles(rotation, position_ids)[..., pair]
     positions = _positions(rotation, position_ids)[rotation.dim_axes].permute(1, 2, 0)
@@ -224,7 +223,7 @@ def rotate(rotation: Rotation, x: torch.Tensor, position_ids: torch.Tensor, scal
     turned[..., first], turned[..., second] = -x[..., second], x[..., first]
     rotated = (x[..., :width] * cos + turned * sin) * scale
     radius = (x[..., first] ** 2 + x[..., second] ** 2).sqrt()
-    pair = pair_of_dimension(width, rotation.layout)
+    pair = pairs_of_dimensions(width, rotation.layout)
     allowed = tolerance_of(rotation, angle, rotation.inv_freq[pair]) * radius[..., pair] * abs(scale)
     values, tolerance = x.clone(), TOLERANCE_ULPS * EPS32 * x.abs()
     if rotation.pass_through == "zero":
@@ -688,11 +687,11 @@ def _combined(reference: Rotation, first: Variant, second: Variant) -> Rotation 
 
 def diagnosis_title(name: str) -> str:
     """A diagnosis's title in the reader's language ("A + B" for two bugs at once)."""
-    return " + ".join(_(PROBE_BUGS[part].title) for part in name.split("+"))
+    return diagnosis_title_in(PROBE_BUGS, name)
 
 
 def diagnosis_references(name: str) -> tuple[str, ...]:
-    return tuple(dict.fromkeys(key for part in name.split("+") for key in PROBE_BUGS[part].references))
+    return diagnosis_references_in(PROBE_BUGS, name)
 
 
 # ---- words ----------------------------------------------------------------------------------------------------
