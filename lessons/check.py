@@ -43,6 +43,7 @@ from pe_core.check import (
 from pe_core.config import extended_length, layer_map
 from pe_core.inputs import numbers_text, parse_numbers
 from pe_core.layers import LayerKind, LayerMap, layer_type_title
+from pe_core.probe_files import probe_files
 
 NUMBERS = "numbers"
 ROTATION = "rotation"  # the rotation probe's example port
@@ -391,7 +392,7 @@ def probe_zip(kind: LayerKind) -> bytes:
 
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        files = rotation_probe.probe_files(rotation_probe.probe_for(kind), "config.json", kind.layer_type, kind)
+        files = probe_files(rotation_probe.probe_for(kind), "config.json", kind.layer_type, kind)
         for name, data in files.items():
             archive.writestr(f"rope-probe/{name}", data)
     return buffer.getvalue()

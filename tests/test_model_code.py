@@ -361,7 +361,8 @@ def test_the_check_cli_checks_every_rotary_kind_the_file_has_buffers_for_and_say
 
 
 def test_the_probe_script_names_the_models_own_rotary_class_rotation_and_layer_type():
-    from pe_core.probe import make_probe, probe_script
+    from pe_core.probe import make_probe
+    from pe_core.probe_files import probe_script
 
     gemma = layer_map(_gemma_3()).kind("full_attention")
     script = probe_script(make_probe(gemma.spec, None, 0), "config.json", "full_attention", gemma)

@@ -16,17 +16,14 @@ from pe_core.config import layer_map
 from pe_core.inputs import read_tensors
 from pe_core.probe import (
     PROBE_BUGS,
-    PROBE_FILE,
-    SCRIPT_FILE,
     check_rotation,
     explain,
     make_probe,
-    probe_files,
     probe_positions,
-    read_probe,
     report_json,
     report_text,
 )
+from pe_core.probe_files import PROBE_FILE, SCRIPT_FILE, probe_files, read_probe
 from references import REFERENCES
 
 transformers = pytest.importorskip("transformers")

@@ -54,7 +54,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise ValueError(_("The {layer_type!r} layers of this model apply no position encoding (NoPE): there "
                                "are no θᵢ to check.").format(layer_type=kind.layer_type))
         if args.probe is not None or args.rotated is not None:
-            from pe_core.probe import probe_main
+            from pe_core.probe_files import probe_main
 
             return probe_main(args, kind)
         if args.inv_freq is None:
