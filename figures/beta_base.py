@@ -68,10 +68,6 @@ def strategy_key(strategy: str) -> str:
     return STRATEGY_METHODS.get(strategy, CONVERSION)
 
 
-def _colour(key: str) -> str:
-    look = styled(key)
-    return look["line"]["color"]
-
 
 # --- plain numbers ------------------------------------------------------------------------------
 

@@ -12,6 +12,7 @@ from plotly.subplots import make_subplots
 
 from figures.frequencies import power_of_two_ticks
 from figures.theme import HIGHLIGHT, LEGEND_BELOW, MUTED, keyed, new_figure, series_colour
+from figures.values import as_array
 from i18n import N_, _
 
 KV_TITLE = N_("Dynamic NTK with cached rotated keys: error of the last query's scores")
@@ -20,12 +21,6 @@ NTK_ANGLES_TITLE = N_("NTK-aware at L′: each pair's largest angle over its lar
 NTK_SAFE_TITLE = N_("How far each setting of s really reaches")
 PI_TITLE = N_("The position PI feeds the model: g(m) = m/s, not s·m")
 COST_TITLE = N_("ReRoPE's FLOPs per layer against RoPE's")
-
-
-def _array(values) -> np.ndarray:
-    if isinstance(values, torch.Tensor):
-        values = values.detach().cpu().numpy()
-    return np.asarray(values, dtype=np.float64)
 
 
 def _vertical(x: float, text: str, *, dash: str = "dash", yref: str = "y domain", xref: str = "x",
@@ -47,11 +42,11 @@ def _horizontal(y: float, text: str, *, dash: str = "dot", colour: str = MUTED, 
 
 def kv_error_figure(lengths: torch.Tensor, expected: torch.Tensor, measured: torch.Tensor, train_length: int,
                     prompt_length: int) -> go.Figure:
-    x = _array(lengths)
+    x = as_array(lengths)
     traces = [
-        go.Scatter(x=x, y=_array(expected), name=_("expected (closed form)"), **keyed("dynamic"),
+        go.Scatter(x=x, y=as_array(expected), name=_("expected (closed form)"), **keyed("dynamic"),
                    hovertemplate=_("length %{x:,}: %{y:.3f}") + "<extra></extra>"),
-        go.Scatter(x=x, y=_array(measured), name=_("measured on random q, k"),
+        go.Scatter(x=x, y=as_array(measured), name=_("measured on random q, k"),
                    **keyed("dynamic", lines=False, markers=True, marker=dict(size=8)),
                    hovertemplate=_("length %{x:,}: %{y:.3f}") + "<extra></extra>"),
         go.Scatter(x=[x[0], x[-1]], y=[0, 0], name=_("keys re-rotated with the current base: 0"), mode="lines",
@@ -71,11 +66,11 @@ def kv_error_figure(lengths: torch.Tensor, expected: torch.Tensor, measured: tor
 
 def kv_keys_figure(keys: torch.Tensor, error: torch.Tensor, key_base: torch.Tensor, current_base: float,
                    longest: int) -> go.Figure:
-    x = _array(keys)
+    x = as_array(keys)
     figure = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.6, 0.4], vertical_spacing=0.1)
-    figure.add_trace(go.Scatter(x=x, y=_array(error), name=_("expected error of the key's score"), **keyed("dynamic"),
+    figure.add_trace(go.Scatter(x=x, y=as_array(error), name=_("expected error of the key's score"), **keyed("dynamic"),
                                 hovertemplate=_("key %{x:,}: %{y:.3f}") + "<extra></extra>"), row=1, col=1)
-    figure.add_trace(go.Scatter(x=x, y=_array(key_base), name=_("base the key was rotated with"), mode="lines",
+    figure.add_trace(go.Scatter(x=x, y=as_array(key_base), name=_("base the key was rotated with"), mode="lines",
                                 line=dict(color=series_colour(1)),
                                 hovertemplate=_("key %{x:,}: base %{y:,.0f}") + "<extra></extra>"), row=2, col=1)
     figure.add_trace(go.Scatter(x=[x[0], x[-1]], y=[current_base, current_base], mode="lines",
@@ -93,8 +88,8 @@ def kv_keys_figure(keys: torch.Tensor, error: torch.Tensor, key_base: torch.Tens
 def ntk_angles_figure(ratios: Sequence[tuple[str, str, torch.Tensor, str | None]], full_turn: torch.Tensor,
                       unseen: torch.Tensor) -> go.Figure:
     """Per pair L′θ′ᵢ/(Lθᵢ) for each setting; pairs that turned fully in training are shaded (nothing is new)."""
-    pairs = np.arange(len(_array(full_turn)))
-    turned = np.flatnonzero(_array(full_turn) > 0)
+    pairs = np.arange(len(as_array(full_turn)))
+    turned = np.flatnonzero(as_array(full_turn) > 0)
     shapes = []
     if len(turned):
         shapes.append(dict(type="rect", xref="x", yref="y domain", x0=-0.5, x1=turned.max() + 0.5, y0=0, y1=1,
@@ -102,11 +97,11 @@ def ntk_angles_figure(ratios: Sequence[tuple[str, str, torch.Tensor, str | None]
     traces = []
     for name, method, values, dash in ratios:
         extra = {"line": dict(dash=dash)} if dash else {}
-        traces.append(go.Scatter(x=pairs, y=_array(values), name=name, **keyed(method, **extra),
+        traces.append(go.Scatter(x=pairs, y=as_array(values), name=name, **keyed(method, **extra),
                                  hovertemplate=_("pair %{x}: %{y:.4g}") + f"<extra>{name}</extra>"))
-    beyond = np.flatnonzero(_array(unseen) > 0)
+    beyond = np.flatnonzero(as_array(unseen) > 0)
     if len(beyond):
-        traces.append(go.Scatter(x=beyond, y=_array(ratios[0][2])[beyond], mode="markers",
+        traces.append(go.Scatter(x=beyond, y=as_array(ratios[0][2])[beyond], mode="markers",
                                  name=_("beyond any trained angle"),
                                  marker=dict(symbol="triangle-up", size=10, color=HIGHLIGHT),
                                  hovertemplate=_("pair %{x}: %{y:.4g}") + "<extra></extra>"))
@@ -115,7 +110,7 @@ def ntk_angles_figure(ratios: Sequence[tuple[str, str, torch.Tensor, str | None]
     if len(turned):
         annotations.append(dict(xref="x", yref="y domain", x=turned.max() / 2, y=0.98, yanchor="top",
                                 text=_("full turn in training"), showarrow=False, font=dict(size=12, color=MUTED)))
-    values = np.concatenate([_array(v) for _name, _method, v, _dash in ratios])
+    values = np.concatenate([as_array(v) for _name, _method, v, _dash in ratios])
     figure = new_figure(_(NTK_ANGLES_TITLE))
     figure.add_traces(traces)
     figure.update_layout(height=480, legend=LEGEND_BELOW, margin=dict(b=150), shapes=shapes + [one],
@@ -126,17 +121,17 @@ def ntk_angles_figure(ratios: Sequence[tuple[str, str, torch.Tensor, str | None]
 
 
 def ntk_safe_figure(scales: torch.Tensor, ntk_reach: torch.Tensor, ratio: float, needed: float) -> go.Figure:
-    x = _array(scales)
+    x = as_array(scales)
     traces = [
         go.Scatter(x=x, y=x, name=_("PI: reaches exactly s"), **keyed("pi"),
                    hovertemplate=_("s = %{x:.3g}: L′/L = %{y:.3g}") + "<extra></extra>"),
-        go.Scatter(x=x, y=_array(ntk_reach), name=_("NTK-aware: reaches s^(2i₀/(d−2))"), **keyed("ntk"),
+        go.Scatter(x=x, y=as_array(ntk_reach), name=_("NTK-aware: reaches s^(2i₀/(d−2))"), **keyed("ntk"),
                    hovertemplate=_("s = %{x:.3g}: L′/L = %{y:.3g}") + "<extra></extra>"),
         go.Scatter(x=[needed], y=[ratio], mode="markers", name=_("s needed for L′/L = {ratio:g}: {needed:.3g}").format(
             ratio=ratio, needed=needed), marker=dict(symbol="star", size=14, color=HIGHLIGHT)),
     ]
     line, label = _horizontal(ratio, _("real L′/L = {ratio:g}").format(ratio=ratio), log_axis=True)
-    reach = _array(ntk_reach)
+    reach = as_array(ntk_reach)
     top = float(max(x.max(), reach[np.isfinite(reach)].max(initial=1.0)))
     figure = new_figure(_(NTK_SAFE_TITLE))
     figure.add_traces(traces)
@@ -150,13 +145,13 @@ def ntk_safe_figure(scales: torch.Tensor, ntk_reach: torch.Tensor, ratio: float,
 
 def pi_map_figure(positions: torch.Tensor, interpolated: torch.Tensor, slipped: torch.Tensor, train_length: int,
                   scale: float) -> go.Figure:
-    x = _array(positions)
+    x = as_array(positions)
     traces = [
         go.Scatter(x=x, y=x, name=_("direct: g(m) = m"), **keyed("direct"),
                    hovertemplate=_("m = %{x:,}: g = %{y:,.0f}") + "<extra></extra>"),
-        go.Scatter(x=x, y=_array(interpolated), name=_("PI: g(m) = m/s"), **keyed("pi"),
+        go.Scatter(x=x, y=as_array(interpolated), name=_("PI: g(m) = m/s"), **keyed("pi"),
                    hovertemplate=_("m = %{x:,}: g = %{y:,.1f}") + "<extra></extra>"),
-        go.Scatter(x=x, y=_array(slipped), name=_("the slip: g(m) = s·m"), mode="lines",
+        go.Scatter(x=x, y=as_array(slipped), name=_("the slip: g(m) = s·m"), mode="lines",
                    line=dict(color=HIGHLIGHT, dash="dash"),
                    hovertemplate=_("m = %{x:,}: g = %{y:,.0f}") + "<extra></extra>"),
     ]
@@ -174,8 +169,8 @@ def pi_map_figure(positions: torch.Tensor, interpolated: torch.Tensor, slipped: 
 def cost_figure(lengths: torch.Tensor, series: Sequence[tuple[str, torch.Tensor, str, str]], reach: float,
                 limits: Sequence[tuple[float, str]]) -> go.Figure:
     """Ratios to RoPE against the length; ``series`` = (name, ratio, colour, dash)."""
-    x = _array(lengths)
-    traces = [go.Scatter(x=x, y=_array(values), name=name, mode="lines", line=dict(color=colour, dash=dash),
+    x = as_array(lengths)
+    traces = [go.Scatter(x=x, y=as_array(values), name=name, mode="lines", line=dict(color=colour, dash=dash),
                          hovertemplate=_("n = %{x:,}: %{y:.4f}× RoPE") + f"<extra>{name}</extra>")
               for name, values, colour, dash in series]
     shapes, annotations = [], []

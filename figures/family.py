@@ -13,9 +13,9 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 import plotly.graph_objects as go
-import torch
 
 from figures.theme import DIVERGING, LEGEND_BELOW, MUTED, SEQUENTIAL, keyed, new_figure, series_colour
+from figures.values import as_array
 from i18n import N_, _
 
 MAX_HEATMAP_SIDE = 300  # cells per side actually sent to the browser
@@ -45,12 +45,6 @@ def decimated_indices(count: int, limit: int = MAX_HEATMAP_SIDE) -> np.ndarray:
     return np.unique(np.linspace(0, count - 1, limit).round().astype(np.int64))
 
 
-def _array(values, dtype=np.float32) -> np.ndarray:
-    if isinstance(values, torch.Tensor):
-        values = values.detach().cpu().numpy()
-    return np.asarray(values, dtype=dtype)
-
-
 def _figure(title: str, traces: Sequence[dict], **layout) -> go.Figure:
     """A project-template figure with its traces, built with one layout update and one trace batch."""
     figure = new_figure(title, **layout)
@@ -68,9 +62,9 @@ def _square_heatmap(matrix, column: int = 1, positions=None, **trace) -> dict:
     ``positions`` labels rows and columns when the matrix is itself a sample (default: 0 .. n − 1).
     """
     keep = decimated_indices(matrix.shape[0])
-    labels = keep if positions is None else _array(positions, np.int64)[keep]
+    labels = keep if positions is None else as_array(positions, np.int64)[keep]
     suffix = _axis_suffix(column)
-    return dict(type="heatmap", z=_array(matrix)[np.ix_(keep, keep)], x=labels, y=labels,
+    return dict(type="heatmap", z=as_array(matrix, np.float32)[np.ix_(keep, keep)], x=labels, y=labels,
                 xaxis=f"x{suffix}", yaxis=f"y{suffix}", **trace)
 
 
@@ -134,7 +128,7 @@ def sinusoidal_matrix_figure(encoding, base: float) -> go.Figure:
     rows = decimated_indices(positions)
     columns = decimated_indices(dim)
     heatmap = dict(
-        type="heatmap", z=_array(encoding)[np.ix_(rows, columns)], x=columns, y=rows, colorscale=DIVERGING,
+        type="heatmap", z=as_array(encoding, np.float32)[np.ix_(rows, columns)], x=columns, y=rows, colorscale=DIVERGING,
         zmin=-1, zmax=1, colorbar=dict(title=dict(text="PE")), meta={"encoding": "sinusoidal"},
         hovertemplate=_("position %{y}<br>dimension %{x}<br>PE %{z:.3f}") + "<extra></extra>",
     )
@@ -150,7 +144,7 @@ def sinusoidal_periods_figure(periods, base: float, length: int) -> go.Figure:
     """Period of every dimension on a log axis, with the number of positions shown as a reference line."""
     dims = np.arange(len(periods))
     traces = [
-        _line(dims, _array(periods, np.float64), _("period of dimension j"),
+        _line(dims, as_array(periods, np.float64), _("period of dimension j"),
               _("dimension %{x}<br>period %{y:,.1f} tokens") + "<extra></extra>",
               keyed("sinusoidal", kind="encoding", markers=True, line=dict(shape="hv"), marker=dict(size=4))),
         _line([dims[0], dims[-1]], [length, length], _("positions shown ({count})").format(count=f"{length:,}"),
@@ -201,13 +195,13 @@ def _power_of_two_ticks(values: np.ndarray) -> dict:
 def alibi_slopes_figure(slopes, misquoted=None) -> go.Figure:
     """ALiBi's slopes per head on a log₂ axis (a straight line: a geometric sequence)."""
     heads = np.arange(1, len(slopes) + 1)
-    values = _array(slopes, np.float64)
+    values = as_array(slopes, np.float64)
     traces = [_line(heads, values, _("ALiBi paper's slopes 2<sup>−8n/N</sup>"),
                     _("head %{x}<br>m = %{y:.6g}") + "<extra></extra>",
                     keyed("alibi", kind="encoding", markers=True, marker=dict(size=8)))]
     everything = values
     if misquoted is not None:
-        wrong = _array(misquoted, np.float64)
+        wrong = as_array(misquoted, np.float64)
         everything = np.concatenate([values, wrong])
         traces.append(_line(heads, wrong, _("2<sup>−8/n</sup>, a common misquote"),
                             _("head %{x}<br>2<sup>−8/n</sup> = %{y:.6g}") + "<extra></extra>",
@@ -227,13 +221,13 @@ def alibi_bias_figure(bias, slopes, heads: Sequence[int]) -> go.Figure:
     ``bias[k]`` is the matrix of zero-based head ``heads[k]``; ``slopes`` lists every head's slope.
     """
     length = bias.shape[-1]
-    values = _array(slopes, np.float64)
+    values = as_array(slopes, np.float64)
     titles = [_("head {head}: m = {slope}").format(head=h + 1, slope=f"{values[h]:.4g}") for h in heads]
     future = np.triu(np.ones((length, length), dtype=bool), k=1)
     hover = _("i %{y}, j %{x}<br>bias %{z:.3f}") + "<extra></extra>"
     traces = []
     for column in range(1, len(heads) + 1):
-        matrix = _array(bias[column - 1])
+        matrix = as_array(bias[column - 1], np.float32)
         matrix[future] = np.nan  # masked: a decoder never attends to the future
         traces.append(_square_heatmap(matrix, column, coloraxis="coloraxis", name=titles[column - 1],
                                       hovertemplate=hover, meta={"encoding": "alibi"}))
@@ -250,13 +244,13 @@ def alibi_bias_figure(bias, slopes, heads: Sequence[int]) -> go.Figure:
 def t5_bucket_figure(relative_positions, bidirectional_buckets, causal_buckets, num_buckets: int,
                      max_distance: int) -> go.Figure:
     """Bucket index against j − i: exact near zero, logarithmic further out, flat beyond max_distance."""
-    x = _array(relative_positions, np.int64)
+    x = as_array(relative_positions, np.int64)
     series = (
         (_("bidirectional (encoder)"), bidirectional_buckets, keyed("t5", kind="encoding", line=dict(shape="hv"))),
         (_("causal (decoder)"), causal_buckets, keyed("t5", kind="encoding", line=dict(shape="hv", dash="solid",
                                                                                         width=1.5))),
     )
-    traces = [_line(x, _array(buckets, np.int64), name, _("j − i = %{x}<br>bucket %{y}") + f"<extra>{name}</extra>",
+    traces = [_line(x, as_array(buckets, np.int64), name, _("j − i = %{x}<br>bucket %{y}") + f"<extra>{name}</extra>",
                     style) for name, buckets, style in series]
     return _figure(
         _("{title} ({count} buckets, max_distance {distance})").format(title=_(T5_TITLE), count=num_buckets,
@@ -310,7 +304,7 @@ def relative_matrices_figure(matrices: Mapping[str, object], titles: Mapping[str
 def position_curves_figure(distances, curves: Mapping[str, object], titles: Mapping[str, str],
                            window: int | None = None) -> go.Figure:
     """One row of the matrices: the position each scheme uses against the true distance i − j."""
-    x = _array(distances, np.float64)
+    x = as_array(distances, np.float64)
     keep = decimated_indices(len(x), 2000)
     traces = []
     for key, values in curves.items():
@@ -318,7 +312,7 @@ def position_curves_figure(distances, curves: Mapping[str, object], titles: Mapp
         look = keyed(style[0], kind=style[1]) if isinstance(style, tuple) else _series(style, dash="dash"
                                                                                       if key == "shaw" else "solid")
         name = titles[key]
-        traces.append(_line(x[keep], _array(values, np.float64)[keep], name,
+        traces.append(_line(x[keep], as_array(values, np.float64)[keep], name,
                             _("i − j = %{x}<br>used %{y:.2f}") + f"<extra>{name}</extra>", look))
     marks: dict = {}
     if window is not None:
@@ -336,7 +330,7 @@ def position_curves_figure(distances, curves: Mapping[str, object], titles: Mapp
 def dual_chunk_figure(relative, kind, chunk_size: int, train_length: int, kind_names: Sequence[str]) -> go.Figure:
     """DCA's relative-position matrix next to a map of which of its three rules set each entry."""
     length = relative.shape[0]
-    kinds = _array(kind).copy()
+    kinds = as_array(kind, np.float32).copy()
     kinds[kinds < 0] = np.nan
     stops = [(0.0, 1 / 3), (1 / 3, 2 / 3), (2 / 3, 1.0)]
     colorscale = [[edge, colour] for (low, high), colour in zip(stops, DCA_RULE_COLOURS, strict=True)
@@ -374,11 +368,11 @@ def dual_chunk_figure(relative, kind, chunk_size: int, train_length: int, kind_n
 
 def log_n_figure(lengths, log_n, clipped, train_length: int) -> go.Figure:
     """log_L(n) against the number of tokens attended to, and the clipped form max(1, log_L n)."""
-    x = _array(lengths, np.float64)
+    x = as_array(lengths, np.float64)
     hover = _("n %{x:,.0f}<br>× %{y:.3f}") + "<extra></extra>"
     traces = [
-        _line(x, _array(log_n, np.float64), _("log-n scaling: log<sub>L</sub> n"), hover, _series(0)),
-        _line(x, _array(clipped, np.float64), _("clipped: max(1, log<sub>L</sub> n), as in Qwen"), hover,
+        _line(x, as_array(log_n, np.float64), _("log-n scaling: log<sub>L</sub> n"), hover, _series(0)),
+        _line(x, as_array(clipped, np.float64), _("clipped: max(1, log<sub>L</sub> n), as in Qwen"), hover,
               _series(1, dash="dash")),
     ]
     return _figure(
@@ -394,14 +388,14 @@ def log_n_figure(lengths, log_n, clipped, train_length: int) -> go.Figure:
 
 def temperature_figure(scales, yarn_sqrt, yarn_logit, log_n_logit, train_length: int) -> go.Figure:
     """YaRN's √(1/t) and 1/t against s, with log-n written in s for the same L for comparison."""
-    x = _array(scales, np.float64)
+    x = as_array(scales, np.float64)
     hover = _("s %{x:.3g}<br>× %{y:.3f}") + "<extra></extra>"
     traces = [
-        _line(x, _array(yarn_sqrt, np.float64), _("YaRN √(1/t) = 0.1·ln s + 1 (on q and on k)"), hover,
+        _line(x, as_array(yarn_sqrt, np.float64), _("YaRN √(1/t) = 0.1·ln s + 1 (on q and on k)"), hover,
               keyed("yarn", line=dict(dash="dot", width=1.5))),
-        _line(x, _array(yarn_logit, np.float64), _("YaRN 1/t = (0.1·ln s + 1)² (on the logits)"), hover,
+        _line(x, as_array(yarn_logit, np.float64), _("YaRN 1/t = (0.1·ln s + 1)² (on the logits)"), hover,
               keyed("yarn")),
-        _line(x, _array(log_n_logit, np.float64),
+        _line(x, as_array(log_n_logit, np.float64),
               _("log-n on the logits: 1 + ln s / ln L, L = {length}").format(length=f"{train_length:,}"), hover,
               _series(0, dash="dash")),
     ]

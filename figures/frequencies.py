@@ -11,7 +11,6 @@ from collections.abc import Sequence
 
 import numpy as np
 import plotly.graph_objects as go
-import torch
 
 from figures.theme import (
     CYCLIC,
@@ -25,6 +24,7 @@ from figures.theme import (
     new_figure,
     reference_line,
 )
+from figures.values import as_array
 from i18n import N_, _
 from pe_core.angles import FrequencyProfile, HeatmapPanel, RampComparison
 
@@ -46,12 +46,6 @@ VIEW_COLOURSCALES = {"trained": DIVERGING + "_r", "log": SEQUENTIAL, "angle": SE
                      "cos": DIVERGING}
 PAPER_COLOUR = "#E69F00"
 CODE_COLOUR = "#0072B2"
-
-
-def _array(values, dtype=np.float32) -> np.ndarray:
-    if isinstance(values, torch.Tensor):
-        values = values.detach().cpu().numpy()
-    return np.asarray(values, dtype=dtype)
 
 
 def _length(value: float) -> str:
@@ -117,10 +111,10 @@ def angle_heatmaps(
     for number, (r, c, panel) in enumerate(grid, start=1):
         suffix = "" if number == 1 else str(number)
         axes = dict(xaxis=f"x{suffix}", yaxis=f"y{suffix}")
-        positions = _array(panel.positions, np.int64)
+        positions = as_array(panel.positions, np.int64)
         pairs = np.arange(panel.values.shape[1])
         label = panel_label(panel, show_scale)
-        traces.append(go.Heatmap(z=_array(panel.values), x=pairs, y=positions, coloraxis="coloraxis", zmin=low,
+        traces.append(go.Heatmap(z=as_array(panel.values, np.float32), x=pairs, y=positions, coloraxis="coloraxis", zmin=low,
                                  zmax=high, name=label, hovertemplate=hover, meta={"method": panel.method}, **axes))
         top = float(positions[-1]) if len(positions) else 0.0
         step = float(np.diff(positions).min()) if len(positions) > 1 else 1.0
@@ -128,7 +122,7 @@ def angle_heatmaps(
         headroom = 0.07 * (ceiling - bottom) if mark_unseen else 0.0  # room for the unseen-pair markers
         if train_length <= top:
             traces.append(_beyond_training_hatch(train_length - 0.5, ceiling, len(pairs), axes, view))
-        unseen = np.flatnonzero(_array(panel.unseen, bool))
+        unseen = np.flatnonzero(as_array(panel.unseen, bool))
         if mark_unseen and len(unseen):
             traces.append(go.Scatter(
                 x=unseen, y=np.full(len(unseen), ceiling + headroom / 2), mode="markers",
@@ -192,8 +186,8 @@ def _assemble(title: str, traces: list, layout: dict) -> go.Figure:
 
 def unseen_angles_figure(profile: FrequencyProfile, *, train_length: int, target_length: int) -> go.Figure:
     """Methods × pairs: did training sweep a full turn, does L' stay within training's range, or go beyond it."""
-    state = _array(profile.reach_state, np.int8)
-    reach = _array(profile.reach_ratio)
+    state = as_array(profile.reach_state, np.int8)
+    reach = as_array(profile.reach_ratio, np.float32)
     count = len(profile.titles)
     scale = [(0.0, REACH_COLOURS[0]), (1 / 3, REACH_COLOURS[0]), (1 / 3, REACH_COLOURS[1]),
              (2 / 3, REACH_COLOURS[1]), (2 / 3, REACH_COLOURS[2]), (1.0, REACH_COLOURS[2])]
@@ -239,7 +233,7 @@ def _method_lines(profile: FrequencyProfile, values, hover: str) -> list[go.Scat
 def wavelength_figure(profile: FrequencyProfile, *, train_length: int, target_length: int,
                       as_frequency: bool = False) -> go.Figure:
     """log λ_i (or log θ_i) per pair for every method on one chart; λ = L and λ = L' marked."""
-    inv_freq = _array(profile.inv_freq, np.float64)
+    inv_freq = as_array(profile.inv_freq, np.float64)
     if as_frequency:
         traces = _method_lines(profile, inv_freq, _("θ = %{y:.4g} rad/token"))
         lines = []
@@ -261,12 +255,12 @@ def wavelength_figure(profile: FrequencyProfile, *, train_length: int, target_le
 
 def ratio_figure(profile: FrequencyProfile, *, scale: float) -> go.Figure:
     """θ′ᵢ/θᵢ per pair: 1 is extrapolation (θ kept), 1/s is interpolation (PI)."""
-    traces = _method_lines(profile, _array(profile.ratio, np.float64), "θ′/θ = %{y:.4g}")
+    traces = _method_lines(profile, as_array(profile.ratio, np.float64), "θ′/θ = %{y:.4g}")
     lines = [reference_line(1.0, _("1: extrapolate (θ kept)"), dash="dash", log_axis=True)]
     if scale > 1:
         lines.append(reference_line(1 / scale, _("1/s = 1/{scale}: interpolate (PI)").format(scale=f"{scale:g}"),
                                      dash="dot", log_axis=True, below=True))
-    ratio = _array(profile.ratio, np.float64)
+    ratio = as_array(profile.ratio, np.float64)
     finite = ratio[np.isfinite(ratio) & (ratio > 0)]
     lowest = min(float(finite.min()) if finite.size else 1.0, 1 / scale)
     highest = max(float(finite.max()) if finite.size else 1.0, 1.0)
@@ -294,17 +288,17 @@ def power_of_two_ticks(lowest: float, highest: float, most: int = 9) -> dict:
 def ramp_figure(ramp: RampComparison, *, beta_fast: float, beta_slow: float, truncate: bool) -> go.Figure:
     """γ(rᵢ) of the paper (linear in r) and 1 − ramp(i) of the code (linear in i) over the pair index."""
     pairs = np.arange(len(ramp.paper_kept))
-    rotations = _array(ramp.rotations, np.float64)
+    rotations = as_array(ramp.rotations, np.float64)
     low, high = ramp.code_range
     paper, code = _("paper"), _("code")
     traces = [
         go.Scatter(
-            x=pairs, y=_array(ramp.paper_kept, np.float64), customdata=rotations, mode="lines+markers",
+            x=pairs, y=as_array(ramp.paper_kept, np.float64), customdata=rotations, mode="lines+markers",
             name=_("paper: γ(r), linear in r = L/λ"), line=dict(color=PAPER_COLOUR), marker=dict(size=5),
             hovertemplate=_("pair %{x}, r = %{customdata:.3g}") + f"<br>γ = %{{y:.3f}}<extra>{paper}</extra>",
         ),
         go.Scatter(
-            x=pairs, y=_array(ramp.code_kept, np.float64), customdata=rotations, mode="lines+markers",
+            x=pairs, y=as_array(ramp.code_kept, np.float64), customdata=rotations, mode="lines+markers",
             name=_("code: 1 − ramp(i), linear in i"), line=dict(color=CODE_COLOUR, dash="dash"),
             marker=dict(size=5, symbol="square"),
             hovertemplate=_("pair %{x}, r = %{customdata:.3g}") + f"<br>1 − ramp = %{{y:.3f}}<extra>{code}</extra>",

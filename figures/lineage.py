@@ -15,6 +15,7 @@ import plotly.graph_objects as go
 import torch
 
 from figures.theme import DIVERGING, LEGEND_BELOW, keyed, new_figure, series_colour
+from figures.values import as_array
 from i18n import N_, _
 
 FOUR_TERMS_TITLE = N_("The four terms of an absolute-position score, and their sum")
@@ -28,12 +29,6 @@ class Panel(NamedTuple):
     title: str  # already translated
     values: torch.Tensor  # [rows, columns]
     note: str = ""  # already translated; shown under the panel title
-
-
-def _array(values) -> np.ndarray:
-    if isinstance(values, torch.Tensor):
-        values = values.detach().cpu().numpy()
-    return np.asarray(values, dtype=np.float64)
 
 
 def _domains(count: int, gap: float) -> list[tuple[float, float]]:
@@ -54,7 +49,7 @@ def heatmap_grid(title: str, panels: Sequence[Panel], *, columns: int, low: floa
     for number, panel in enumerate(panels):
         r, c = divmod(number, columns)
         suffix = "" if number == 0 else str(number + 1)
-        values = _array(panel.values)
+        values = as_array(panel.values)
         traces.append(go.Heatmap(z=values, x=np.arange(values.shape[1]), y=np.arange(values.shape[0]),
                                  coloraxis="coloraxis", name=panel.title, hovertemplate=hover + "<extra>%{fullData.name}"
                                  "</extra>", xaxis=f"x{suffix}", yaxis=f"y{suffix}"))
@@ -78,7 +73,7 @@ def heatmap_grid(title: str, panels: Sequence[Panel], *, columns: int, low: floa
 
 def four_terms_figure(panels: Sequence[Panel]) -> go.Figure:
     """The content–content, content–position, position–content and position–position matrices, then their sum."""
-    bound = max(float(np.abs(_array(p.values)).max()) for p in panels) or 1.0
+    bound = max(float(np.abs(as_array(p.values)).max()) for p in panels) or 1.0
     return heatmap_grid(_(FOUR_TERMS_TITLE), panels, columns=3, low=-bound, high=bound,
                         colour_title=_("logit (÷√d)"), x_title=_("key j"), y_title=_("query i"),
                         hover=_("query i = %{y}, key j = %{x}<br>value %{z:.3f}"))
@@ -131,15 +126,15 @@ def distance_index_figure(offsets: torch.Tensor, series: Sequence[IndexSeries]) 
     """One panel per scheme, shared x: the table row read at each distance i − j (flat = distances merged)."""
     from plotly.subplots import make_subplots
 
-    x = _array(offsets)
+    x = as_array(offsets)
     titles = [_("{name} · {distinct} distinct rows of {size}").format(
-        name=s.name, distinct=len(np.unique(_array(s.rows))), size=s.table_size) for s in series]
+        name=s.name, distinct=len(np.unique(as_array(s.rows))), size=s.table_size) for s in series]
     figure = make_subplots(rows=len(series), cols=1, shared_xaxes=True, vertical_spacing=0.1, subplot_titles=titles)
     for row, item in enumerate(series, start=1):
         dash = {"dash": item.dash} if item.dash else {}
         style = (keyed(item.key, kind="encoding", line={"shape": "hv", **dash}) if item.key
                  else dict(mode="lines", line=dict(color=series_colour(row), shape="hv", **dash)))
-        figure.add_trace(go.Scatter(x=x, y=_array(item.rows), name=item.name, showlegend=False,
+        figure.add_trace(go.Scatter(x=x, y=as_array(item.rows), name=item.name, showlegend=False,
                                     hovertemplate=_("i − j = %{x}: row %{y}") + "<extra>" + item.name + "</extra>",
                                     **style), row=row, col=1)
         figure.update_yaxes(title=dict(text=_("row")), row=row, col=1)

@@ -26,6 +26,7 @@ from figures.theme import (
     series_colour,
     translucent,
 )
+from figures.values import as_array
 from i18n import N_, _
 
 CHECK_THETA_TITLE = N_("Expected θᵢ and yours")
@@ -40,12 +41,6 @@ COMPARE_RATIO_TITLE = N_("θᵢ of B / θᵢ of A, pair by pair")
 YOURS = dict(color=series_colour(0), dash="dot")
 YOURS_MARKER = dict(color=series_colour(0), symbol="x", size=7)
 ERROR_FLOOR = 1e-18  # exact agreement drawn at the bottom of the log axis
-
-
-def _array(values, dtype=np.float64) -> np.ndarray:
-    if isinstance(values, torch.Tensor):
-        values = values.detach().cpu().numpy()
-    return np.asarray(values, dtype=dtype)
 
 
 def _assemble(title: str, traces: list, layout: dict) -> go.Figure:
@@ -67,7 +62,7 @@ def check_theta_figure(*, expected, given, ok: Sequence[bool], per_dimension: bo
                        verdict: str, seq_len: int | None, attention: tuple[float, float | None, bool | None]
                        ) -> go.Figure:
     """Expected θ (transformers, float64) and the user's, per entry, on a log axis; parted entries ringed."""
-    expected, given = _array(expected), _array(given)
+    expected, given = as_array(expected), as_array(given)
     index = np.arange(len(given))
     entry = _("dimension %{x}") if per_dimension else _("pair %{x}")
     traces = [
@@ -114,7 +109,7 @@ def check_error_figure(*, errors: Sequence[float | None], tolerances: Sequence[f
     index = np.arange(len(errors))
     known = np.array([e is not None for e in errors])
     error = np.array([max(e, ERROR_FLOOR) if e is not None else np.nan for e in errors], dtype=np.float64)
-    tolerance = _array(tolerances)
+    tolerance = as_array(tolerances)
     good = np.asarray(ok, dtype=bool) & known
     bad = ~np.asarray(ok, dtype=bool) & known
     entry = _("dimension %{x}") if per_dimension else _("pair %{x}")
@@ -143,7 +138,7 @@ def plan_ratio_figure(methods: Sequence[tuple[str, str, torch.Tensor]], *, scale
     traces = []
     lowest, highest = 1 / scale, 1.0
     for key, title, ratio in methods:
-        values = _array(ratio)
+        values = as_array(ratio)
         finite = values[np.isfinite(values) & (values > 0)]
         if finite.size:
             lowest, highest = min(lowest, float(finite.min())), max(highest, float(finite.max()))
@@ -186,10 +181,10 @@ def plan_similarity_figure(methods: Sequence[tuple[str, str, torch.Tensor, torch
     traces = []
     lowest = 0.0
     for key, title, starts, minima in methods:
-        values = _array(minima) / pairs
+        values = as_array(minima) / pairs
         lowest = min(lowest, float(np.nanmin(values)) if values.size else 0.0)
         name = _(title)
-        traces.append(go.Scatter(x=_array(starts), y=values, name=name,
+        traces.append(go.Scatter(x=as_array(starts), y=values, name=name,
                                  hovertemplate=name + "<br>m ≥ %{x:,}: " + _("lowest %{y:.3f}") + "<extra></extra>",
                                  **keyed(key)))
     shapes = [dict(type="rect", xref="x domain", yref="y", x0=0, x1=1, y0=min(lowest * 1.1, -0.05), y1=0,
@@ -268,7 +263,7 @@ def compare_wavelength_figure(first: tuple[str, torch.Tensor, int, int], second:
     traces, shapes, annotations = [], [], []
     for number, (name, inv_freq, _train, evaluated) in enumerate((first, second)):
         label = _("{model} at length {length}").format(model=name, length=_length(evaluated))
-        wavelength = 2 * math.pi / _array(inv_freq)
+        wavelength = 2 * math.pi / as_array(inv_freq)
         style = keyed("model", markers=True) if number == 0 else dict(mode="lines+markers", line=YOURS,
                                                                        marker=YOURS_MARKER)
         traces.append(go.Scatter(x=np.arange(len(wavelength)), y=wavelength, name=label,
@@ -297,7 +292,7 @@ def compare_ratio_figure(ratio: torch.Tensor | None, *, differs: Sequence[bool],
         figure.add_annotation(text=_("The two models rotate different numbers of pairs: there is no pair-by-pair "
                                      "ratio."), xref="paper", yref="paper", x=0.5, y=0.5, showarrow=False)
         return figure
-    values = _array(ratio)
+    values = as_array(ratio)
     index = np.arange(len(values))
     changed = np.asarray(differs, dtype=bool)
     traces = [go.Scatter(x=index, y=values, name=label, mode="lines+markers", line=YOURS, marker=YOURS_MARKER,

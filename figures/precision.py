@@ -13,7 +13,6 @@ from collections.abc import Mapping
 
 import numpy as np
 import plotly.graph_objects as go
-import torch
 
 from figures.theme import (
     DASHES,
@@ -27,6 +26,7 @@ from figures.theme import (
     series_colour,
     translucent,
 )
+from figures.values import as_array
 from i18n import N_, _
 
 FRACTION_TITLE = N_("Share of positions 0 … L′ − 1 that each dtype stores exactly")
@@ -59,12 +59,6 @@ def order_title(order: str, dtype: str | None = None, *, short: bool = False) ->
     return _(ORDER_TITLES[order][short]).format(dtype=dtype if dtype is not None else _("low precision"))
 
 
-def _array(values, dtype=np.float64) -> np.ndarray:
-    if isinstance(values, torch.Tensor):
-        values = values.detach().cpu().numpy()
-    return np.asarray(values, dtype=dtype)
-
-
 def dtype_look(name: str, *, markers: bool = False) -> dict:
     """A dtype's colour, dash and marker (``SERIES_STYLES``), tagged in ``meta``."""
     style = SERIES_STYLES[name]
@@ -79,7 +73,7 @@ def max_envelope(x, y, max_points: int = MAX_LINE_POINTS) -> tuple[np.ndarray, n
 
     Non-finite values (overflow) become NaN, so the line breaks there instead of spiking to inf.
     """
-    x, y = _array(x).astype(np.float32), _array(y)  # float32: what a screen can tell apart, half the bytes
+    x, y = as_array(x).astype(np.float32), as_array(y)  # float32: what a screen can tell apart, half the bytes
     y = np.where(np.isfinite(y), y, np.nan).astype(np.float32)
     if len(x) <= max_points:
         return x, y
@@ -126,7 +120,7 @@ def exact_fraction_figure(lengths, fractions: Mapping[str, object], *, marked_le
 
     ``marked_fractions`` (dtype -> exact fraction at ``marked_length``) are drawn as labelled points.
     """
-    lengths = _array(lengths)
+    lengths = as_array(lengths)
     figure = new_figure(
         _(FRACTION_TITLE),
         xaxis=dict(title=dict(text=_("sequence length L′ (positions 0 … L′ − 1), log scale")), type="log",
@@ -138,7 +132,7 @@ def exact_fraction_figure(lengths, fractions: Mapping[str, object], *, marked_le
         label = _("{dtype} (first inexact: {position})").format(dtype=name, position=f"{first_inexact[name]:,}") \
             if first_inexact and name in first_inexact else name
         figure.add_trace(go.Scatter(
-            x=lengths, y=100 * _array(fraction), mode="lines", name=label,
+            x=lengths, y=100 * as_array(fraction), mode="lines", name=label,
             hovertemplate=f"{name}<br>L′ = %{{x:,.0f}}<br>" + _("%{y:.2f}% exact") + "<extra></extra>",
             **dtype_look(name),
         ))
@@ -167,7 +161,7 @@ def exact_fraction_figure(lengths, fractions: Mapping[str, object], *, marked_le
 def binade_spacing_figure(exponents, spacings: Mapping[str, object], *,
                           float16_overflow: int | None = None) -> go.Figure:
     """The gap between neighbouring representable numbers in each binade [2^k, 2^(k+1)), per dtype."""
-    exponents = _array(exponents, np.int64)
+    exponents = as_array(exponents, np.int64)
     top = int(exponents.max()) + 1
     figure = new_figure(
         _(SPACING_TITLE),
@@ -178,7 +172,7 @@ def binade_spacing_figure(exponents, spacings: Mapping[str, object], *,
     )
     _level_line(figure, 1.0, _("gap 1: above this line neighbouring positions collide"), log_y=True, left=True)
     for name, spacing in spacings.items():
-        gaps = _array(spacing)
+        gaps = as_array(spacing)
         finite = np.isfinite(gaps)
         starts = 2.0 ** exponents[finite]
         # Each binade's gap holds until the next binade starts: a step line with an explicit end point.
@@ -202,7 +196,7 @@ def collision_window_figure(positions, stored, dtype: str) -> go.Figure:
     legend (when it fits) and the hover name the value. Positions that keep a value of their own are
     grey rings on the diagonal; overflow is a red cross at the top.
     """
-    positions, stored = _array(positions, np.int64), _array(stored)
+    positions, stored = as_array(positions, np.int64), as_array(stored)
     finite = np.isfinite(stored)
     first, last = int(positions[0]), int(positions[-1])
     figure = new_figure(
@@ -260,7 +254,7 @@ def collision_window_figure(positions, stored, dtype: str) -> go.Figure:
 
 def _first_infinite_position(positions, values) -> int | None:
     """The first position whose value (any order) is inf: where float16 overflow starts."""
-    positions, values = _array(positions, np.int64), _array(values)
+    positions, values = as_array(positions, np.int64), as_array(values)
     bad = ~np.isfinite(values)
     if values.ndim > 1:
         bad = bad.any(0)
@@ -273,7 +267,7 @@ def _order_look(index: int) -> dict:
 
 def angle_error_figure(positions, max_angle_error, order_titles: Mapping[str, str]) -> go.Figure:
     """Worst angle error over the pairs at each position, one line per order of operations (log y)."""
-    errors = _array(max_angle_error)
+    errors = as_array(max_angle_error)
     figure = new_figure(
         _(ANGLE_TITLE),
         xaxis=dict(title=dict(text=_("position m")), tickformat=",d"),
@@ -290,13 +284,13 @@ def angle_error_figure(positions, max_angle_error, order_titles: Mapping[str, st
     _level_line(figure, math.pi, _("π: no information left in the angle"), log_y=True)
     overflow = _first_infinite_position(positions, errors)
     if overflow is not None:
-        _overflow_band(figure, overflow, float(_array(positions).max()), _("overflow: cos/sin are NaN"))
+        _overflow_band(figure, overflow, float(as_array(positions).max()), _("overflow: cos/sin are NaN"))
     return figure
 
 
 def angle_error_heatmap(bucket_starts, angle_error_map, order_title_text: str) -> go.Figure:
     """|angle error| per pair (x) and position range (y) for one order of operations, log colour scale."""
-    errors = _array(angle_error_map)
+    errors = as_array(angle_error_map)
     finite = np.isfinite(errors)
     shown = np.log10(np.maximum(np.where(finite, errors, np.nan), SMALLEST_SHOWN_ERROR))
     low, high = int(math.log10(SMALLEST_SHOWN_ERROR)), 1
@@ -308,7 +302,7 @@ def angle_error_heatmap(bucket_starts, angle_error_map, order_title_text: str) -
         height=480,
     )
     figure.add_trace(go.Heatmap(
-        z=shown.astype(np.float32), x=np.arange(errors.shape[1]), y=_array(bucket_starts, np.int64),
+        z=shown.astype(np.float32), x=np.arange(errors.shape[1]), y=as_array(bucket_starts, np.int64),
         zmin=low, zmax=math.log10(math.pi), colorscale=SEQUENTIAL,
         colorbar=dict(title=dict(text=_("|error| (rad)")), tickvals=ticks, ticktext=[f"10<sup>{t}</sup>" for t in ticks]),
         hovertemplate=_("pair %{x}<br>positions from %{y:,}<br>log₁₀ error %{z:.2f}") + "<extra></extra>",
@@ -318,7 +312,7 @@ def angle_error_heatmap(bucket_starts, angle_error_map, order_title_text: str) -
 
 def logit_error_figure(positions, logit_error, order_titles: Mapping[str, str], query_position: int) -> go.Figure:
     """|q·k/√d − exact| for the query at the last position and keys at every position, per order (log y)."""
-    errors = _array(logit_error)
+    errors = as_array(logit_error)
     figure = new_figure(
         _("Attention-logit error q·k/√d, query at position {position}").format(position=f"{query_position:,}"),
         xaxis=dict(title=dict(text=_("key position n")), tickformat=",d"),

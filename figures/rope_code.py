@@ -12,6 +12,7 @@ import torch
 from plotly.subplots import make_subplots
 
 from figures.theme import HIGHLIGHT, LEGEND_BELOW, MUTED, keyed, new_figure, series_colour
+from figures.values import as_array
 from i18n import N_, _
 
 PAIRS_TITLE = N_("Each pair (x₂ᵢ, x₂ᵢ₊₁) turned by m·θᵢ")
@@ -19,12 +20,6 @@ FORMS_TITLE = N_("The two code forms, coordinate by coordinate")
 PAIRING_TITLE = N_("Attention scores of one query: the pairing must match the weights")
 COMPLEX_COLOUR, HALF_COLOUR, DIFFERENCE_COLOUR = series_colour(0), series_colour(1), series_colour(2)
 WRONG_COLOUR = HIGHLIGHT  # a porting bug is a warning
-
-
-def _array(values) -> np.ndarray:
-    if isinstance(values, torch.Tensor):
-        values = values.detach().cpu().numpy()
-    return np.asarray(values, dtype=np.float64)
 
 
 def pairs_figure(pairs: Sequence[int], before: np.ndarray, after: np.ndarray, angles: Sequence[float],
@@ -38,7 +33,7 @@ def pairs_figure(pairs: Sequence[int], before: np.ndarray, after: np.ndarray, an
     figure = make_subplots(rows=rows, cols=columns, subplot_titles=titles, horizontal_spacing=0.06,
                            vertical_spacing=0.16 if rows > 1 else 0.1)
     figure.update_annotations(font_size=12)
-    before, after = _array(before), _array(after)
+    before, after = as_array(before), as_array(after)
     for k, (start, end, angle) in enumerate(zip(before, after, angles, strict=True)):
         r, c = divmod(k, columns)
         radius = float(np.hypot(*start)) or 1.0
@@ -72,18 +67,18 @@ def pairs_figure(pairs: Sequence[int], before: np.ndarray, after: np.ndarray, an
 def forms_figure(complex_out: torch.Tensor, half_out: torch.Tensor, x: torch.Tensor) -> go.Figure:
     """Top: every output coordinate from LLaMA's complex form and from rotate_half (put back in the same order).
     Bottom: their difference, in units of 10⁻¹⁶."""
-    coordinates = np.arange(len(_array(x)))
+    coordinates = np.arange(len(as_array(x)))
     figure = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.68, 0.32], vertical_spacing=0.08)
-    figure.add_trace(go.Bar(x=coordinates, y=_array(x), name=_("input x"), marker_color="#cccccc",
+    figure.add_trace(go.Bar(x=coordinates, y=as_array(x), name=_("input x"), marker_color="#cccccc",
                             hovertemplate=_("x[%{x}] = %{y:.17g}") + "<extra></extra>"), row=1, col=1)
-    figure.add_trace(go.Scatter(x=coordinates, y=_array(complex_out), name=_("apply_rotary_emb (complex)"),
+    figure.add_trace(go.Scatter(x=coordinates, y=as_array(complex_out), name=_("apply_rotary_emb (complex)"),
                                 mode="markers", marker=dict(symbol="circle", size=11, color=COMPLEX_COLOUR),
                                 hovertemplate=_("coordinate %{x}: %{y:.17g}") + "<extra></extra>"), row=1, col=1)
-    figure.add_trace(go.Scatter(x=coordinates, y=_array(half_out), name=_("apply_rotary_pos_emb (rotate_half)"),
+    figure.add_trace(go.Scatter(x=coordinates, y=as_array(half_out), name=_("apply_rotary_pos_emb (rotate_half)"),
                                 mode="markers", marker=dict(symbol="x-thin", size=12, color=HALF_COLOUR,
                                                             line=dict(width=2.5, color=HALF_COLOUR)),
                                 hovertemplate=_("coordinate %{x}: %{y:.17g}") + "<extra></extra>"), row=1, col=1)
-    difference = (_array(complex_out) - _array(half_out)) / 1e-16
+    difference = (as_array(complex_out) - as_array(half_out)) / 1e-16
     figure.add_trace(go.Bar(x=coordinates, y=difference, name=_("difference"), marker_color=DIFFERENCE_COLOUR,
                             hovertemplate=_("coordinate %{x}: %{y:.3g} × 10⁻¹⁶") + "<extra></extra>"), row=2, col=1)
     if not np.abs(difference).max() > 0:
@@ -102,12 +97,12 @@ def forms_figure(complex_out: torch.Tensor, half_out: torch.Tensor, x: torch.Ten
 
 def pairing_figure(positions: torch.Tensor, interleaved: torch.Tensor, permuted: torch.Tensor,
                    unpermuted: torch.Tensor, query_position: int) -> go.Figure:
-    x = _array(positions)
+    x = as_array(positions)
     traces = [
-        go.Scatter(x=x, y=_array(interleaved), name=_("LLaMA form, weights W"), **keyed("rope", kind="encoding")),
-        go.Scatter(x=x, y=_array(permuted), name=_("rotate_half, rows of W reordered"), mode="markers",
+        go.Scatter(x=x, y=as_array(interleaved), name=_("LLaMA form, weights W"), **keyed("rope", kind="encoding")),
+        go.Scatter(x=x, y=as_array(permuted), name=_("rotate_half, rows of W reordered"), mode="markers",
                    marker=dict(symbol="circle-open", size=8, color=HALF_COLOUR, line=dict(width=1.5))),
-        go.Scatter(x=x, y=_array(unpermuted), name=_("rotate_half, same W (porting bug)"), mode="lines",
+        go.Scatter(x=x, y=as_array(unpermuted), name=_("rotate_half, same W (porting bug)"), mode="lines",
                    line=dict(color=WRONG_COLOUR, dash="dash")),
     ]
     figure = new_figure(_(PAIRING_TITLE))

@@ -263,10 +263,6 @@ def rope_beta(base: float, rotary_dim: int) -> float:
     return check_beta(base) ** (2.0 / rotary_dim)
 
 
-def beta_conversion_base(base: float, factor: float) -> float:
-    """The RoPE base for β → β·s^(2/d): b·s (its digits stretch by s^(2/d) each)."""
-    return check_beta(base) * check_factor(factor)
-
 
 def minimal_conversion_base(base: float, factor: float) -> float:
     """The RoPE base for the smallest λ of the bound: b·(s − (s−1)/b) = s(b − 1) + 1."""

@@ -106,14 +106,6 @@ def _fit_exponent(spec: RopeSpec, seq_len: int | None, given: tuple[float, ...],
     return fit
 
 
-def constant_ratio(given: torch.Tensor, expected: torch.Tensor, tolerance: float = 1e-5) -> float | None:
-    """The ratio given/expected if it is the same for every pair (to ``tolerance``), else None."""
-    if given.numel() != expected.numel() or bool((expected <= 0).any()) or bool((given <= 0).any()):
-        return None
-    ratio = given / expected
-    middle = float(ratio.median())
-    return middle if bool(((ratio / middle - 1).abs() <= tolerance).all()) else None
-
 
 # ---- where a base comes from ------------------------------------------------------------------------------------
 
