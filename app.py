@@ -12,7 +12,10 @@ st.set_page_config(page_title=_("Positional-encoding explorer"), page_icon=":mat
 
 if vote.ROOM_KEY in st.query_params:  # a student's phone (``/vote?room=CODE``): the vote screen alone, no sidebar
     use_session_language()
-    st.navigation([st.Page("app_pages/vote.py", title=_("Vote"), icon=":material/how_to_vote:", url_path=vote.PHONE_PAGE)],
+    # a default page is served at "/" whatever its url_path: the phone's page needs a default beside it to answer
+    # at /vote (and a link without the path still votes)
+    st.navigation([st.Page(vote.phone_screen, title=_("Vote"), icon=":material/how_to_vote:", default=True),
+                   st.Page("app_pages/vote.py", title=_("Vote"), icon=":material/how_to_vote:", url_path=vote.PHONE_PAGE)],
                   position="hidden").run()
     st.stop()
 

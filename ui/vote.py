@@ -26,6 +26,7 @@ PHONE_PAGE = "vote"
 PUBLIC_URL_ENV = "PE_PUBLIC_URL"  # the address phones use to reach this server, where the browser's is not it
 PHONE_REFRESH_S = 1.0  # how often a phone asks which step the presenter is on
 COUNT_REFRESH_S = 0.5  # how often the presenter's count of votes is read
+QR_PX = 170  # the QR code on the presenter's screen (version 3-4 for a LAN link: about 5 px a module)
 ROOM_STATE = "vote_room_code"
 _SYNCED = "vote_room_synced"  # (code, step index) last sent to the store
 _REVEALED = "vote_room_revealed"  # (code, step index) whose reveal was sent
@@ -156,15 +157,16 @@ def room_panel(step, index: int, shown: bool) -> None:
             controls(code, closed=True)
             return
         link = phone_link(code)
-        picture, words = st.columns([1, 3.2], vertical_alignment="center")
-        picture.image(qr_png(link), width=150, caption=None)
-        with words:
-            st.markdown(_("Vote at **{link}** · room **{code}**").format(link=link, code=code))
-            if listens_locally():
-                st.caption(_("This server answers this computer only: phones cannot reach it. Serve the class with "
-                             "`python -m deploy.serve`, or start Streamlit with `--server.address 0.0.0.0`."))
-            live_count(code, index, len(step.choices))
-            controls(code, closed=False)
+        with st.container(horizontal=True, vertical_alignment="center", gap="medium"):
+            st.image(qr_png(link), width=QR_PX)
+            with st.container():
+                st.markdown(_("Vote at **{link}** · room **{code}**").format(link=link, code=code))
+                if listens_locally():
+                    st.caption(_("This server answers this computer only: phones cannot reach it. Serve the class "
+                                 "with `python -m deploy.serve`, or start Streamlit with `--server.address 0.0.0.0`."))
+                with st.container(horizontal=True, vertical_alignment="center"):
+                    live_count(code, index, len(step.choices))
+                    controls(code, closed=False)
 
 
 @st.fragment(run_every=COUNT_REFRESH_S)
@@ -174,7 +176,7 @@ def live_count(code: str, index: int, choices: int) -> None:
 
 
 def controls(code: str, *, closed: bool) -> None:
-    with st.container(horizontal=True):
+    with st.container(horizontal=True, width="content"):
         if closed:
             st.button(_("Open a new room"), key="vote_reopen", on_click=_open_room, icon=":material/qr_code_2:")
         else:
@@ -190,9 +192,9 @@ def tally_lines(choices: tuple[str, ...] | list[str], counts: tuple[int, ...], a
     for index, (choice, count) in enumerate(zip(choices, counts, strict=True)):
         share = f"{100 * count / total:.0f} %" if total else "–"
         mark = "✓ " if index == answer else ""
-        line = _("{mark}{choice}: **{count}** ({share})").format(mark=mark, choice=choice, count=count, share=share)
-        lines.append(f"- **{line}**" if index == answer else f"- {line}")
-    return "\n".join(lines)
+        lines.append(_("{mark}{choice}: **{count}** ({share})").format(mark=mark, choice=choice, count=count,
+                                                                       share=share))
+    return "  \n".join(lines)
 
 
 def room_tally(step, index: int, choices: tuple[str, ...]) -> None:
