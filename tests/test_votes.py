@@ -165,3 +165,23 @@ def test_sqlite_votes_from_several_processes(tmp_path):
     check_concurrent(str(tmp_path / "runs.sqlite3"))
 
 # On PostgreSQL: tests/test_store.py (test_postgres_votes_refusals_and_concurrency), sharing its server.
+
+
+def test_the_load_tests_vote_accounting_finds_a_lost_and_a_doubled_vote(tmp_path):
+    """benchmarks.loadtest --votes compares what phones saw taken with the store: here one vote the store lacks,
+    one it holds with another choice, and one no phone cast; the count's latency adds the presenter's refresh."""
+    from benchmarks.loadtest import vote_summary
+
+    with V.open_votes(str(tmp_path / "runs.sqlite3")) as store:
+        code = store.open_room()
+        store.show_step(code, 0, choices=3, answer=1, texts=TEXTS)
+        for voter, choice in (("phone-aaaa", 0), ("phone-bbbb", 1), ("phone-cccc", 2)):
+            store.cast(code, 0, voter, choice)
+        casts = [{"voter": "phone-aaaa", "step": 0, "choice": 0, "at": 10.0, "first": True},
+                 {"voter": "phone-bbbb", "step": 0, "choice": 2, "at": 10.2, "first": True},  # stored as 1: lost
+                 {"voter": "phone-dddd", "step": 0, "choice": 1, "at": 10.4, "first": True}]  # not stored: lost
+        polls = [(10.1, 0, 1), (10.3, 0, 2), (10.6, 0, 3)]
+        summary = vote_summary({"casts": casts, "refusals": []}, store, code, polls, refresh_s=0.5)
+    assert (summary["votes_cast"], summary["votes_counted"], summary["votes_lost"], summary["votes_doubled"]) == \
+        (3, 3, 2, 1)  # phone-cccc's vote: counted, cast by no phone
+    assert summary["tally_samples"] == 3 and summary["tally_p95_ms"] == pytest.approx(700.0)
