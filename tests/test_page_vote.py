@@ -126,6 +126,10 @@ def test_the_presenter_opens_a_room_sees_the_count_and_the_tally_then_closes_it(
     assert [i.value for i in at.info] == [f"Room {code} is closed: phones can no longer vote."]
     csv = store.export_csv(code)
     assert csv.count("\n") == 4 and csv.startswith("room,step,voter,choice,correct,changes,cast_at")
+    assert at.get("download_button")  # the votes stay downloadable once the room is closed
+    at.button(key="vote_reopen").click().run()
+    again = at.session_state[ui_vote.ROOM_STATE]
+    assert again != code and store.room(again).open and store.room(again).step == 2 and not store.room(code).open
 
 
 def test_a_room_panel_whose_room_is_gone_offers_a_new_one(store):

@@ -20,7 +20,8 @@ and fine-tune: the numbers the seed table averages, queryable without reading re
 ``queue`` (runs asked for and not stored yet: who trains each, until when its lease holds,
 how far it got), ``workers`` (the training workers draining the queue, with a heartbeat) and
 ``weights`` (a run's trained weights, when its trainer kept them: what the views inside the
-model read).
+model read). The audience's votes (``pe_core/votes.py``) keep tables of their own in the same database
+(``vote_*``, ``votes``); the store leaves them alone and does not count them as another application's tables.
 
 The queue, as job queues in PostgreSQL do it (procrastinate, pgqueuer): a trainer claims the
 oldest claimable job with one ``UPDATE ... WHERE id = (SELECT id ... FOR UPDATE SKIP LOCKED
