@@ -99,6 +99,7 @@ def test_the_presenter_opens_a_room_sees_the_count_and_the_tally_then_closes_it(
     assert not at.exception
     at.button(key="vote_open").click().run()
     code = at.session_state[ui_vote.ROOM_STATE]
+    assert at.query_params["vote"] == code  # a reload of the projector keeps the room
     room = store.room(code)
     assert room.open and room.step == 1  # the room follows the presenter's step
     question = store.question(code, 1)
@@ -133,11 +134,24 @@ def test_the_presenter_opens_a_room_sees_the_count_and_the_tally_then_closes_it(
 
 
 def test_a_room_panel_whose_room_is_gone_offers_a_new_one(store):
-    at = page_test("app_pages/tour.py", {"step": "1", "present": "1"})
-    at.session_state[ui_vote.ROOM_STATE] = "ZZZZZ"  # opened on another database
+    at = page_test("app_pages/tour.py", {"step": "1", "present": "1", "vote": "ZZZZZ"})  # a room of another database
     at.run()
     assert not at.exception and at.button(key="vote_open")
-    assert ui_vote.ROOM_STATE not in at.session_state
+    assert ui_vote.ROOM_STATE not in at.session_state and "vote" not in at.query_params
+    for bad in ("<b>", "12"):  # not a room code at all: no room, no error
+        at = page_test("app_pages/tour.py", {"step": "1", "present": "1", "vote": bad})
+        at.run()
+        assert not at.exception and at.button(key="vote_open")
+
+
+def test_a_reloaded_projector_keeps_its_room_and_the_link_can_be_set(store, monkeypatch):
+    code = store.open_room()
+    monkeypatch.setenv(ui_vote.PUBLIC_URL_ENV, "http://class.example.org:8501/")
+    at = page_test("app_pages/tour.py", {"step": "3", "present": "1", "vote": code.lower()})
+    at.run()
+    assert not at.exception and at.session_state[ui_vote.ROOM_STATE] == code and store.room(code).step == 2
+    assert f"Vote at **http://class.example.org:8501/vote?room={code}** · room **{code}**" in [
+        m.value for m in at.markdown]
 
 
 def test_the_qr_code_is_a_png_of_the_link():

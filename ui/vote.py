@@ -22,6 +22,7 @@ log = logging.getLogger(__name__)
 
 ROOM_KEY = "room"  # the phone's link: /vote?room=CODE
 VOTER_KEY = "me"  # the phone's anonymous id, kept in its link so a reload keeps its vote
+PRESENTER_KEY = "vote"  # the presenter's room, kept in the projector's link (/tour?present=1&vote=CODE)
 PHONE_PAGE = "vote"
 PUBLIC_URL_ENV = "PE_PUBLIC_URL"  # the address phones use to reach this server, where the browser's is not it
 PHONE_REFRESH_S = 1.0  # how often a phone asks which step the presenter is on
@@ -91,11 +92,20 @@ def qr_png(link: str) -> bytes:
 
 
 def room_code() -> str | None:
-    return st.session_state.get(ROOM_STATE)
+    """The presenter's room: this session's, else the one its link names (``?vote=CODE``: a reloaded projector
+    keeps its room, and the phones theirs)."""
+    code = st.session_state.get(ROOM_STATE)
+    if code is None:
+        linked = store_votes.normal_code(st.query_params.get(PRESENTER_KEY))
+        if store_votes.valid_code(linked):
+            st.session_state[ROOM_STATE] = code = linked
+    return code
 
 
 def _open_room() -> None:
-    st.session_state[ROOM_STATE] = votes().open_room()
+    code = votes().open_room()
+    st.session_state[ROOM_STATE] = code
+    st.query_params[PRESENTER_KEY] = code
     st.session_state.pop(_SYNCED, None)
     st.session_state.pop(_REVEALED, None)
 
@@ -108,6 +118,8 @@ def _close_room() -> None:
 
 def _forget_room() -> None:
     st.session_state.pop(ROOM_STATE, None)
+    if PRESENTER_KEY in st.query_params:
+        del st.query_params[PRESENTER_KEY]
 
 
 def step_texts(step) -> dict[str, dict]:
