@@ -160,3 +160,17 @@ def test_the_qr_code_is_a_png_of_the_link():
     png = ui_vote.qr_png("http://192.168.1.20:8501/vote?room=ABCDE")
     assert png.startswith(b"\x89PNG")
     assert segno.make("http://192.168.1.20:8501/vote?room=ABCDE", error="m").version <= 4  # small: read from afar
+
+
+def test_the_phones_page_imports_neither_torch_nor_the_lessons():
+    """What the phone's page runs (ui.vote's phone screen, pe_core.votes) computes nothing: no torch, no sympy, not
+    the guided lesson (a server that only phones visited stays at 79 MB a process in the load test). plotly comes
+    with the app's shell (the ``ui`` package), as on every page."""
+    import subprocess
+    import sys
+
+    probe = "import sys, ui.vote; print([m for m in ('torch', 'sympy', 'lessons.tour') if m in sys.modules])"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120,
+                          cwd=str(__import__("pathlib").Path(ROOT_APP).parent))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
