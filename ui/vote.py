@@ -27,7 +27,16 @@ PHONE_PAGE = "vote"
 PUBLIC_URL_ENV = "PE_PUBLIC_URL"  # the address phones use to reach this server, where the browser's is not it
 PHONE_REFRESH_S = 1.0  # how often a phone asks which step the presenter is on
 COUNT_REFRESH_S = 0.5  # how often the presenter's count of votes is read
-QR_PX = 170  # the QR code on the presenter's screen (version 3-4 for a LAN link: about 5 px a module)
+QR_PX = 170  # the QR code on the presenter's screen at 1280 × 720 (version 3-4 for a LAN link: 5 px a module)
+# ... and larger on a larger screen (22 % of its height: 238 px at 1920 × 1080), its modules kept sharp
+ROOM_CSS = """<style>
+.st-key-vote_room_panel [data-testid="stElementContainer"]:has([data-testid="stImage"]),
+.st-key-vote_room_panel [data-testid="stFullScreenFrame"]:has([data-testid="stImage"]),
+.st-key-vote_room_panel [data-testid="stImage"], .st-key-vote_room_panel [data-testid="stImageContainer"],
+.st-key-vote_room_panel img { width: clamp(150px, 22vh, 320px) !important; flex: 0 0 auto !important;
+  max-width: none !important; }
+.st-key-vote_room_panel img { height: auto; image-rendering: pixelated; }
+</style>"""
 ROOM_STATE = "vote_room_code"
 _SYNCED = "vote_room_synced"  # (code, step index) last sent to the store
 _REVEALED = "vote_room_revealed"  # (code, step index) whose reveal was sent
@@ -163,6 +172,7 @@ def room_panel(step, index: int, shown: bool) -> None:
                   on_click=_open_room, help=_("Shows a link and a QR code; each student votes once per question and "
                                               "may change their vote until you reveal the answer."))
         return
+    st.html(ROOM_CSS)
     with st.container(border=True, key="vote_room_panel"):
         if not room.open:
             st.info(_("Room {code} is closed: phones can no longer vote.").format(code=code), icon=":material/lock:")
