@@ -4,6 +4,7 @@ predict, then shows the figure that settles it and why."""
 import streamlit as st
 
 from ui import tour as guide
+from ui import vote
 
 from i18n import _
 from lessons import tour
@@ -36,9 +37,11 @@ if guide.presenting():  # one screen for the question, the next for the figure t
             guide.figure(step, presenting=True)
         with why, st.container(key=guide.WHY_BOX):
             st.markdown(text.why)
+            vote.room_tally(step, index, text.choices)  # how the class voted, where a room is open
     else:
         st.markdown(text.text)
         guide.ask(step, text)
+        vote.room_panel(step, index, shown=False)  # the class votes from phones
 else:
     st.title(_(tour.TITLE))
     st.markdown(_(

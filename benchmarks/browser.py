@@ -3,6 +3,7 @@
     python -m benchmarks.browser [--moves 8] [--rounds 3] [--pages frequencies,decay] [--app DIR] [--json PATH]
     python -m benchmarks.browser --elements [--moves 8]
     python -m benchmarks.browser --warmup [--pages FIRST,READER] [--rounds 3]
+    python -m benchmarks.browser --vote [--rounds 5]
 
 In one run, in headless Chromium against local servers (nothing else is contacted):
 
@@ -36,6 +37,10 @@ handed its figure, so this count is what a page's length costs its moves.
 
 ``--elements`` measures instead what one element of each kind costs a move: the floor with ``ELEMENTS_ADDED`` of
 them under its chart (``floor_app.py``'s query parameters), alternated with the bare floor in one browser.
+
+``--vote`` measures a phone's vote screen (``/vote?room=CODE`` at 390 px, a room opened in a run store of its own):
+its first load in a fresh browser context on a warm server, until the choices show and the app is idle, against
+``minimal_vote_app.py`` (a bare Streamlit app with the same question and buttons), alternated over the rounds.
 
 ``--warmup`` measures what the server's background warm-up costs a reader: a fresh server draws one page (which
 starts the warm-up a few seconds later), then the reader opens another page and moves its slider; the same on a
@@ -494,8 +499,16 @@ def main(argv: list[str] | None = None) -> int:
                         help="what the background warm-up costs a reader: the second page of --pages (default: the "
                              "first two pages with a slider) opened while the warm-up that the first started runs, "
                              "against a server without it (instead of the pages)")
+    parser.add_argument("--vote", action="store_true",
+                        help="a phone's vote screen against a minimal app with the same question (instead of the pages)")
     parser.add_argument("--json", type=Path, help="where to write the results (default: benchmarks/results/)")
     args = parser.parse_args(argv)
+    if args.vote:
+        results = vote_screen(args.app.resolve(), max(1, args.rounds))
+        print(f"phone vote screen, first load: {results['vote_first_load_ms']:.0f} ms; minimal app: "
+              f"{results['minimal_first_load_ms']:.0f} ms ({results['ratio']:.2f}x); the same under the app's config: "
+              f"{results['minimal_app_config_first_load_ms']:.0f} ms ({results['ratio_to_app_config']:.2f}x)")
+        return _write(results, args.json or HERE / "results" / "browser_vote.json")
     if args.elements:
         results = element_costs(args.moves)
         print(element_table(results))
@@ -513,6 +526,62 @@ def main(argv: list[str] | None = None) -> int:
     results = run(args.app.resolve(), args.moves, only, args.rounds)
     print(table(results))
     return _write(results, args.json or HERE / "results" / "browser.json")
+
+
+PHONE_VIEW = {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True}
+
+
+def _first_load(browser, url: str, ready: str) -> float:
+    """A fresh phone-sized context: from the request until ``ready`` shows and the app is idle (ms)."""
+    context = browser.new_context(**PHONE_VIEW)
+    page = context.new_page()
+    started = time.perf_counter()
+    page.goto(url, timeout=120_000)
+    page.wait_for_selector(ready, timeout=120_000)
+    page.wait_for_function(SCRIPT_IDLE_JS, timeout=120_000)
+    elapsed = 1000 * (time.perf_counter() - started)
+    context.close()
+    return elapsed
+
+
+def vote_screen(app_dir: Path, rounds: int) -> dict:
+    """The phone's vote screen against a minimal app showing the same question and buttons (``--vote``)."""
+    sys.path.insert(0, str(app_dir))
+    from pe_core.votes import open_votes
+
+    store_path = Path(tempfile.mkdtemp(prefix="pe-bench-votes-")) / "runs.sqlite3"
+    with open_votes(str(store_path)) as store:
+        code = store.open_room()
+        texts = {"en": {"title": "The frequency spectrum", "question": "A model is trained on L = 4,096 tokens. How "
+                        "many of its 64 pairs complete at least one full turn within L?",
+                        "choices": ["All of them", "Most, but not the slowest", "Only the first few"],
+                        "answer": "Most, but not the slowest"}}
+        store.show_step(code, 1, choices=3, answer=1, texts=texts)
+    ready = ".st-key-vote_1_2 button"
+    times: dict[str, list[float]] = {"minimal": [], "minimal_app_config": [], "vote": []}
+    env = {"PE_RUN_STORE": str(store_path), "PE_EXPLORER_WARMUP": "0"}
+    configured = Path(tempfile.mkdtemp(prefix="minimal-vote-"))  # the minimal app under the app's config too
+    (configured / ".streamlit").mkdir()
+    shutil.copy(app_dir / ".streamlit" / "config.toml", configured / ".streamlit" / "config.toml")
+    shutil.copy(HERE / "minimal_vote_app.py", configured / "minimal_vote_app.py")
+    with chromium() as browser, streamlit_server(cwd=HERE, script="minimal_vote_app.py") as (minimal_url, _), \
+            streamlit_server(cwd=configured, script="minimal_vote_app.py") as (configured_url, _), \
+            streamlit_server(cwd=app_dir, env=env) as (app_url, _):
+        targets = [("minimal", minimal_url), ("minimal_app_config", configured_url),
+                   ("vote", f"{app_url}/vote?room={code}")]
+        for _name, url in targets:  # a first visit warms each server
+            _first_load(browser, url, ready)
+        for turn in range(rounds):
+            for name, url in targets if turn % 2 == 0 else targets[::-1]:
+                times[name].append(_first_load(browser, url, ready))
+    shutil.rmtree(configured, ignore_errors=True)
+    minimal, vote = statistics.median(times["minimal"]), statistics.median(times["vote"])
+    configured_ms = statistics.median(times["minimal_app_config"])
+    return {"minimal_first_load_ms": round(minimal, 1), "minimal_app_config_first_load_ms": round(configured_ms, 1),
+            "vote_first_load_ms": round(vote, 1), "ratio": round(vote / minimal, 2),
+            "ratio_to_app_config": round(vote / configured_ms, 2), "rounds": rounds,
+            **{f"{name}_rounds": [round(t, 1) for t in values] for name, values in times.items()},
+            "viewport": PHONE_VIEW["viewport"]}
 
 
 def _write(results: dict, path: Path) -> int:

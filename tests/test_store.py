@@ -211,3 +211,18 @@ def test_postgres_queue_coordinates_two_instances(postgres_url):
         assert second.latest(record.hash).worker == "instance-1"  # the second follows the first's training
         assert first.complete(first.latest(record.hash).id, "instance-1", record)
         assert second.get(record.hash) == record and second.latest(record.hash).state == "done"
+
+
+def test_postgres_votes_refusals_and_concurrency(postgres_url):
+    """The audience's votes (tests/test_votes.py on SQLite) on PostgreSQL, beside a run store in one database."""
+    from pe_core import votes
+    from tests.test_votes import check_concurrent, check_flood, check_votes
+
+    url = _fresh_database(postgres_url, "pe_votes")
+    with votes.open_votes(url, burst=4) as store:
+        assert isinstance(store, votes.PostgresVotes)
+        check_votes(store)
+        check_flood(store)
+    check_concurrent(url)
+    with open_store(url) as runs:  # the run store opens the database the votes are in
+        assert runs.put(fake_record()) and runs.count() == 1

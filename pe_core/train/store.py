@@ -20,7 +20,8 @@ and fine-tune: the numbers the seed table averages, queryable without reading re
 ``queue`` (runs asked for and not stored yet: who trains each, until when its lease holds,
 how far it got), ``workers`` (the training workers draining the queue, with a heartbeat) and
 ``weights`` (a run's trained weights, when its trainer kept them: what the views inside the
-model read).
+model read). The audience's votes (``pe_core/votes.py``) keep tables of their own in the same database
+(``vote_*``, ``votes``); the store leaves them alone and does not count them as another application's tables.
 
 The queue, as job queues in PostgreSQL do it (procrastinate, pgqueuer): a trainer claims the
 oldest claimable job with one ``UPDATE ... WHERE id = (SELECT id ... FOR UPDATE SKIP LOCKED
@@ -51,6 +52,7 @@ from typing import Any, NamedTuple
 from i18n import N_, Deferred
 from pe_core.train.config import ExperimentConfig
 from pe_core.train.schema import RecordError, RunRecord
+from pe_core.votes import VOTE_TABLES
 
 STORE_SCHEMA_VERSION = 3
 STORE_ENV = "PE_RUN_STORE"
@@ -232,7 +234,7 @@ class RunStore:
 
     def _check_or_create(self) -> None:
         where = describe_location(self.location)
-        tables = self._tables()
+        tables = self._tables() - VOTE_TABLES  # the audience's votes live beside the runs (pe_core/votes.py)
         if not tables:
             with self._transaction():
                 for statement in _SCHEMA:
@@ -249,12 +251,12 @@ class RunStore:
         # and the new version, and call the store damaged)
         with self._transaction():
             rows = self._fetchall("SELECT value FROM store_meta WHERE key = ?" + self.lock_row, ("schema_version",))
-            tables = self._tables()
+            tables = self._tables() - VOTE_TABLES
             version = rows[0][0] if rows else None
             if version is not None and version.isdigit() and int(version) in MIGRATIONS \
                     and tables == MIGRATIONS[int(version)][0]:
                 self._migrate(int(version))
-                tables, version = self._tables(), str(STORE_SCHEMA_VERSION)
+                tables, version = self._tables() - VOTE_TABLES, str(STORE_SCHEMA_VERSION)
         if version != str(STORE_SCHEMA_VERSION):
             older = version is not None and version.isdigit() and int(version) < STORE_SCHEMA_VERSION
             message = (N_("The run store at {where} was written by an older version of this app (store schema "
