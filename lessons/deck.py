@@ -403,8 +403,8 @@ h1 { font-size: calc(3.1 * var(--u)); } .title h1 { font-size: calc(4.6 * var(--
 .title p { font-size: calc(2.5 * var(--u)); } .title { padding: 0 calc(7 * var(--u)); }
 .body { font-size: calc(var(--s, 2.3) * var(--u)); }
 .figure-head { font-size: calc(var(--s, 2.1) * var(--u)); margin: calc(-1.1 * var(--u)) 0 calc(0.4 * var(--u)); }
-.answer { gap: calc(2.2 * var(--u)); } .answer .fig { flex: 0 0 55%; }
-.answer .fig .plot { width: 100%; height: auto; }
+.answer { gap: calc(0.8 * var(--u)); flex-direction: column-reverse; } .answer .fig { flex: 1 1 auto; min-height: 0; }
+.answer .fig .plot { height: 100%; width: auto; } .answer p { margin: 0 0 calc(0.4 * var(--u)); }
 .answer .emph { font-size: calc(var(--e, 2.7) * var(--u)); } .answer .why { font-size: calc(var(--s, 2.1) * var(--u)); }
 .summary ol { font-size: calc(var(--s, 2.1) * var(--u)); }
 .label { font-size: calc(1.2 * var(--u)); right: calc(2.2 * var(--u)); bottom: calc(1.1 * var(--u)); }
