@@ -558,6 +558,7 @@ def handout_html() -> str:
     """Each step's text, question and choices (boxes to tick) with lines to write on; two steps a page."""
     steps = tour.available_steps()
     intro = _("Tick your answer before the figure is shown, then note what the figure shows.")
+    write_here = _("What the figure shows:")
     parts = [f"<h1>{_esc(_(tour.TITLE))}</h1><p class='intro'>{_esc(intro)}</p>"]
     for number, step in enumerate(steps, start=1):
         text = tour.step_text(step)
@@ -568,7 +569,7 @@ def handout_html() -> str:
         parts.append(f"<div class='step{' break' if last_on_page else ''}'>"
                      f"<h2>{number}. {_esc(text.title)}</h2><p>{_esc(plain_maths(text.text))}</p>"
                      f"<p class='question'>{_esc(plain_maths(text.question))}</p><ul>{choices}</ul>"
-                     f"<div class='write'>{_esc(_('What the figure shows:'))}</div>{lines}</div>")
+                     f"<div class='write'>{_esc(write_here)}</div>{lines}</div>")
     return (f'<!doctype html><html lang="{current_language()}"><head><meta charset="utf-8">'
             f'<title>{_esc(_(tour.TITLE))}</title><style>{_HANDOUT_STYLE}</style></head><body>{"".join(parts)}'
             f'</body></html>')
