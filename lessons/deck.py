@@ -30,13 +30,14 @@ import os
 import re
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import plotly.graph_objects as go
 
-from figures.export import BrowserNotFound, find_browser, render_files
+from figures.export import BrowserNotFound, find_browser, render_files, start_renderer
 from i18n import N_, _, current_language
 from lessons import all_lessons, tour
 from lessons.base import SLIDE, Lesson
@@ -608,10 +609,19 @@ def build(deck: Deck, formats: Iterable[str]) -> dict[str, bytes]:
     return {f"{deck.stem}.{fmt}": files[f"{deck.stem}.{fmt}"] for fmt in formats}
 
 
+def _start_quietly() -> None:
+    try:
+        start_renderer()
+    except Exception:  # noqa: BLE001 - the first render starts it again and reports what fails
+        pass
+
+
 def write(name: str, formats: Iterable[str], out: Path, *, answers: bool = True, handout: bool = False,
           log=print) -> list[Path]:
     """The CLI's work: the deck ``name`` in ``formats`` (and the handout) into ``out``; the paths written."""
     start = time.perf_counter()
+    if set(formats) & {"pptx", "pdf"}:  # the browser that draws the figures starts while they are computed
+        threading.Thread(target=_start_quietly, name="deck-renderer", daemon=True).start()
     files: dict[str, bytes] = {}
     if formats:
         files.update(build(make_deck(name, answers=answers), formats))
