@@ -7,8 +7,8 @@ and a handout PDF with each step's question and choices and room to answer.
 
 A deck is data first (``tour_deck``, ``lesson_deck``: slides with their texts, notes and figure), then written
 in each format from figures drawn once: every figure is drawn once as PNG (the PPTX) and once as SVG (the PDF's
-vector figures), all on the export browser's tabs together. The PDF and the handout are HTML printed by the same
-headless Chromium that draws the figures (so Chinese uses the system's CJK fonts). The HTML deck carries plotly.js
+vector figures), all on the export browser's tabs. The PDF and the handout are HTML printed on a tab of that same
+headless Chromium (so Chinese uses the system's CJK fonts). The HTML deck carries plotly.js
 once and every figure as interactive plotly JSON; it opens offline, and ←/→ (or space, Page Up/Down, Home/End)
 move between slides.
 
@@ -26,6 +26,7 @@ import dataclasses
 import html
 import io
 import json
+import logging
 import os
 import re
 import subprocess
@@ -38,6 +39,7 @@ from pathlib import Path
 import plotly.graph_objects as go
 
 from figures.export import BrowserNotFound, find_browser, render_files, start_renderer
+from figures.export import print_pdf as export_print_pdf  # lessons/deck.print_pdf adds a fallback
 from i18n import N_, _, current_language
 from lessons import all_lessons, tour
 from lessons.base import SLIDE, Lesson
@@ -46,6 +48,7 @@ DECK_FORMATS = ("pptx", "pdf", "html")
 TOUR = "tour"
 PNG_SCALE = 1.5  # a 1280 × 720 slide figure as a 1920 × 1080 PNG: sharp on a full-HD projector
 PRINT_TIMEOUT_S = 120.0
+log = logging.getLogger(__name__)
 CJK_FONTS = "'Noto Sans CJK SC', 'Noto Sans SC', 'Source Han Sans SC', 'Microsoft YaHei', 'PingFang SC'"
 FONT_STACK = f"Inter, 'Helvetica Neue', Arial, {CJK_FONTS}, sans-serif"
 PPTX_LATIN_FONT = "Arial"
@@ -519,8 +522,14 @@ def print_html(deck: Deck, drawn: Drawn) -> str:
 
 
 def print_pdf(page: str) -> bytes:
-    """An HTML page printed to PDF by the headless Chromium the figure export uses (its own page size, no
-    header or footer)."""
+    """An HTML page printed to PDF on a tab of the browser that draws the figures (no second browser to start);
+    where that fails, by a headless Chromium of its own."""
+    try:
+        return export_print_pdf(page)
+    except BrowserNotFound:
+        raise
+    except Exception:  # noqa: BLE001 - a browser whose devtools cannot print: a Chromium of its own
+        log.exception("printing on the export browser failed; starting a Chromium to print")
     browser = find_browser()
     if browser is None:
         raise BrowserNotFound()
@@ -590,8 +599,8 @@ def handout_stem() -> str:
 def build(deck: Deck, formats: Iterable[str]) -> dict[str, bytes]:
     """``{"<stem>.<fmt>": bytes}`` for each format, the figures drawn once for all of them.
 
-    The PDF is printed by a Chromium of its own, which starts while the PNGs are drawn and the PPTX is put
-    together: most of that start is waiting, so the two overlap."""
+    The PDF is printed on a tab of the browser that draws the figures, while the PNGs are drawn and the PPTX is
+    put together."""
     formats = tuple(formats)
     files: dict[str, bytes] = {}
     printing = None
