@@ -278,7 +278,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help=f"write a deck: 'tour' (the guided lesson: question, figure and answer slides, "
                              f"speaker notes) or a lesson's name (its figures), one of: {', '.join(deck.deck_names())}")
     parser.add_argument("--no-answers", action="store_true",
-                        help="with --deck tour: no answer slides, and no answers in the notes or the summary")
+                        help="with --deck tour: no answer slides, and no answers in the speaker notes or the summary")
     parser.add_argument("--handout", action="store_true",
                         help="write the guided lesson's handout PDF: each step's question and choices, with room to "
                              "answer")

@@ -311,7 +311,7 @@ def deck_download() -> None:
         handout = fmt == "handout"
         answers = st.checkbox(_("With the answer slides"), value=True, key="tour_deck_answers", disabled=handout,
                               help=_("Without them the deck shows each question and its figure; the answers are "
-                                     "left out of the notes and the summary too."))
+                                     "left out of the speaker notes and the summary too."))
         st.caption(_("In {language}, the language of this page; speaker notes carry each step's text, answer and "
                      "why.").format(language=LANGUAGES[current_language()]))
         if fmt != "html" and not browser_available():
