@@ -6,8 +6,8 @@ and a handout PDF with each step's question and choices and room to answer.
     python -m figures.export --deck tour --handout --out DIR                 # the handout PDF
 
 A deck is data first (``tour_deck``, ``lesson_deck``: slides with their texts, notes and figure), then written
-in each format from figures drawn once: every figure is drawn once as PNG (the PPTX) and once as SVG (the PDF's
-vector figures), all on the export browser's tabs. The PDF and the handout are HTML printed on a tab of that same
+in each format from figures drawn once: every figure is drawn once as a 1920 × 1080 PNG, for the PPTX and the PDF
+alike, all on the export browser's tabs. The PDF and the handout are HTML printed on a tab of that same
 headless Chromium (so Chinese uses the system's CJK fonts). The HTML deck carries plotly.js
 once and every figure as interactive plotly JSON; it opens offline, and ←/→ (or space, Page Up/Down, Home/End)
 move between slides.
@@ -251,23 +251,16 @@ def parse_formats(text: str) -> tuple[str, ...]:
 
 @dataclasses.dataclass
 class Drawn:
+    """The deck's figures drawn: figure name -> PNG bytes (1920 × 1080), shared by the PPTX and the PDF."""
+
     png: dict[str, bytes] = dataclasses.field(default_factory=dict)
-    svg: dict[str, bytes] = dataclasses.field(default_factory=dict)
 
 
-def draw(deck: Deck, formats: Iterable[str]) -> Drawn:
-    """The deck's figures as PNG (for PPTX) and SVG (for PDF), as the formats need; each drawn once, all on the
-    export browser's tabs together."""
-    formats = set(formats)
-    drawn = Drawn()
+def draw(deck: Deck) -> Drawn:
+    """Every figure of the deck as a PNG, each drawn once, all on the export browser's tabs together."""
     named = list(deck.figures.items())
-    if "pptx" in formats:
-        files = render_files(named, "png", scale=PNG_SCALE)
-        drawn.png = {name: files[f"{name}.png"] for name, _figure in named}
-    if "pdf" in formats:
-        files = render_files(named, "svg")
-        drawn.svg = {name: files[f"{name}.svg"] for name, _figure in named}
-    return drawn
+    files = render_files(named, "png", scale=PNG_SCALE)
+    return Drawn({name: files[f"{name}.png"] for name, _figure in named})
 
 
 # ---- PPTX ----------------------------------------------------------------------------------------
@@ -513,10 +506,10 @@ def html_bytes(deck: Deck) -> bytes:
 
 
 def print_html(deck: Deck, drawn: Drawn) -> str:
-    """The slides as print-ready HTML, each figure its SVG (vector in the PDF)."""
+    """The slides as print-ready HTML, each figure its 1920 × 1080 PNG (144 dpi on the 13.333 in page)."""
     def figure_html(name: str) -> str:
-        encoded = base64.b64encode(drawn.svg[name]).decode("ascii")
-        return f'<img src="data:image/svg+xml;base64,{encoded}" alt="">'
+        encoded = base64.b64encode(drawn.png[name]).decode("ascii")
+        return f'<img src="data:image/png;base64,{encoded}" alt="">'
 
     return _page(deck, "".join(_slide_html(spec, figure_html) for spec in deck.slides), _STYLE + _PRINT_STYLE)
 
@@ -597,22 +590,17 @@ def handout_stem() -> str:
 
 
 def build(deck: Deck, formats: Iterable[str]) -> dict[str, bytes]:
-    """``{"<stem>.<fmt>": bytes}`` for each format, the figures drawn once for all of them.
-
-    The PDF is printed on a tab of the browser that draws the figures, while the PNGs are drawn and the PPTX is
-    put together."""
+    """``{"<stem>.<fmt>": bytes}`` for each format. The figures are drawn once (PNG) for the PPTX and the PDF; the
+    PDF prints on a tab of the export browser while the PPTX is put together."""
     formats = tuple(formats)
     files: dict[str, bytes] = {}
-    printing = None
+    drawn = draw(deck) if {"pptx", "pdf"} & set(formats) else Drawn()
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        if "pdf" in formats:
-            printing = pool.submit(pdf_bytes, deck, draw(deck, ("pdf",)))
-        drawn = draw(deck, ("pptx",)) if "pptx" in formats else Drawn()
-        for fmt in formats:
-            if fmt == "pptx":
-                files[f"{deck.stem}.pptx"] = pptx_bytes(deck, drawn)
-            elif fmt == "html":
-                files[f"{deck.stem}.html"] = html_bytes(deck)
+        printing = pool.submit(pdf_bytes, deck, drawn) if "pdf" in formats else None
+        if "pptx" in formats:
+            files[f"{deck.stem}.pptx"] = pptx_bytes(deck, drawn)
+        if "html" in formats:
+            files[f"{deck.stem}.html"] = html_bytes(deck)
         if printing is not None:
             files[f"{deck.stem}.pdf"] = printing.result()
     return {f"{deck.stem}.{fmt}": files[f"{deck.stem}.{fmt}"] for fmt in formats}

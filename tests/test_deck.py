@@ -27,7 +27,6 @@ STEPS = len(tour.available_steps())
 SLIDES_WITH_ANSWERS = 2 + 3 * STEPS
 SLIDES_WITHOUT_ANSWERS = 2 + 2 * STEPS
 PNG = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==")
-SVG = b'<svg xmlns="http://www.w3.org/2000/svg" width="1280" height="720"><rect width="1280" height="720" fill="#eee"/></svg>'
 needs_browser = pytest.mark.skipif(not browser_available(), reason="printing a PDF needs Chrome/Chromium")
 
 
@@ -42,7 +41,7 @@ def decks() -> dict[tuple[str, bool], deck.Deck]:
 
 
 def stand_ins(one: deck.Deck) -> deck.Drawn:
-    return deck.Drawn(png=dict.fromkeys(one.figures, PNG), svg=dict.fromkeys(one.figures, SVG))
+    return deck.Drawn(png=dict.fromkeys(one.figures, PNG))
 
 
 @pytest.fixture(scope="module")
