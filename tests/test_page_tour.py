@@ -243,5 +243,8 @@ def test_the_lesson_downloads_as_a_deck_built_on_demand():
     assert not at.exception and not at.error
     downloads = at.get("download_button")
     assert len(downloads) == 1 and "tour_deck_no-answers.html" in downloads[0].proto.label
+    assert "tour_deck_build" not in [button.key for button in at.button]  # built: only the download shows
     at.run()  # the built deck stays offered on the next run
     assert len(at.get("download_button")) == 1
+    at.checkbox(key="tour_deck_answers").check().run()  # another deck: asked for again
+    assert not at.get("download_button") and "tour_deck_build" in [button.key for button in at.button]

@@ -299,7 +299,11 @@ def keyboard_note(step: tour.Step) -> None:
 
 
 _DECKS = BoundedCache(6)  # (format, answers, language) -> (file name, bytes): built once, shared by every session
-DECK_BUILT_KEY = "tour_deck_built"
+DECK_BUILT_KEY = "tour_deck_built"  # the deck this session asked for: (format, answers, language)
+
+
+def _want_deck(key: tuple) -> None:
+    st.session_state[DECK_BUILT_KEY] = key
 
 
 def deck_download() -> None:
@@ -318,18 +322,18 @@ def deck_download() -> None:
             st.info(_(INSTALL_HINT), icon=":material/image_not_supported:")
             return
         key = (fmt, answers or handout, current_language())
-        if st.session_state.get(DECK_BUILT_KEY) != key:
-            if not st.button(_("Build"), key="tour_deck_build", icon=":material/build:"):
-                return
+        if st.session_state.get(DECK_BUILT_KEY) != key:  # asked for: the next run builds it, with no button
+            st.button(_("Build"), key="tour_deck_build", icon=":material/build:", on_click=_want_deck, args=(key,))
+            return
         try:
             with st.spinner(_("Drawing {count} figures and writing the file…").format(
                     count=len(tour.available_steps()))):
                 name, data = _DECKS.get_or_make(key, lambda: deck.download(fmt, answers=answers or handout))
         except Exception:  # noqa: BLE001 - a failed build is reported, never a traceback
             log.exception("building the deck %s failed", key)
+            st.session_state.pop(DECK_BUILT_KEY, None)
             st.error(_("The deck could not be built on this server; the command line writes it: "
                        "`python -m figures.export --deck tour --out DIR`."), icon=":material/error:")
             return
-        st.session_state[DECK_BUILT_KEY] = key
         st.download_button(_("Download {name}").format(name=name), data, file_name=name, mime=deck.MIME[fmt],
                            key="tour_deck_download", icon=":material/download:", type="primary")
