@@ -208,16 +208,18 @@ def tour_deck(*, answers: bool = True) -> Deck:
 
 
 def lesson_deck(lesson: Lesson) -> Deck:
-    """One lesson's figures at their defaults as a deck: a title slide, one slide per figure (its caption in the
-    notes) and a closing slide listing them."""
+    """One lesson's figures at their defaults (or the gallery's showcase settings) as a deck: a title slide, one
+    slide per figure (its caption in the notes) and a closing slide listing them."""
     title = _(lesson.title)
     slides = [Slide("title", title, _("{count} figures from the explorer's “{title}” page.").format(
         count=len(lesson.figures), title=title))]
     figures: dict[str, go.Figure] = {}
     names = []
     for number, (name, spec) in enumerate(lesson.figures.items(), start=1):
-        figures[name] = lesson.figure(name, None, SLIDE)
-        caption = lesson.caption(name) or ""
+        # at the lesson's defaults, or where those show nothing worth seeing, where the gallery draws it
+        shown = lesson.settings(**dict(spec.showcase)) if spec.showcase else None
+        figures[name] = lesson.figure(name, shown, SLIDE)
+        caption = lesson.caption(name, shown) or ""
         label = _("{number} / {count}").format(number=number, count=len(lesson.figures))
         slides.append(Slide("figure", f"{label} · {_(spec.title)}", "", figure=name,
                             notes=plain_maths(caption), label=label))

@@ -86,7 +86,8 @@ def test_a_lessons_figures_as_a_deck():
     assert one.stem == "rope_code_deck" and len(one.slides) == len(lesson.figures) + 2
     assert [s.figure for s in one.slides if s.kind == "figure"] == list(lesson.figures)
     assert [s.notes for s in one.slides if s.kind == "figure"] == [
-        deck.plain_maths(lesson.caption(name) or "") for name in lesson.figures]
+        deck.plain_maths(lesson.caption(name, lesson.settings(**dict(spec.showcase)) if spec.showcase else None) or "")
+        for name, spec in lesson.figures.items()]
 
 
 def test_answer_slide_names_the_right_choice(decks):
