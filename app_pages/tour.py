@@ -49,6 +49,7 @@ else:
         "and asks a question: **answer first**, then reveal the figure that settles it and why. Every number in the "
         "text is computed, and every figure opens in its full page with the same settings."
     ))
+    guide.deck_download()
     for missing in tour.missing_steps():
         st.info(_("Step “{title}” appears when the {lesson} lesson is installed.").format(
             title=_(missing.title), lesson=missing.lesson), icon=":material/extension:")

@@ -94,6 +94,14 @@ def _zip_of_six(fmt: str):
     return export.zip_files(export.render_files(named, fmt))
 
 
+def _deck():
+    """The guided lesson's deck in all three formats, as ``python -m figures.export --deck tour`` writes it (the
+    lessons' figures are cached after the harness's first call: this times drawing, printing and writing)."""
+    from lessons import deck
+
+    return deck.build(deck.tour_deck(), deck.DECK_FORMATS)
+
+
 CASES = [
     Case("figure export", "slide_style: 9 lines x 2000 points", partial(slide_style, LINES), repeats=10),
     Case("figure export", "slide_style: 300x300 heatmap", partial(slide_style, HEATMAP), repeats=10),
@@ -109,6 +117,8 @@ if export.find_browser() is not None:
             Case("figure export", f"render {fmt.upper()}: slide, 9 lines", partial(export.render, SLIDE_LINES, fmt)),
         ]
     CASES += [
+        Case("figure export", "deck: the 12-step lesson as PPTX, PDF and HTML (figures cached, drawn anew)",
+             _deck, repeats=2),
         Case("figure export", "ZIP of 6 figures, PNG", partial(_zip_of_six, "png"), repeats=3),
         Case("figure export", "ZIP of 6 figures, SVG", partial(_zip_of_six, "svg"), repeats=3),
     ]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import base64
 import functools
 import hashlib
 import io
@@ -36,6 +37,7 @@ DEFAULT_WIDTH = 1000  # px, for figures that do not set their own size
 DEFAULT_HEIGHT = 600
 PNG_SCALE = 2  # PNG pixels per layout pixel: a 1280x720 slide becomes 2560x1440
 RENDER_TIMEOUT_S = 60.0
+PRINT_TIMEOUT_S = 120.0
 START_TIMEOUT_S = 60.0
 MAX_STEM_LENGTH = 120
 # Chromium tabs drawing figures: kaleido reloads a tab after each figure, so with two the next figure
@@ -186,6 +188,32 @@ class _KaleidoServer:
     def render(self, figure: dict, options: dict) -> bytes:
         return self.render_many([figure], [options])[0]
 
+    def print_pdf(self, url: str) -> bytes:
+        """The page at ``url`` printed to PDF on a tab of its own (its CSS page size, no header or footer)."""
+        self.start()
+        future = asyncio.run_coroutine_threadsafe(_print(self._kaleido, url), self._loop)
+        try:
+            return future.result(2 * PRINT_TIMEOUT_S + 5)
+        except BaseException:
+            future.cancel()
+            raise
+
+
+async def _print(browser, url: str) -> bytes:
+    tab = await browser.create_tab("about:blank")
+    try:
+        await tab.send_command("Page.enable")
+        loaded = tab.subscribe_once("Page.loadEventFired")
+        await tab.send_command("Page.navigate", params={"url": url})
+        await asyncio.wait_for(loaded, PRINT_TIMEOUT_S)
+        response = await asyncio.wait_for(tab.send_command("Page.printToPDF", params={
+            "preferCSSPageSize": True, "printBackground": True, "displayHeaderFooter": False}), PRINT_TIMEOUT_S)
+    finally:
+        await browser.close_tab(tab.target_id)
+    if "error" in response:
+        raise RuntimeError(f"printing {url} failed: {response['error']}")
+    return base64.b64decode(response["result"]["data"])
+
 
 _SERVER = _KaleidoServer()
 
@@ -193,6 +221,18 @@ _SERVER = _KaleidoServer()
 def start_renderer() -> None:
     """Start the headless browser that draws images now, not on the first export (takes a few seconds)."""
     _SERVER.start()
+
+
+def print_pdf(page: str) -> bytes:
+    """An HTML page (a string, self-contained) printed to PDF by the browser that draws the figures: its CSS
+    ``@page`` size, backgrounds, no header or footer. A tab of the running browser, so no second browser starts."""
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory(prefix="print_") as folder:
+        source = Path(folder) / "page.html"
+        source.write_text(page, encoding="utf-8")
+        return _SERVER.print_pdf(source.as_uri())
 
 
 def export_size(figure: go.Figure) -> tuple[int, int]:

@@ -25,7 +25,7 @@ from lessons.base import (
     setting,
 )
 
-_NOT_TOPICS = {"base", "export", "rope_setup", "format", "tour"}  # tour: a path through the others
+_NOT_TOPICS = {"base", "deck", "export", "rope_setup", "format", "tour"}  # tour: a path through the others
 
 __all__ = [
     "SCREEN", "SLIDE", "FigureSpec", "FigureStyle", "Lesson", "LessonSettings", "Part", "SettingsError", "all_lessons",

@@ -6,13 +6,17 @@
     python -m figures.export --out figures-json/ --format json
     python -m figures.export --gallery gallery/
     python -m figures.export --lang zh --out 图/ --format png,json     # titles, axes, legends in Chinese
+    python -m figures.export --deck tour --format pptx,pdf,html [--lang zh] [--no-answers] --out decks/
+    python -m figures.export --deck frequencies --format pptx --out decks/  # a lesson's figures as a deck
+    python -m figures.export --handout --out decks/                         # the guided lesson's questions
 
 ``--set KEY=VALUE`` applies to every selected lesson whose settings have KEY (a field name or its
 URL key); ``LESSON.KEY=VALUE`` to that lesson only. A key no selected lesson has, or a value a
 lesson cannot take, stops the export with the valid keys or values. ``--gallery`` draws every
 figure of every lesson at its defaults, for the screen and as a slide, with an ``index.html``
 contact sheet: the page to look at before and after every change to a figure. ``--lang zh`` draws
-every figure in Chinese (file names then end in ``_lang-zh``, like the page's downloads).
+every figure in Chinese (file names then end in ``_lang-zh``, like the page's downloads). ``--deck`` and
+``--handout`` write decks and the handout (``lessons.deck``).
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ import plotly.graph_objects as go
 
 from figures.export import FORMATS, IMAGE_FORMATS, INSTALL_HINT, PNG_SCALE, browser_available, file_stem, render
 from i18n import DEFAULT_LANGUAGE, LANGUAGES, _, current_language, use_language
-from lessons import all_lessons
+from lessons import all_lessons, deck
 from lessons.base import SCREEN, FigureStyle, Lesson, LessonSettings, SettingsError, copy_of
 
 Selection = dict[str, set[str] | None]  # lesson -> figure names (None: all)
@@ -251,8 +255,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--out", type=Path, help="folder to write into (created if missing)")
     parser.add_argument("--only", help="lessons or lesson:figure pairs, comma-separated (default: all)")
-    parser.add_argument("--format", type=_formats, default=["png"],
-                        help=f"{', '.join(FORMATS)}; comma-separated (default png)")
+    parser.add_argument("--format", help=f"{', '.join(FORMATS)}; comma-separated (default png); with --deck: "
+                                         f"{', '.join(deck.DECK_FORMATS)} (default all three)")
     parser.add_argument("--slide", action="store_true", help="16:9 slide style: large type, thick lines")
     parser.add_argument("--no-title", action="store_true", help="with --slide: leave figure titles out")
     parser.add_argument("--scale", type=float, default=PNG_SCALE, help="PNG pixels per layout pixel")
@@ -270,7 +274,37 @@ def build_parser() -> argparse.ArgumentParser:
                         help="draw every figure at its defaults, screen and slide, as PNG with an index.html")
     parser.add_argument("--thumbnails", type=Path, metavar="DIR",
                         help="draw each lesson's key figure as a small PNG for the Home page (assets/thumbnails)")
+    parser.add_argument("--deck", metavar="NAME",
+                        help=f"write a deck: 'tour' (the guided lesson: question, figure and answer slides, "
+                             f"speaker notes) or a lesson's name (its figures), one of: {', '.join(deck.deck_names())}")
+    parser.add_argument("--no-answers", action="store_true",
+                        help="with --deck tour: no answer slides, and no answers in the speaker notes or the summary")
+    parser.add_argument("--handout", action="store_true",
+                        help="write the guided lesson's handout PDF: each step's question and choices, with room to "
+                             "answer")
     return parser
+
+
+def _deck(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    if args.deck is not None and args.deck not in deck.deck_names():
+        parser.error(f"there is no deck {args.deck!r}; choose tour or a lesson: {', '.join(deck.deck_names())}.")
+    if args.handout and args.deck not in (None, deck.TOUR):
+        parser.error("--handout is the guided lesson's (--deck tour), not a lesson's figures.")
+    if args.no_answers and args.deck != deck.TOUR:
+        parser.error("--no-answers is for --deck tour: a lesson's figure deck has no answers.")
+    formats: tuple[str, ...] = ()
+    if args.deck is not None:
+        try:
+            formats = deck.parse_formats(args.format or ",".join(deck.DECK_FORMATS))
+        except deck.DeckError as err:
+            parser.error(str(err))
+    if args.out is None:
+        parser.error("--out is required with --deck or --handout: the folder to write into.")
+    if (args.handout or set(formats) & {"pptx", "pdf"}) and not browser_available():
+        print(INSTALL_HINT, file=sys.stderr)
+        return 2
+    deck.write(args.deck, formats, args.out, answers=not args.no_answers, handout=args.handout)
+    return 0
 
 
 def _list_settings(lessons: Iterable[Lesson]) -> None:
@@ -292,6 +326,14 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    if args.deck is not None or args.handout:
+        return _deck(parser, args)
+    if args.no_answers:
+        parser.error("--no-answers goes with --deck tour.")
+    try:
+        args.format = _formats(args.format or "png")
+    except argparse.ArgumentTypeError as err:
+        parser.error(str(err))
     lessons = all_lessons()
     try:
         chosen = selected(lessons, parse_selection(args.only))

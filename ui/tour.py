@@ -14,9 +14,9 @@ import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from figures.export import browser_available, render
-from i18n import _, current_language, ngettext
-from lessons import all_lessons, tour
+from figures.export import INSTALL_HINT, browser_available, render
+from i18n import LANGUAGES, _, current_language, ngettext
+from lessons import all_lessons, deck, tour
 from lessons.base import SLIDE, BoundedCache
 from references import cite
 from ui import export, params
@@ -296,3 +296,44 @@ def keyboard_note(step: tour.Step) -> None:
     with st.container(key=KEYS_BOX):
         st.caption(_("Keys: 1–{count} answer · → reveal the answer, then the next step · ← previous step.").format(
             count=len(step.choices)))
+
+
+_DECKS = BoundedCache(6)  # (format, answers, language) -> (file name, bytes): built once, shared by every session
+DECK_BUILT_KEY = "tour_deck_built"  # the deck this session asked for: (format, answers, language)
+
+
+def _want_deck(key: tuple) -> None:
+    st.session_state[DECK_BUILT_KEY] = key
+
+
+def deck_download() -> None:
+    """"Download the lesson as a deck": a format, with or without the answers, in the reader's language; built on
+    demand (``lessons.deck``), then offered for download."""
+    with st.expander(_("Download the lesson as a deck"), icon=":material/slideshow:"):
+        fmt = st.radio(_("Format"), tuple(deck.DOWNLOAD_FORMATS), key="tour_deck_format", horizontal=True,
+                       format_func=lambda name: _(deck.DOWNLOAD_FORMATS[name]))
+        handout = fmt == "handout"
+        answers = st.checkbox(_("With the answer slides"), value=True, key="tour_deck_answers", disabled=handout,
+                              help=_("Without them the deck shows each question and its figure; the answers are "
+                                     "left out of the speaker notes and the summary too."))
+        st.caption(_("In {language}, the language of this page; speaker notes carry each step's text, answer and "
+                     "why.").format(language=LANGUAGES[current_language()]))
+        if fmt != "html" and not browser_available():
+            st.info(_(INSTALL_HINT), icon=":material/image_not_supported:")
+            return
+        key = (fmt, answers or handout, current_language())
+        if st.session_state.get(DECK_BUILT_KEY) != key:  # asked for: the next run builds it, with no button
+            st.button(_("Build"), key="tour_deck_build", icon=":material/build:", on_click=_want_deck, args=(key,))
+            return
+        try:
+            with st.spinner(_("Drawing {count} figures and writing the file…").format(
+                    count=len(tour.available_steps()))):
+                name, data = _DECKS.get_or_make(key, lambda: deck.download(fmt, answers=answers or handout))
+        except Exception:  # noqa: BLE001 - a failed build is reported, never a traceback
+            log.exception("building the deck %s failed", key)
+            st.session_state.pop(DECK_BUILT_KEY, None)
+            st.error(_("The deck could not be built on this server; the command line writes it: "
+                       "`python -m figures.export --deck tour --out DIR`."), icon=":material/error:")
+            return
+        st.download_button(_("Download {name}").format(name=name), data, file_name=name, mime=deck.MIME[fmt],
+                           key="tour_deck_download", icon=":material/download:", type="primary")
