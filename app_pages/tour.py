@@ -10,7 +10,7 @@ from lessons import tour
 
 steps = tour.available_steps()
 if guide.presenting():  # one screen for the question, the next for the figure that answers it
-    head, controls = st.columns([5.6, 4.4], vertical_alignment="center")
+    head, controls = st.columns([6.7, 3.3], vertical_alignment="center")
     with controls, st.container(key=guide.CONTROLS_BOX, horizontal=True, horizontal_alignment="right",
                                 vertical_alignment="center"):
         guide.type_control()

@@ -17,7 +17,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from figures.text import text_width, without_tags
+from figures.text import text_width, without_tags, wrap
 from figures.theme import BASE_FONT_SIZE, TEMPLATE
 
 SLIDE_WIDTH = 1280
@@ -197,4 +197,29 @@ def slide_style(figure: go.Figure, *, title: bool = True, width: int = SLIDE_WID
         _raise_fonts(layout, least)
         for trace in data:
             _raise_fonts(trace, least)
+        _wrap_to_canvas(layout, data, margin, width)
     return go.Figure(data=data, layout=layout)
+
+
+_LEGEND_SAMPLE = 50  # px a legend entry's line sample and gaps take before its text
+
+
+def _wrap_to_canvas(layout: dict, data: list[dict], margin: dict, width: int) -> None:
+    """Break legend entries and left-anchored notes that type too large to shrink would run past the canvas's
+    right edge (plotly never wraps them: the end would be cut off)."""
+    plot_width = width - margin["l"] - margin["r"]
+    size = layout["font"]["size"]
+    legend_size = ((layout.get("legend") or {}).get("font") or {}).get("size") or size
+    for trace in data:
+        name = trace.get("name")
+        if isinstance(name, str) and text_width(name, legend_size) > plot_width - _LEGEND_SAMPLE:
+            trace["name"] = wrap(name, plot_width - _LEGEND_SAMPLE, legend_size)
+    for note in layout.get("annotations", ()):
+        x, text = note.get("x"), note.get("text")
+        if not (isinstance(text, str) and isinstance(x, (int, float)) and note.get("xanchor") == "left"
+                and str(note.get("xref") or "paper").endswith(("domain", "paper"))):
+            continue
+        room = plot_width * (1 - x)
+        note_size = (note.get("font") or {}).get("size") or size
+        if text_width(text, note_size) > room:
+            note["text"] = wrap(text, room, note_size)

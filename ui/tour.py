@@ -46,11 +46,11 @@ _YES, _NO = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 DESIGN_WIDTH, DESIGN_HEIGHT = 1280, 720
 CHART_TYPE, PROSE_TYPE = 24, 28
 TYPE_KEY = "type"  # ?type=S|M|L|XL
-TYPE_SCALES = {"S": 0.85, "M": 1.0, "L": 1.15, "XL": 1.3}
+TYPE_SCALES = {"S": 0.85, "M": 1.0, "L": 1.1, "XL": 1.2}
 DEFAULT_TYPE = "M"
 # The share of the width the "why" takes beside the slide at each scale: larger type needs a wider column (the
 # longest "why", 377 characters in English and 195 in Chinese, must fit beside the slide at every scale).
-WHY_SHARES = {"S": 0.36, "M": 0.42, "L": 0.5, "XL": 0.58}
+WHY_SHARES = {"S": 0.36, "M": 0.42, "L": 0.48, "XL": 0.54}
 _PAD_X, _PAD_TOP, _PAD_BOTTOM, _GAP = 32, 12, 12, 16  # design pixels
 # Height the header and the buttons' line take above the slide: a fixed part and a part that grows with the type
 _ABOVE_FIXED, _ABOVE_PER_SCALE = 40, 104
@@ -98,7 +98,8 @@ html {{ font-size: calc(16 * var(--u)); }}
   padding: calc({_PAD_TOP} * var(--u)) calc({_PAD_X} * var(--u)) calc({_PAD_BOTTOM} * var(--u)); }}
 [data-testid="stMain"] [data-testid="stMarkdownContainer"] p,
 [data-testid="stMain"] [data-testid="stMarkdownContainer"] li {{ font-size: {prose}; line-height: 1.35; }}
-[data-testid="stMain"] h2 {{ font-size: calc({36 * factor:g} * var(--u)); padding: 0; line-height: 1.2; }}
+[data-testid="stMain"] h2 {{ font-size: calc(32 * var(--u)); padding: 0; line-height: 1.25;
+  white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }}
 [data-testid="stMain"] [data-testid="stCaptionContainer"] p {{ font-size: {small}; }}
 [data-testid="stMain"] button p {{ font-size: {prose}; }}
 [class*="st-key-tour_previous"] button p, [class*="st-key-tour_next"] button p, .st-key-tour_reveal button p,
@@ -107,6 +108,8 @@ html {{ font-size: calc(16 * var(--u)); }}
 [data-testid="stMain"] .katex, [data-testid="stMain"] .katex-html {{ white-space: nowrap; }}
 .st-key-{CONTROLS_BOX} p {{ font-size: {small} !important; line-height: 1.2; }}
 .st-key-{CONTROLS_BOX} button {{ min-height: 0; padding: calc(4 * var(--u)) calc(10 * var(--u)); }}
+.st-key-tour_type_down, .st-key-tour_type_up {{ position: absolute !important; width: 1px !important; height: 1px;
+  overflow: hidden; opacity: 0; pointer-events: none; }}
 .st-key-{SLIDE_BOX} {{ width: 100%; }}
 .st-key-{SLIDE_BOX} img {{ width: 100%; height: auto; max-height: calc({height} * var(--u)); object-fit: contain; }}
 .st-key-{ANSWER_BOX} {{ display: grid !important; grid-template-columns: {1 - why:.3f}fr {why:.3f}fr;
@@ -171,7 +174,8 @@ def _bigger(step: int) -> None:
 
 def type_control() -> str:
     """The type scale, S to XL, bound to the link as ``?type=``, with ↑ and ↓ (and A+, A−) for larger and smaller
-    type: a large hall reads the same screen at a larger scale. Returns the scale shown."""
+    type: a large hall reads the same screen at a larger scale. Returns the scale shown. (The buttons carry the keys
+    and are hidden: the S–XL control says the same in less room.)"""
     linked = st.query_params.get(TYPE_KEY)
     if linked is not None and linked not in TYPE_SCALES and TYPE_KEY not in st.session_state:
         st.warning(_("The link set the type size to `{value}`; use one of {choices}.").format(
