@@ -35,6 +35,7 @@ FIRST_STEP = 1  # steps are numbered from 1 in the URL (``?step=N``)
 SLIDE_BOX = "tour_slide"  # the container the presenter's figure fills
 WHY_BOX = "tour_why"  # the presenter's "why", beside the slide
 ANSWER_BOX = "tour_answer"  # the presenter's answer screen: the slide and the "why" side by side
+SUMMARY_BOX = "tour_summary_list"  # the presenter's summary: two columns
 CONTROLS_BOX = "tour_controls"  # the presenter's type scale and switch, top right
 KEYS_BOX = f"{KEYBOARD_ONLY_PREFIX}tour"  # the keyboard hints: shown where there is a keyboard
 _YES, _NO = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
@@ -115,6 +116,8 @@ html {{ font-size: calc(16 * var(--u)); }}
 .st-key-{ANSWER_BOX} {{ display: grid !important; grid-template-columns: {1 - why:.3f}fr {why:.3f}fr;
   gap: calc({_GAP} * var(--u)); align-items: start; }}
 .st-key-{ANSWER_BOX} > div {{ width: auto !important; min-width: 0; }}
+.st-key-{SUMMARY_BOX} > div {{ flex: 1 1 0 !important; min-width: 0; }}
+.st-key-{SUMMARY_BOX} [data-testid="stMarkdownContainer"] li {{ font-size: calc({22 * factor:g} * var(--u)); }}
 </style>"""
 
 
@@ -304,9 +307,17 @@ def summary(steps: tuple[tour.Step, ...], presenting: bool) -> None:
         st.button(_("Previous"), key="tour_previous", shortcut="Left", on_click=_back)
     st.markdown(_("What each step showed:"))
     texts = [tour.step_text(step) for step in steps]
-    st.markdown("\n".join(_("{number}. **{title}**: {question} **{answer}**").format(
-        number=number, title=text.title, question=text.question, answer=text.answer)
-        for number, text in enumerate(texts, start=FIRST_STEP)))
+    if presenting:  # one screen: each step's title and answer, in two columns
+        half = (len(texts) + 1) // 2
+        with st.container(key=SUMMARY_BOX, horizontal=True, gap="medium"):
+            for start in (0, half):
+                st.markdown("\n".join(_("{number}. **{title}**: {answer}").format(
+                    number=number, title=text.title, answer=text.answer)
+                    for number, text in enumerate(texts[start:start + half], start=start + FIRST_STEP)))
+    else:
+        st.markdown("\n".join(_("{number}. **{title}**: {question} **{answer}**").format(
+            number=number, title=text.title, question=text.question, answer=text.answer)
+            for number, text in enumerate(texts, start=FIRST_STEP)))
     answered = [step for step in steps if chosen(step) is not None]
     if answered:
         right = sum(chosen(step) == step.answer for step in answered)
