@@ -821,6 +821,60 @@ def store_text(settings: Settings | None = None) -> str:
     return sentences(texts)
 
 
+def run_estimate(config: ExperimentConfig) -> tuple[float | None, str | None]:
+    """(seconds, device) a run like ``config`` takes: the median of this server's own stored runs like it (device
+    None: measured here), else of the shipped runs like it (device: where those trained, as a record stores it);
+    (None, None) when nothing like it is known. The training service's estimate for a job is the same number
+    (``TrainingService.estimate_s``): the page's time before the click and the progress line's agree."""
+    from pe_core.train.service import seconds_like, timed_runs
+    from pe_core.train.shipped import shipped
+
+    own_runs, shipped_runs = timed_runs(service().store)
+    own_s = seconds_like(own_runs, config)
+    if own_s is not None:
+        return own_s, None
+    shipped_s = seconds_like(shipped_runs, config)
+    ships = shipped()
+    if shipped_s is None or ships is None:
+        return None, None
+    return shipped_s, ships.training_device
+
+
+def time_text(config: ExperimentConfig | None, job: Any = None) -> str:
+    """How long a run like ``config`` takes, one sentence from one estimate (``run_estimate``): before the click
+    (``job`` None) the estimate and where it was measured; while ``job`` trains, the time left, from the same
+    estimate until the run has measured its own speed (after 3 % of it), then from that speed (``config`` None: a
+    job of many runs, whose estimate is the sum of theirs)."""
+    seconds, device = run_estimate(config) if config is not None else (None, None)
+    if job is None:
+        if seconds is None:
+            return _("No run like it has been timed yet: the progress bar will tell its time.")
+        if device is None:
+            return _("Runs like this one took about {time} here.").format(time=duration_text(seconds))
+        return _("Shipped runs like this one took about {time} each on {device}; this server has timed none yet, "
+                 "so the progress bar will tell its own time.").format(time=duration_text(seconds),
+                                                                      device=shown_device_label(device))
+    left = job.remaining_s()
+    if left is None:
+        return ""
+    if job.fraction >= 0.03:
+        return _("about {time} left at the speed so far").format(time=duration_text(left))
+    if config is None:
+        return _("about {time} left").format(time=duration_text(left))
+    if device is None:
+        return _("about {time} left, going by this server's runs").format(time=duration_text(left))
+    return _("about {time} left, going by runs on {device}").format(time=duration_text(left),
+                                                                  device=shown_device_label(device))
+
+
+def what_one_run_trains(config: ExperimentConfig) -> str:
+    """What "Train this experiment" trains: one run (the encoding, seed and steps the controls set), not the
+    experiment's seed table."""
+    return _("This button trains one run: {encoding}, seed {seed}, {steps} steps. The rest of the experiment's "
+             "runs (every encoding × every seed) train from “Train the missing seeds and encodings” below.").format(encoding=_encoding_title(config.encoding),
+                                                               seed=config.seed, steps=f"{config.steps:,}")
+
+
 def stored_runs(limit: int = 500) -> list[dict]:
     """The browse view's rows: one per stored run, newest first."""
     rows = []
