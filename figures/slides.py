@@ -198,6 +198,9 @@ def slide_style(figure: go.Figure, *, title: bool = True, width: int = SLIDE_WID
         for trace in data:
             _raise_fonts(trace, least)
         _wrap_to_canvas(layout, data, margin, width)
+        for name, axis in layout.items():  # plotly draws a log axis's minor labels (2, 5) at 3/4 of the type
+            if _AXIS_NAME.fullmatch(name) and isinstance(axis, dict) and axis.get("type") == "log":
+                axis["minorloglabels"] = "none"
     return go.Figure(data=data, layout=layout)
 
 

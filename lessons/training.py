@@ -561,9 +561,7 @@ def _attention_maps(result: Result, style) -> object:
         return _inside_note(result, _(draw.ATTENTION_MAPS_TITLE))
     at_train, at_longest = result.inside
     c = result.config
-    entropies = at_longest.entropies[at_longest.methods.index("direct")]  # [layers, heads, T]
-    rise = (entropies[..., -1] - entropies[..., c.train_length - 1]).flatten()
-    heads = sorted(rise.argsort(descending=True)[:INSIDE_SLIDE_HEADS if style.slide else INSIDE_HEADS].tolist())
+    heads = _inside_heads(result, INSIDE_SLIDE_HEADS if style.slide else INSIDE_HEADS)
     panels = []
     for flat in heads:
         layer, head = divmod(flat, c.n_head)
@@ -579,16 +577,49 @@ def _attention_maps(result: Result, style) -> object:
     return draw.attention_maps_figure(panels, c.train_length)
 
 
+def _inside_heads(result: Result, count: int) -> list[int]:
+    """The ``count`` heads (flat layer × head indices, in order) whose attention spreads most past L with direct
+    extrapolation: the entropy's rise from the query at L to the last."""
+    _at_train, at_longest = result.inside
+    entropies = at_longest.entropies[at_longest.methods.index("direct")]  # [layers, heads, T]
+    rise = (entropies[..., -1] - entropies[..., result.config.train_length - 1]).flatten()
+    return sorted(rise.argsort(descending=True)[:count].tolist())
+
+
+def recent_shares(result: Result) -> dict[str, float]:
+    """Per method drawn at the longest length: the share of a query's attention on its last L keys (the span
+    training showed it), averaged over the queries past L and the heads the maps show."""
+    _at_train, at_longest = result.inside
+    c = result.config
+    length, train = at_longest.length, c.train_length
+    queries = torch.arange(train, length)
+    keys = torch.arange(length)
+    recent = ((keys[None, :] <= queries[:, None]) & (keys[None, :] > queries[:, None] - train)).to(torch.float64)
+    shares = {}
+    for method in INSIDE_MAP_METHODS:
+        index = at_longest.methods.index(method)
+        per_head = [(at_longest.maps[index, flat // c.n_head, flat % c.n_head][train:].to(torch.float64) * recent)
+                    .sum(-1).mean() for flat in _inside_heads(result, INSIDE_HEADS)]
+        shares[method] = float(torch.stack(per_head).mean())
+    return shares
+
+
 def _attention_maps_caption(result: Result) -> str:
     if result.inside is None:
         return ""
     c = result.config
     shown = min(INSIDE_HEADS, c.n_layer * c.n_head)
-    return _("Each map is one head's attention averaged over {windows} windows of held-out text: a row is a query, "
+    shares = recent_shares(result)
+    notice = _("**What to notice:** below the dotted line (queries past L), how much of each row's colour stays "
+               "near the diagonal, on the last L keys: {shares} of a query's attention on the shown heads.").format(
+        shares=", ".join(_("{share:.0%} with {method}").format(share=share, method=_method_title(method))
+                         for method, share in shares.items()))
+    return sentences([notice, _(
+        "Each map is one head's attention averaged over {windows} windows of held-out text: a row is a query, "
              "a column a key, the colour the share of the query's attention on the key (log scale; blank: the "
              "future, which a causal model cannot see). The dotted lines mark L. Shown: {shown} of the model's "
              "{heads} heads, those whose attention spreads most past L with direct extrapolation.").format(
-        windows=INSIDE_WINDOWS, shown=shown, heads=c.n_layer * c.n_head)
+        windows=INSIDE_WINDOWS, shown=shown, heads=c.n_layer * c.n_head)])
 
 
 def _entropy_curves(result: Result) -> list[tuple[str, torch.Tensor]]:
