@@ -112,10 +112,12 @@ def _fit_axis_titles(layout: dict, margin: dict, width: int, height: int, least:
 
 def _fit_panel_labels(layout: dict, margin: dict, width: int, least: float) -> None:
     """Shrink a label centred over a panel (a subplot's title) that would run past its panel at slide size,
-    over the neighbouring panel's tick labels."""
+    over the neighbouring panel's tick labels; its neighbours (the other panels' labels that had its size) shrink
+    with it, so no panel's title reads smaller than the others (a long "Position Interpolation" did)."""
     plot_width = width - margin["l"] - margin["r"]
     domains = [tuple(axis.get("domain", (0.0, 1.0))) for name, axis in layout.items()
                if name.startswith("xaxis") and isinstance(axis, dict)]
+    labels: list[tuple[dict, float]] = []  # (font, size before fitting)
     for note in layout.get("annotations", ()):
         if (note.get("xref") or "paper") != "paper" or note.get("xanchor") != "center" or note.get("showarrow"):
             continue
@@ -128,8 +130,13 @@ def _fit_panel_labels(layout: dict, margin: dict, width: int, least: float) -> N
         room = 0.95 * plot_width * min(holding)
         text = str(note.get("text") or "")
         needed = text_width(text, size) * (_BOLD_WIDTH if "<b>" in text else 1.0)
+        labels.append((font, size))
         if needed > room:
             font["size"] = round(max(least, size * room / needed), 1)
+    for font, size in labels:
+        fitted = [f["size"] for f, s in labels if s == size and f.get("size") is not None]
+        if fitted:
+            font["size"] = min(fitted)
 
 
 def _raise_fonts(node: Any, least: float) -> None:
