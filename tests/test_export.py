@@ -139,6 +139,22 @@ def test_the_presenters_slide_has_no_text_under_its_least_size_and_wraps_what_wo
     assert slide_style(figure).layout.annotations[0].font.size < 24  # the export's slide keeps its own sizes
 
 
+def test_a_pdf_lifts_a_legend_standing_on_the_canvas_edge_and_nothing_else():
+    """A PDF's page clipped the bottom border of a legend anchored to the canvas's bottom edge: the PDF draws it
+    PDF_LEGEND_LIFT px higher; PNG and SVG, and legends placed otherwise, are drawn as they are."""
+    from figures.export import PDF_LEGEND_LIFT, _for_format
+    from figures.theme import LEGEND_BELOW
+
+    figure = new_figure("t", height=400, legend=LEGEND_BELOW)
+    figure.add_trace(go.Scatter(x=[0, 1], y=[1, 2], name="one"))
+    lifted = _for_format(figure, "pdf")
+    assert lifted.layout.legend.y == pytest.approx(LEGEND_BELOW["y"] + PDF_LEGEND_LIFT / 400)
+    assert figure.layout.legend.y == LEGEND_BELOW["y"]  # the input is not changed
+    assert _for_format(figure, "png") is figure and _for_format(figure, "svg") is figure
+    beside = new_figure("t", height=400)
+    assert _for_format(beside, "pdf") is beside
+
+
 # ---- names, values, ZIPs ----------------------------------------------------------------------
 
 def test_file_stem_reads_like_the_view():
