@@ -175,3 +175,21 @@ def test_keyboard_hints_show_only_where_there_is_a_keyboard(app):
     assert shown == []  # ... and not shown
     assert page_errors(page) == []
     phone.close()
+
+
+def test_the_sidebars_page_names_wrap_instead_of_being_cut(app):
+    """At 1280 px the sidebar is about 300 px wide: a long page name ("Hybrid models: windows, NoPE and context
+    extension") takes two lines, none ends in an ellipsis."""
+    base_url, chromium = app
+    page = chromium.new_page(viewport={"width": 1280, "height": 800})
+    page.goto(f"{base_url}/tour")
+    page.locator('[data-testid="stSidebarNavLink"]').first.wait_for(timeout=90_000)
+    wait_for_app_idle(page)
+    # a label cut off: wider than its box (an ellipsis), or running past its link's right edge (hidden beyond it)
+    cut = page.evaluate("""() => [...document.querySelectorAll('[data-testid="stSidebarNavLink"]')].flatMap((link) =>
+        [...link.querySelectorAll('*')].filter((e) => e.textContent.trim() && (e.scrollWidth > e.clientWidth + 1
+            || e.getBoundingClientRect().right > link.getBoundingClientRect().right + 1)).map((e) => e.textContent))""")
+    assert cut == []
+    names = page.locator('[data-testid="stSidebarNavLink"]').all_inner_texts()
+    assert any("Hybrid models" in name for name in names)
+    page.close()
