@@ -18,7 +18,7 @@ from typing import Any
 import plotly.graph_objects as go
 
 from figures.text import text_width, without_tags, wrap
-from figures.theme import BASE_FONT_SIZE, TEMPLATE
+from figures.theme import BASE_FONT_SIZE, LEGEND_BELOW, TEMPLATE
 
 SLIDE_WIDTH = 1280
 SLIDE_HEIGHT = 720  # 16:9
@@ -200,11 +200,23 @@ def slide_style(figure: go.Figure, *, title: bool = True, width: int = SLIDE_WID
     _fit_axis_titles(layout, margin, width, height, floor)
     _fit_panel_labels(layout, margin, width, floor)
     if least is not None:
+        legend = layout.get("legend") or {}
+        if legend.get("orientation", "v") == "v" and (legend.get("x") is None or legend["x"] >= 1):
+            # a legend beside the plot takes half a canvas this narrow at this size: it goes under the plot, in rows
+            layout["legend"] = {**legend, **LEGEND_BELOW}
         layout["font"]["size"] = max(layout["font"]["size"], least)
         _raise_fonts(layout, least)
         for trace in data:
             _raise_fonts(trace, least)
         _wrap_to_canvas(layout, data, margin, width)
+        for trace in data:  # a colour bar labelled in words takes half this canvas beside the plot: under it, level
+            bar = trace.get("colorbar")
+            if isinstance(bar, dict) and bar.get("ticktext") and trace.get("showscale") is not False:
+                room = 0.9 * (width - margin["l"] - margin["r"]) / len(bar["ticktext"])
+                size = (bar.get("tickfont") or {}).get("size") or layout["font"]["size"]
+                bar.update(orientation="h", yref="container", y=0.02, yanchor="bottom", x=0.5, xanchor="center",
+                           len=1.0, tickangle=0, thickness=18,
+                           ticktext=[wrap(str(text), room, size) for text in bar["ticktext"]])
         for name, axis in layout.items():  # plotly draws a log axis's minor labels (2, 5) at 3/4 of the type
             if _AXIS_NAME.fullmatch(name) and isinstance(axis, dict) and axis.get("type") == "log":
                 axis["minorloglabels"] = "none"
@@ -224,6 +236,12 @@ def _wrap_to_canvas(layout: dict, data: list[dict], margin: dict, width: int) ->
         name = trace.get("name")
         if isinstance(name, str) and text_width(name, legend_size) > plot_width - _LEGEND_SAMPLE:
             trace["name"] = wrap(name, plot_width - _LEGEND_SAMPLE, legend_size)
+    for name, axis in layout.items():  # an axis title that cannot shrink: on two lines rather than cut off
+        if name.startswith("xaxis") and isinstance(axis, dict) and isinstance(axis.get("title"), dict):
+            low, high = axis.get("domain", (0.0, 1.0))
+            text, font = str(axis["title"].get("text") or ""), axis["title"].get("font") or {}
+            if text and text_width(text, font.get("size") or size) > 0.95 * plot_width * (high - low):
+                axis["title"]["text"] = wrap(text, 0.95 * plot_width * (high - low), font.get("size") or size)
     for note in layout.get("annotations", ()):
         x, text = note.get("x"), note.get("text")
         if not (isinstance(text, str) and isinstance(x, (int, float)) and note.get("xanchor") == "left"
