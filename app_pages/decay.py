@@ -151,8 +151,8 @@ def sinusoidal_part() -> None:
                      "one.").format(said=_(monotone.said)))
 
     st.markdown(_(
-        "The same numbers as a matrix: entry (i, j) is PE(i)·PE(j). It is constant along every diagonal (a Toeplitz "
-        "matrix) because it depends on i − j only. On the right the positions first go through random query and key "
+        "The same numbers as a matrix: entry (m, n) is PE(m)·PE(n). It is constant along every diagonal (a Toeplitz "
+        "matrix) because it depends on m − n only. On the right the positions first go through random query and key "
         "projections $W_q$, $W_k$, as attention does ({vaswani}): the diagonal structure is gone."
     ).format(vaswani=cite("vaswani", "§3.2.2")))
     with st.columns([1, 3])[0]:

@@ -11,8 +11,10 @@ from lessons import tour
 
 steps = tour.available_steps()
 if guide.presenting():  # one screen for the question, the next for the figure that answers it
-    head, switch = st.columns([8.2, 1.8], vertical_alignment="center")
-    with switch:
+    head, controls = st.columns([6.7, 3.3], vertical_alignment="center")
+    with controls, st.container(key=guide.CONTROLS_BOX, horizontal=True, horizontal_alignment="right",
+                                vertical_alignment="center"):
+        guide.type_control()
         guide.presenter_switch()
     index = guide.step_picker(len(steps))  # hidden: the header counts the steps
     step, text = steps[index], tour.step_text(steps[index])
@@ -27,19 +29,16 @@ if guide.presenting():  # one screen for the question, the next for the figure t
     guide.navigation(step, index, len(steps), presenting=True, where=keys)
     shown = guide.revealed(step)  # the buttons' callbacks ran before this run: it holds for the whole screen
     with status:
-        if shown:
-            guide.verdict(step, text)
-        else:
-            guide.keyboard_note(step)
-    if shown:  # the slide and why it settles the question, side by side: one 16:9 screen, nothing below it
-        slide, why = st.columns(guide.SLIDE_AND_WHY, gap="medium")
-        with slide:
+        guide.keyboard_note(step, presenting=True)
+    if shown:  # the slide, and beside it the answer and why it settles the question: one screen, nothing below
+        with st.container(key=guide.ANSWER_BOX, horizontal=True):
             guide.figure(step, presenting=True)
-        with why, st.container(key=guide.WHY_BOX):
-            st.markdown(text.why)
-            vote.room_tally(step, index, text.choices)  # how the class voted, where a room is open
+            with st.container(key=guide.WHY_BOX):
+                guide.verdict(step, text)
+                st.markdown(guide.unbroken(text.why))
+                vote.room_tally(step, index, text.choices)  # how the class voted, where a room is open
     else:
-        st.markdown(text.text)
+        st.markdown(guide.unbroken(text.text))
         guide.ask(step, text)
         vote.room_panel(step, index, shown=False)  # the class votes from phones
 else:

@@ -80,10 +80,8 @@ if record is not None:
 else:
     paused = service.paused(config)
     label = _("Resume training") if paused is not None else _("Train this experiment")
-    estimate = service.estimate_s(config)
-    st.markdown(_("Not stored yet. Training runs on the server in the background; you can leave the page open.")
-                + (" " + _("Runs like this one took about {time} here.").format(time=lesson.duration_text(estimate))
-                   if estimate else ""))
+    st.markdown(sentences([_("Not stored yet. Training runs on the server in the background; you can leave the page "
+                             "open."), lesson.what_one_run_trains(config), lesson.time_text(config)]))
     columns = st.columns([2, 1, 3], vertical_alignment="center")
     columns[0].button(label, type="primary", icon=":material/play_arrow:", disabled=busy, on_click=request)
     columns[1].button(_("Stop"), icon=":material/stop:", disabled=not busy, on_click=stop)
@@ -116,9 +114,9 @@ def live_progress() -> None:
     elif not job.finished:
         text = lesson.followed_text(job) or (lesson.status_text(status, getattr(job, "batch", None)) if status
                                              else _("Starting…"))
-        left = job.remaining_s()
-        if left is not None and job.fraction >= 0.03:
-            text += " · " + _("about {time} left at the speed so far").format(time=lesson.duration_text(left))
+        left = lesson.time_text(st.session_state.get(JOB_CONFIG), job)
+        if left:
+            text += " · " + left
         st.progress(job.fraction, text=text)
         if job.requests > 1:
             st.caption(_("{count} sessions asked for this run; it trains once for all of them.").format(

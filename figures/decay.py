@@ -22,7 +22,7 @@ from pe_core.decay import BoundCurve, Curve
 BOUND_TITLE = N_("RoFormer's decay bound against relative distance")
 METHODS_TITLE = N_("The decay bound under context-extension methods")
 SINUSOIDAL_TITLE = N_("Sinusoidal encodings: PE(t)·PE(t+k) against offset k")
-SIMILARITY_TITLE = N_("Similarity of positions PE(i)·PE(j)")
+SIMILARITY_TITLE = N_("Similarity of positions PE(m)·PE(n)")
 PROJECTED_SIMILARITY_TITLE = N_("Through random W<sub>q</sub>, W<sub>k</sub>")
 ROPE_SCORES_TITLE = N_("RoPE q·k against distance: fixed and random vectors")
 PROJECTED_SCORES_TITLE = N_("Sinusoidal PEs through random W<sub>q</sub>, W<sub>k</sub>: no clean decay")
@@ -271,8 +271,8 @@ def similarity_figure(matrix: torch.Tensor, *, title: str, colour_title: str) ->
     size = matrix.shape[0]
     limit = float(matrix.abs().max())
     figure = new_figure(title, height=520, width=620,
-                        xaxis=dict(title=_("key position j"), range=[-0.5, size - 0.5], constrain="domain"),
-                        yaxis=dict(title=_("query position i"), autorange="reversed", scaleanchor="x",
+                        xaxis=dict(title=_("key position n"), range=[-0.5, size - 0.5], constrain="domain"),
+                        yaxis=dict(title=_("query position m"), autorange="reversed", scaleanchor="x",
                                    constrain="domain"))
     figure.add_trace(go.Heatmap(z=_screen(matrix), x0=0, dx=1, y0=0, dy=1, colorscale="RdBu", zmin=-limit,
                                 zmax=limit, colorbar=dict(title=dict(text=colour_title, side="right"))))

@@ -253,7 +253,23 @@ def render(figure: go.Figure, fmt: str, *, scale: float = PNG_SCALE) -> bytes:
     if fmt == "html":
         return figure.to_html(include_plotlyjs=True, full_html=True, auto_play=False,
                               config={"displaylogo": False}).encode("utf-8")
-    return _SERVER.render(figure.to_dict(), _options(figure, fmt, scale))
+    return _SERVER.render(_for_format(figure, fmt).to_dict(), _options(figure, fmt, scale))
+
+
+PDF_LEGEND_LIFT = 16  # px: how far a PDF lifts a legend drawn on the canvas's bottom edge
+
+
+def _for_format(figure: go.Figure, fmt: str) -> go.Figure:
+    """``figure`` as ``fmt`` draws it: a PDF's printed page clipped the bottom of a legend that stands on the
+    canvas's bottom edge (``figures.theme.LEGEND_BELOW``: its border and a few pixels of its entries), so a PDF
+    lifts it by PDF_LEGEND_LIFT px; every other format, and every other figure, is drawn as it is."""
+    legend = figure.layout.legend
+    if fmt != "pdf" or legend.yref != "container" or (legend.yanchor or "auto") != "bottom" or (legend.y or 0) > 0.05:
+        return figure
+    _width, height = export_size(figure)
+    lifted = go.Figure(figure)
+    lifted.layout.legend.y = (legend.y or 0) + PDF_LEGEND_LIFT / height
+    return lifted
 
 
 def _options(figure: go.Figure, fmt: str, scale: float) -> dict:
@@ -275,7 +291,7 @@ def render_files(figures: Iterable[tuple[str, go.Figure]], fmt: str, *, scale: f
             name = f"{stem}_{copy}.{fmt}"
         names.append(name)
     if fmt in IMAGE_FORMATS:
-        drawn = _SERVER.render_many([figure.to_dict() for _, figure in named],
+        drawn = _SERVER.render_many([_for_format(figure, fmt).to_dict() for _, figure in named],
                                     [_options(figure, fmt, scale) for _, figure in named])
     else:
         drawn = [render(figure, fmt, scale=scale) for _, figure in named]

@@ -17,8 +17,8 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from figures.text import text_width, without_tags
-from figures.theme import BASE_FONT_SIZE, TEMPLATE
+from figures.text import text_width, without_tags, wrap
+from figures.theme import BASE_FONT_SIZE, LEGEND_BELOW, TEMPLATE
 
 SLIDE_WIDTH = 1280
 SLIDE_HEIGHT = 720  # 16:9
@@ -40,10 +40,10 @@ _LINE_TRACES = {"scatter", "scattergl", "scatterpolar", "scatterpolargl", "scatt
 _DATA_KEYS = {"x", "y", "z", "text", "customdata", "hovertext", "ids", "r", "theta", "a", "b", "c"}
 
 
-def _margin(layout: dict) -> dict:
+def _margin(layout: dict, factor: float = MARGIN_FACTOR) -> dict:
     template_margin = TEMPLATE.layout.margin.to_plotly_json()
     own = layout.get("margin") or {}
-    return {side: round(MARGIN_FACTOR * (own.get(side, template_margin.get(side)) or 0))
+    return {side: round(factor * (own.get(side, template_margin.get(side)) or 0))
             for side in ("l", "r", "t", "b")} | ({"pad": own["pad"]} if "pad" in own else {})
 
 
@@ -81,20 +81,20 @@ def _thicken(trace: dict) -> None:
             marker["size"] = [MARKER_FACTOR * s for s in size]
 
 
-def _fit_title(title: dict, layout: dict, margin: dict) -> None:
+def _fit_title(title: dict, layout: dict, margin: dict, width: int, least: float) -> None:
     """Shrink a title that would overrun the slide's width (a long Chinese title at slide size, say)."""
     text = str(title.get("text") or "")
     font = title.setdefault("font", {})
-    size = font.get("size") or SLIDE_FONT_SIZE
-    room = SLIDE_WIDTH - (title.get("pad") or {}).get("l", 0) - margin["r"]
+    size = font.get("size") or layout.get("font", {}).get("size") or SLIDE_FONT_SIZE
+    room = width - (title.get("pad") or {}).get("l", 0) - margin["r"]
     needed = text_width(text, size)
     if needed > room:
-        font["size"] = round(max(_MIN_FONT_SIZE, size * room / needed), 1)
+        font["size"] = round(max(least, size * room / needed), 1)
 
 
-def _fit_axis_titles(layout: dict, margin: dict) -> None:
+def _fit_axis_titles(layout: dict, margin: dict, width: int, height: int, least: float) -> None:
     """Shrink an axis title that would overrun its axis at slide size (larger type, same canvas)."""
-    plot_size = {"x": SLIDE_WIDTH - margin["l"] - margin["r"], "y": SLIDE_HEIGHT - margin["t"] - margin["b"]}
+    plot_size = {"x": width - margin["l"] - margin["r"], "y": height - margin["t"] - margin["b"]}
     for name, axis in layout.items():
         if not (_AXIS_NAME.fullmatch(name) and isinstance(axis, dict) and isinstance(axis.get("title"), dict)):
             continue
@@ -107,15 +107,17 @@ def _fit_axis_titles(layout: dict, margin: dict) -> None:
         size = font.get("size") or layout.get("font", {}).get("size") or SLIDE_FONT_SIZE
         needed = text_width(text, size)
         if needed > room:
-            font["size"] = round(max(_MIN_FONT_SIZE, size * room / needed), 1)
+            font["size"] = round(max(least, size * room / needed), 1)
 
 
-def _fit_panel_labels(layout: dict, margin: dict) -> None:
+def _fit_panel_labels(layout: dict, margin: dict, width: int, least: float) -> None:
     """Shrink a label centred over a panel (a subplot's title) that would run past its panel at slide size,
-    over the neighbouring panel's tick labels."""
-    plot_width = SLIDE_WIDTH - margin["l"] - margin["r"]
+    over the neighbouring panel's tick labels; its neighbours (the other panels' labels that had its size) shrink
+    with it, so no panel's title reads smaller than the others (a long "Position Interpolation" did)."""
+    plot_width = width - margin["l"] - margin["r"]
     domains = [tuple(axis.get("domain", (0.0, 1.0))) for name, axis in layout.items()
                if name.startswith("xaxis") and isinstance(axis, dict)]
+    labels: list[tuple[dict, float]] = []  # (font, size before fitting)
     for note in layout.get("annotations", ()):
         if (note.get("xref") or "paper") != "paper" or note.get("xanchor") != "center" or note.get("showarrow"):
             continue
@@ -128,45 +130,124 @@ def _fit_panel_labels(layout: dict, margin: dict) -> None:
         room = 0.95 * plot_width * min(holding)
         text = str(note.get("text") or "")
         needed = text_width(text, size) * (_BOLD_WIDTH if "<b>" in text else 1.0)
+        labels.append((font, size))
         if needed > room:
-            font["size"] = round(max(_MIN_FONT_SIZE, size * room / needed), 1)
+            font["size"] = round(max(least, size * room / needed), 1)
+    for font, size in labels:
+        fitted = [f["size"] for f, s in labels if s == size and f.get("size") is not None]
+        if fitted:
+            font["size"] = min(fitted)
 
 
-def slide_style(figure: go.Figure, *, title: bool = True) -> go.Figure:
+def _raise_fonts(node: Any, least: float) -> None:
+    """Set every explicitly sized font below ``node`` to at least ``least`` px."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key in _DATA_KEYS or key == "template":
+                continue
+            if key.endswith("font") and isinstance(value, dict) and isinstance(value.get("size"), (int, float)):
+                value["size"] = max(value["size"], least)
+            if isinstance(value, (dict, list)):
+                _raise_fonts(value, least)
+    elif isinstance(node, list):
+        for item in node:
+            if isinstance(item, (dict, list)):
+                _raise_fonts(item, least)
+
+
+def slide_style(figure: go.Figure, *, title: bool = True, width: int = SLIDE_WIDTH, height: int = SLIDE_HEIGHT,
+                font_size: float = SLIDE_FONT_SIZE, least: float | None = None) -> go.Figure:
     """A copy of ``figure`` styled for a 16:9 slide; ``title=False`` drops the figure's own title.
 
-    The input is not changed. Data, colours, axis ranges and legends are kept.
+    ``width`` × ``height`` is the canvas (1280 × 720 by default) and ``font_size`` the body type; ``least``, where
+    given, is the smallest type any text may have (the presenter's screen: no text under it, even where it would
+    overrun, so nothing on the projector is too small to read). The input is not changed. Data, colours, axis
+    ranges and legends are kept.
     """
+    factor = font_size / BASE_FONT_SIZE
+    floor = _MIN_FONT_SIZE if least is None else least
     # Deep copies that keep numpy arrays as arrays (``to_dict`` would turn them into base64 blobs).
     layout = figure.layout.to_plotly_json()
     data = [trace.to_plotly_json() for trace in figure.data]
-    _scale_fonts(layout, FONT_FACTOR)
+    _scale_fonts(layout, factor)
     for trace in data:
-        _scale_fonts(trace, FONT_FACTOR)
+        _scale_fonts(trace, factor)
         _thicken(trace)
 
     title_spec = layout.get("title") or {}
     has_title = title and bool(title_spec.get("text"))
-    margin = _margin(layout)
+    grown = font_size / SLIDE_FONT_SIZE  # margins hold type: larger type, wider margins
+    margin = _margin(layout, MARGIN_FACTOR * max(1.0, grown))
     if not has_title:
         layout.pop("title", None)
-        margin["t"] = max(40, margin["t"] - _TITLE_ROOM)  # keep room for legends or subplot titles up there
+        margin["t"] = max(40, margin["t"] - round(_TITLE_ROOM * max(1.0, grown)))  # keep room for legends or subplot titles up there
     else:
         title_font = title_spec.setdefault("font", {})
-        title_font.setdefault("size", round(TEMPLATE.layout.title.font.size * FONT_FACTOR))
+        title_font.setdefault("size", round(TEMPLATE.layout.title.font.size * factor))
         # the template puts titles flush with the canvas edge; a projector may crop that
         title_spec.setdefault("pad", {}).setdefault("l", 16)
-        _fit_title(title_spec, layout, margin)
+        _fit_title(title_spec, layout, margin, width, floor)
     for shape in layout.get("shapes", []):
         line = shape.setdefault("line", {})
         if line.get("width") != 0:  # a borderless band stays borderless
             line["width"] = round(LINE_FACTOR * (line.get("width") or _PLOTLY_SHAPE_LINE_WIDTH), 2)
 
     layout.update(
-        width=SLIDE_WIDTH, height=SLIDE_HEIGHT, autosize=False, margin=margin,
+        width=width, height=height, autosize=False, margin=margin,
         paper_bgcolor="white", plot_bgcolor="white",
     )
-    layout.setdefault("font", {}).setdefault("size", SLIDE_FONT_SIZE)
-    _fit_axis_titles(layout, margin)
-    _fit_panel_labels(layout, margin)
+    layout.setdefault("font", {}).setdefault("size", font_size)
+    _fit_axis_titles(layout, margin, width, height, floor)
+    _fit_panel_labels(layout, margin, width, floor)
+    if least is not None:
+        legend = layout.get("legend") or {}
+        if legend.get("orientation", "v") == "v" and (legend.get("x") is None or legend["x"] >= 1):
+            # a legend beside the plot takes half a canvas this narrow at this size: it goes under the plot, in rows
+            layout["legend"] = {**legend, **LEGEND_BELOW}
+        layout["font"]["size"] = max(layout["font"]["size"], least)
+        _raise_fonts(layout, least)
+        for trace in data:
+            _raise_fonts(trace, least)
+        _wrap_to_canvas(layout, data, margin, width)
+        for trace in data:  # a colour bar labelled in words takes half this canvas beside the plot: under it, level
+            bar = trace.get("colorbar")
+            if isinstance(bar, dict) and bar.get("ticktext") and trace.get("showscale") is not False:
+                room = 0.9 * (width - margin["l"] - margin["r"]) / len(bar["ticktext"])
+                size = (bar.get("tickfont") or {}).get("size") or layout["font"]["size"]
+                bar.update(orientation="h", yref="container", y=0.02, yanchor="bottom", x=0.5, xanchor="center",
+                           len=1.0, tickangle=0, thickness=18,
+                           ticktext=[wrap(str(text), room, size) for text in bar["ticktext"]])
+        for name, axis in layout.items():  # plotly draws a log axis's minor labels (2, 5) at 3/4 of the type
+            if _AXIS_NAME.fullmatch(name) and isinstance(axis, dict) and axis.get("type") == "log":
+                axis["minorloglabels"] = "none"
     return go.Figure(data=data, layout=layout)
+
+
+_LEGEND_SAMPLE = 50  # px a legend entry's line sample and gaps take before its text
+
+
+def _wrap_to_canvas(layout: dict, data: list[dict], margin: dict, width: int) -> None:
+    """Break legend entries and left-anchored notes that type too large to shrink would run past the canvas's
+    right edge (plotly never wraps them: the end would be cut off)."""
+    plot_width = width - margin["l"] - margin["r"]
+    size = layout["font"]["size"]
+    legend_size = ((layout.get("legend") or {}).get("font") or {}).get("size") or size
+    for trace in data:
+        name = trace.get("name")
+        if isinstance(name, str) and text_width(name, legend_size) > plot_width - _LEGEND_SAMPLE:
+            trace["name"] = wrap(name, plot_width - _LEGEND_SAMPLE, legend_size)
+    for name, axis in layout.items():  # an axis title that cannot shrink: on two lines rather than cut off
+        if name.startswith("xaxis") and isinstance(axis, dict) and isinstance(axis.get("title"), dict):
+            low, high = axis.get("domain", (0.0, 1.0))
+            text, font = str(axis["title"].get("text") or ""), axis["title"].get("font") or {}
+            if text and text_width(text, font.get("size") or size) > 0.95 * plot_width * (high - low):
+                axis["title"]["text"] = wrap(text, 0.95 * plot_width * (high - low), font.get("size") or size)
+    for note in layout.get("annotations", ()):
+        x, text = note.get("x"), note.get("text")
+        if not (isinstance(text, str) and isinstance(x, (int, float)) and note.get("xanchor") == "left"
+                and str(note.get("xref") or "paper").endswith(("domain", "paper"))):
+            continue
+        room = plot_width * (1 - x)
+        note_size = (note.get("font") or {}).get("size") or size
+        if text_width(text, note_size) > room:
+            note["text"] = wrap(text, room, note_size)

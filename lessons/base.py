@@ -377,16 +377,34 @@ def _number_or_none(text: str) -> float | None:
 
 @dataclasses.dataclass(frozen=True)
 class FigureStyle:
-    """How a figure is drawn: for the screen, or restyled for a 16:9 slide (with or without its title)."""
+    """How a figure is drawn: for the screen, or restyled for a slide (with or without its title). A slide's
+    canvas is 1280 × 720 with 22 px type unless ``canvas`` (width, height) and ``font_size`` say otherwise;
+    ``least`` is the smallest type any of its text may have (``figures.slides.slide_style``)."""
 
     slide: bool = False
     titles: bool = True
+    canvas: tuple[int, int] | None = None
+    font_size: float | None = None
+    least: float | None = None
 
     @property
     def name_parts(self) -> tuple[str, ...]:
         if not self.slide:
             return ()
         return ("slide",) if self.titles else ("slide", "notitle")
+
+    def restyle(self, figure: go.Figure) -> go.Figure:
+        """``figure`` (drawn for the screen) in this style: itself on the screen, a restyled copy on a slide."""
+        from figures.slides import slide_style
+
+        if not self.slide:
+            return figure
+        sized: dict[str, Any] = {}
+        if self.canvas is not None:
+            sized.update(width=self.canvas[0], height=self.canvas[1])
+        if self.font_size is not None:
+            sized.update(font_size=self.font_size)
+        return slide_style(figure, title=self.titles, least=self.least, **sized)
 
 
 SCREEN = FigureStyle()
@@ -604,8 +622,6 @@ class Lesson:
 
     def _build(self, spec: FigureSpec, settings: LessonSettings, style: FigureStyle,
                scrubbed: bool = False) -> go.Figure:
-        from figures.slides import slide_style
-
         if scrubbed:
             return self._build_scrubbed(spec, settings, style)  # each frame is drawn with the highlights
         plain = settings.without_highlights()
@@ -614,7 +630,7 @@ class Lesson:
             spec.highlight(figure, self.result(plain, spec.groups), settings)
         else:
             figure = spec.build(self.result(settings, spec.groups), style)
-        return slide_style(figure, title=style.titles) if style.slide else figure
+        return style.restyle(figure)
 
     def _build_scrubbed(self, spec: FigureSpec, settings: LessonSettings, style: FigureStyle) -> go.Figure:
         """The figure with one frame per option of ``spec.scrub``: each frame is the figure this lesson draws

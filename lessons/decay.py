@@ -375,7 +375,7 @@ def _sinusoidal(result: Result, style) -> object:
 
 
 def _similarity(result: Result, style) -> object:
-    return draw.similarity_figure(result.similarity, title=_(draw.SIMILARITY_TITLE), colour_title="PE(i)·PE(j)")
+    return draw.similarity_figure(result.similarity, title=_(draw.SIMILARITY_TITLE), colour_title="PE(m)·PE(n)")
 
 
 def _projected_similarity(result: Result, style) -> object:

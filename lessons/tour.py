@@ -221,13 +221,14 @@ STEPS: tuple[Step, ...] = (
          _relative, (("roformer", "§3.4.2"),)),
     Step("decay", N_("Long-range decay"), "decay", "bound",
          {"bound_bases": (10_000.0,), "bound_head_dims": (128,), "max_distance": 65_536, "distance_axis": "log"},
-         N_("How large can RoPE's score get at relative distance r? RoFormer bounds it by the mean, over j, of "
-            "$\\lvert e^{{i r \\theta_0}} + \\dots + e^{{i r \\theta_{{j-1}}}} \\rvert$: how far the first j "
-            "rotations reach when added up. For d = {d} and b = {base} the bound is {at_zero:g} at r = 0."),
-         N_("What does the bound do as r grows towards {range}?"),
+         N_("How large can RoPE's score get at relative distance m − n? RoFormer bounds it by the mean, over j, of "
+            "$\\lvert e^{{i (m-n) \\theta_0}} + \\dots + e^{{i (m-n) \\theta_{{j-1}}}} \\rvert$: how far the "
+            "first j rotations reach when added up. For d = {d} and b = {base} the bound is {at_zero:g} at m − n = 0."),
+         N_("What does the bound do as m − n grows towards {range}?"),
          (N_("It falls steadily to zero"), N_("It falls, then levels off and wobbles"),
           N_("It stays flat: rotations keep every length")), 1,
-         N_("It falls to {at_r:.2f} at r = {r} and first reaches the random-phase level {level:.2f} at r = {first}; "
+         N_("It falls to {at_r:.2f} at m − n = {r} and first reaches the random-phase level {level:.2f} at "
+            "m − n = {first}; "
             "further out it wobbles around that level, up to {rebound:.1f} times it. Distant tokens get a lower "
             "ceiling, not a zero score: the decay is of a bound, not of every score."),
          _decay, (("roformer", "§3.4.3"),)),
@@ -277,8 +278,9 @@ STEPS: tuple[Step, ...] = (
          (N_("Add a fourth digit (extrapolate)"), N_("Write n/{s:g} instead of n (interpolate)"),
           N_("Enlarge the base (convert)")), 2,
          N_("A new digit was 0 throughout training, and n/{s:g} makes the units digit step by 1/{s:g}. Base "
-            "λβ = {new_base:.2f} ($\\lambda = s^{{1/P}}$) keeps {places} digits stepping by 1, each running only a "
-            "little higher than before. NTK-aware scaling is this conversion for RoPE."),
+            "$\\beta\\, s^{{1/P}}$ = {new_base:.2f}, with P = {places} the places seen in training, keeps {places} "
+            "digits stepping by 1, each running only a little higher than before. NTK-aware scaling is this "
+            "conversion for RoPE."),
          lambda result: {"places": result.settings.places, "beta": result.settings.beta,
                          "top": round(result.settings.beta ** result.settings.places) - 1,
                          "s": result.settings.plain_scale, "new_base": result.views.new_base},
@@ -286,14 +288,16 @@ STEPS: tuple[Step, ...] = (
     Step("by-parts", N_("NTK-by-parts and YaRN"), "frequencies", "interpolation-ratio",
          {**LLAMA2, "methods": ("ntk", "ntk_by_parts", "yarn")},
          N_("NTK-by-parts decides pair by pair, from r = L/λᵢ, the number of turns pair i makes in training, with "
-            "α = {alpha:g} and β = {beta:g}: the YaRN paper blends θᵢ and θᵢ/s by γ(r), linear in r. YaRN is "
-            "NTK-by-parts plus an attention temperature (next step); the reference code (transformers) ramps "
-            "linearly in the pair index i instead, so the two curves part between α and β."),
+            "thresholds of {alpha:g} and {beta:g} turns (transformers' beta_slow and beta_fast): the YaRN paper "
+            "blends θᵢ and θᵢ/s by γ(r), linear in r. YaRN is NTK-by-parts plus an attention temperature (next "
+            "step); the reference code (transformers) ramps linearly in the pair index i instead, so the two curves "
+            "part between {alpha:g} and {beta:g} turns."),
          N_("Which pairs does NTK-by-parts divide by s?"),
-         (N_("Those with many turns in training (r > β)"), N_("Those with less than α turns in training (r < α)"),
+         (N_("Those with many turns in training (r > {beta:g})"),
+          N_("Those with less than {alpha:g} turn in training (r < {alpha:g})"),
           N_("All of them, as PI does")), 1,
-         N_("Pairs that turn more than β times in training are kept as they are ({kept} pairs here); those that "
-            "turn less than α times are divided by s ({divided} pairs), and γ(r) blends the {blended} between. The "
+         N_("Pairs that turn more than {beta:g} times in training are kept as they are ({kept} pairs here); those "
+            "that turn less than {alpha:g} time are divided by s ({divided} pairs), and γ(r) blends the {blended} between. The "
             "code's ramp keeps {code_kept} and divides {code_divided}; between, its θ′ᵢ/θᵢ lies up to {gap:.2f} "
             "above γ(r)'s (pair {widest}). Pairs reaching unseen angles: {parts_unseen} with the paper's γ(r), "
             "{yarn_unseen} with the code's ramp, {ntk_unseen} with NTK-aware."),

@@ -561,9 +561,7 @@ def _attention_maps(result: Result, style) -> object:
         return _inside_note(result, _(draw.ATTENTION_MAPS_TITLE))
     at_train, at_longest = result.inside
     c = result.config
-    entropies = at_longest.entropies[at_longest.methods.index("direct")]  # [layers, heads, T]
-    rise = (entropies[..., -1] - entropies[..., c.train_length - 1]).flatten()
-    heads = sorted(rise.argsort(descending=True)[:INSIDE_SLIDE_HEADS if style.slide else INSIDE_HEADS].tolist())
+    heads = _inside_heads(result, INSIDE_SLIDE_HEADS if style.slide else INSIDE_HEADS)
     panels = []
     for flat in heads:
         layer, head = divmod(flat, c.n_head)
@@ -579,16 +577,49 @@ def _attention_maps(result: Result, style) -> object:
     return draw.attention_maps_figure(panels, c.train_length)
 
 
+def _inside_heads(result: Result, count: int) -> list[int]:
+    """The ``count`` heads (flat layer × head indices, in order) whose attention spreads most past L with direct
+    extrapolation: the entropy's rise from the query at L to the last."""
+    _at_train, at_longest = result.inside
+    entropies = at_longest.entropies[at_longest.methods.index("direct")]  # [layers, heads, T]
+    rise = (entropies[..., -1] - entropies[..., result.config.train_length - 1]).flatten()
+    return sorted(rise.argsort(descending=True)[:count].tolist())
+
+
+def recent_shares(result: Result) -> dict[str, float]:
+    """Per method drawn at the longest length: the share of a query's attention on its last L keys (the span
+    training showed it), averaged over the queries past L and the heads the maps show."""
+    _at_train, at_longest = result.inside
+    c = result.config
+    length, train = at_longest.length, c.train_length
+    queries = torch.arange(train, length)
+    keys = torch.arange(length)
+    recent = ((keys[None, :] <= queries[:, None]) & (keys[None, :] > queries[:, None] - train)).to(torch.float64)
+    shares = {}
+    for method in INSIDE_MAP_METHODS:
+        index = at_longest.methods.index(method)
+        per_head = [(at_longest.maps[index, flat // c.n_head, flat % c.n_head][train:].to(torch.float64) * recent)
+                    .sum(-1).mean() for flat in _inside_heads(result, INSIDE_HEADS)]
+        shares[method] = float(torch.stack(per_head).mean())
+    return shares
+
+
 def _attention_maps_caption(result: Result) -> str:
     if result.inside is None:
         return ""
     c = result.config
     shown = min(INSIDE_HEADS, c.n_layer * c.n_head)
-    return _("Each map is one head's attention averaged over {windows} windows of held-out text: a row is a query, "
+    shares = recent_shares(result)
+    notice = _("**What to notice:** below the dotted line (queries past L), how much of each row's colour stays "
+               "near the diagonal, on the last L keys: {shares} of a query's attention on the shown heads.").format(
+        shares=", ".join(_("{share:.0%} with {method}").format(share=share, method=_method_title(method))
+                         for method, share in shares.items()))
+    return sentences([notice, _(
+        "Each map is one head's attention averaged over {windows} windows of held-out text: a row is a query, "
              "a column a key, the colour the share of the query's attention on the key (log scale; blank: the "
              "future, which a causal model cannot see). The dotted lines mark L. Shown: {shown} of the model's "
              "{heads} heads, those whose attention spreads most past L with direct extrapolation.").format(
-        windows=INSIDE_WINDOWS, shown=shown, heads=c.n_layer * c.n_head)
+        windows=INSIDE_WINDOWS, shown=shown, heads=c.n_layer * c.n_head)])
 
 
 def _entropy_curves(result: Result) -> list[tuple[str, torch.Tensor]]:
@@ -819,6 +850,60 @@ def store_text(settings: Settings | None = None) -> str:
                                   "{all}: the seeds of an encoding train together as one batch.", len(missing)).format(
                 count=len(missing), all=duration_text(all_s)))
     return sentences(texts)
+
+
+def run_estimate(config: ExperimentConfig) -> tuple[float | None, str | None]:
+    """(seconds, device) a run like ``config`` takes: the median of this server's own stored runs like it (device
+    None: measured here), else of the shipped runs like it (device: where those trained, as a record stores it);
+    (None, None) when nothing like it is known. The training service's estimate for a job is the same number
+    (``TrainingService.estimate_s``): the page's time before the click and the progress line's agree."""
+    from pe_core.train.service import seconds_like, timed_runs
+    from pe_core.train.shipped import shipped
+
+    own_runs, shipped_runs = timed_runs(service().store)
+    own_s = seconds_like(own_runs, config)
+    if own_s is not None:
+        return own_s, None
+    shipped_s = seconds_like(shipped_runs, config)
+    ships = shipped()
+    if shipped_s is None or ships is None:
+        return None, None
+    return shipped_s, ships.training_device
+
+
+def time_text(config: ExperimentConfig | None, job: Any = None) -> str:
+    """How long a run like ``config`` takes, one sentence from one estimate (``run_estimate``): before the click
+    (``job`` None) the estimate and where it was measured; while ``job`` trains, the time left, from the same
+    estimate until the run has measured its own speed (after 3 % of it), then from that speed (``config`` None: a
+    job of many runs, whose estimate is the sum of theirs)."""
+    seconds, device = run_estimate(config) if config is not None else (None, None)
+    if job is None:
+        if seconds is None:
+            return _("No run like it has been timed yet: the progress bar will tell its time.")
+        if device is None:
+            return _("Runs like this one took about {time} here.").format(time=duration_text(seconds))
+        return _("Shipped runs like this one took about {time} each on {device}; this server has timed none yet, "
+                 "so the progress bar will tell its own time.").format(time=duration_text(seconds),
+                                                                      device=shown_device_label(device))
+    left = job.remaining_s()
+    if left is None:
+        return ""
+    if job.fraction >= 0.03:
+        return _("about {time} left at the speed so far").format(time=duration_text(left))
+    if config is None:
+        return _("about {time} left").format(time=duration_text(left))
+    if device is None:
+        return _("about {time} left, going by this server's runs").format(time=duration_text(left))
+    return _("about {time} left, going by runs on {device}").format(time=duration_text(left),
+                                                                  device=shown_device_label(device))
+
+
+def what_one_run_trains(config: ExperimentConfig) -> str:
+    """What "Train this experiment" trains: one run (the encoding, seed and steps the controls set), not the
+    experiment's seed table."""
+    return _("This button trains one run: {encoding}, seed {seed}, {steps} steps. The rest of the experiment's "
+             "runs (every encoding × every seed) train from “Train the missing seeds and encodings” below.").format(encoding=_encoding_title(config.encoding),
+                                                               seed=config.seed, steps=f"{config.steps:,}")
 
 
 def stored_runs(limit: int = 500) -> list[dict]:

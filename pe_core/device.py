@@ -39,13 +39,20 @@ def _mps_available() -> bool:
 
 def device_label(device: torch.device | None = None, threads: int | None = None) -> str:
     """A short human description, e.g. 'CUDA (NVIDIA H100)' or 'CPU (2 threads)' (``threads``: the CPU threads
-    that computed, default torch's intra-op count; a GPU ignores it)."""
+    that computed; a GPU ignores it). By default the threads the server trains on (``pe_core.train.cpu_threads``),
+    the count a run's record keeps: the sidebar's device and the training page's never disagree on one server
+    (torch's intra-op count, which the server keeps at 1 for page work on small machines, said "1 thread" where
+    the runs said 2)."""
     device = device or compute_device()
     if device.type == "cuda":
         return f"CUDA ({torch.cuda.get_device_name(device)})"
     if device.type == "mps":
         return _(MPS_LABEL)
-    return _cpu_label(threads or torch.get_num_threads())
+    if threads is None:
+        from pe_core.train.loop import cpu_threads  # here: the training loop imports this module
+
+        threads = cpu_threads()
+    return _cpu_label(threads)
 
 
 def _cpu_label(threads: int) -> str:

@@ -60,12 +60,20 @@ SYMBOLS: tuple[Symbol, ...] = (
     Symbol("alpha_beta", "α, β", N_("YaRN's thresholds"), r"\alpha = \text{beta\_slow} = 1,\quad "
                                                           r"\beta = \text{beta\_fast} = 32",
            N_("Pairs turning more than β times in training keep θᵢ; fewer than α times are interpolated to θᵢ/s; "
-              "those between are blended."), ("frequencies", "plan", "check")),
+              "those between are blended. Not the β of the β-base page: the guided lesson names these two by their "
+              "values (1 and 32 turns) and keeps β for the base."), ("frequencies", "plan", "check")),
     Symbol("gamma", "γ(r)", N_("NTK-by-parts ramp"), r"\gamma(r) = \operatorname{clamp}\!\left("
                                                      r"\frac{r-\alpha}{\beta-\alpha}, 0, 1\right)",
            N_("The share of θᵢ a pair keeps: 1 extrapolates, 0 interpolates."), ("frequencies",)),
     Symbol("beta_base", "β (β-base)", N_("RoPE's number base"), r"\beta = b^{2/d}",
            N_("Read as a number system, RoPE writes a position as digits in base β; each pair is one digit."),
+           ("beta_base",)),
+    Symbol("P", "P", N_("places seen in training (β-base)"), r"P = d/2",
+           N_("On the β-base page: how many digits a position has in training; for RoPE, P = d/2 pairs."),
+           ("beta_base",)),
+    Symbol("lambda_conversion", "λ (β-base)", N_("base conversion factor"), r"\lambda = s^{1/P}",
+           N_("On the β-base page only, and not a wavelength: base conversion writes positions in base λβ, so that "
+              "P places count s times as far. The guided lesson writes it out as β·s^(1/P) instead."),
            ("beta_base",)),
     Symbol("attention_factor", "√(1/t)", N_("YaRN's attention temperature"),
            r"\sqrt{1/t} = 0.1\,\ln s + 1",

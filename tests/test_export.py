@@ -109,6 +109,52 @@ def test_slide_style_shrinks_axis_titles_that_would_overrun_their_axis():
     assert 0.55 * shrunk * len(long_title) <= plot_height or shrunk == 14
 
 
+def test_a_long_panel_title_shrinks_with_its_neighbours_not_alone():
+    """Six narrow panels: "Position Interpolation" needs a smaller size to stay over its panel; the other panels'
+    titles take the same size, so no panel's title reads smaller than its neighbours."""
+    from plotly.subplots import make_subplots
+
+    names = ["Direct", "Position Interpolation", "NTK-aware", "YaRN", "Dynamic", "Llama 3"]
+    figure = make_subplots(rows=1, cols=6, subplot_titles=names)
+    for column in range(1, 7):
+        figure.add_trace(go.Scatter(x=[0, 1], y=[1, 2]), row=1, col=column)
+    figure.update_layout(template=TEMPLATE)
+    styled = slide_style(figure)
+    sizes = {note.text: note.font.size for note in styled.layout.annotations}
+    assert set(sizes) == set(names)
+    assert len(set(sizes.values())) == 1  # one size for all
+    assert sizes["Direct"] < round(figure.layout.annotations[0].font.size * 22 / BASE_FONT_SIZE, 1)  # shrunk
+
+
+def test_the_presenters_slide_has_no_text_under_its_least_size_and_wraps_what_would_be_cut():
+    figure = new_figure("Ratio", xaxis_title="pair index i", yaxis_title="ratio", legend=dict(font=dict(size=10)))
+    figure.add_trace(go.Scatter(x=[0, 1], y=[1, 2], name="NTK-by-parts: the paper's γ(r), a long legend entry"))
+    figure.add_annotation(x=0.6, xref="x domain", y=1, text="1/s = 1/4: interpolate (PI) and more", xanchor="left",
+                          showarrow=False, font=dict(size=9))
+    styled = slide_style(figure, width=500, height=480, font_size=24, least=24)
+    assert (styled.layout.width, styled.layout.height) == (500, 480)
+    assert styled.layout.font.size == 24 and styled.layout.legend.font.size == 24
+    assert styled.layout.annotations[0].font.size == 24 and "<br>" in styled.layout.annotations[0].text
+    assert "<br>" in styled.data[0].name
+    assert slide_style(figure).layout.annotations[0].font.size < 24  # the export's slide keeps its own sizes
+
+
+def test_a_pdf_lifts_a_legend_standing_on_the_canvas_edge_and_nothing_else():
+    """A PDF's page clipped the bottom border of a legend anchored to the canvas's bottom edge: the PDF draws it
+    PDF_LEGEND_LIFT px higher; PNG and SVG, and legends placed otherwise, are drawn as they are."""
+    from figures.export import PDF_LEGEND_LIFT, _for_format
+    from figures.theme import LEGEND_BELOW
+
+    figure = new_figure("t", height=400, legend=LEGEND_BELOW)
+    figure.add_trace(go.Scatter(x=[0, 1], y=[1, 2], name="one"))
+    lifted = _for_format(figure, "pdf")
+    assert lifted.layout.legend.y == pytest.approx(LEGEND_BELOW["y"] + PDF_LEGEND_LIFT / 400)
+    assert figure.layout.legend.y == LEGEND_BELOW["y"]  # the input is not changed
+    assert _for_format(figure, "png") is figure and _for_format(figure, "svg") is figure
+    beside = new_figure("t", height=400)
+    assert _for_format(beside, "pdf") is beside
+
+
 # ---- names, values, ZIPs ----------------------------------------------------------------------
 
 def test_file_stem_reads_like_the_view():

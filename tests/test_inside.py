@@ -138,6 +138,14 @@ def test_the_training_lesson_draws_a_stored_runs_attention_from_its_kept_weights
         expected = inside(model, windows[:lesson.INSIDE_WINDOWS, :-1], ("direct",)).maps[0]
         head = [t.name for t in maps.data].index("layer 1, head 1 · Direct extrapolation, 4× L")
         assert torch.allclose(torch.tensor(maps.data[head].customdata), expected[0, 0].float(), atol=1e-6)
+        # the maps' "what to notice": each method's share of attention on the last L keys, read off the drawn maps
+        maps_caption = lesson.LESSON.caption("attention-maps", settings)
+        for title in ("Direct extrapolation", "YaRN"):
+            drawn = [torch.tensor(t.customdata, dtype=torch.float64) for t in maps.data
+                     if t.name.endswith(f"· {title}, 4× L")]
+            assert len(drawn) == 4
+            shares = [sum(float(m[i, max(0, i - 15):i + 1].sum()) for i in range(16, 64)) / 48 for m in drawn]
+            assert f"{sum(shares) / 4:.0%} with {title}" in maps_caption, (title, maps_caption)
         entropy_figure = lesson.LESSON.figure("attention-entropy", settings)
         curves = {t.name: t for t in entropy_figure.data}
         assert [t.meta for t in entropy_figure.data[:5]] == [{"method": m} for m in ("direct", "pi", "ntk", "yarn")] + \

@@ -186,3 +186,27 @@ def test_the_accuracy_tables_fit_a_desktop_page_with_each_mean_and_spread_on_one
             for row in zip(*table.cells.values, strict=True):
                 for cell, width in list(zip(row, columns, strict=True))[2:]:
                     assert draw._wrapped_lines(cell, width, draw.CELL_FONT_SIZE) == 1, (name, cell, width)
+
+
+def test_the_time_before_the_click_and_the_progress_lines_come_from_one_estimate(tmp_path):
+    """Before "Train this experiment" the page names the run it trains and its time; once it trains, the progress
+    line's time left starts from the same estimate (the service's for the job), and says where it was measured."""
+    from types import SimpleNamespace
+
+    from lessons.training import duration_text, run_estimate, time_text, what_one_run_trains
+    from pe_core.train.shipped import seed_store, shipped
+
+    store = open_store(str(tmp_path / "runs.sqlite3"))
+    seed_store(store)
+    config = ExperimentConfig(seed=3)  # not shipped: its time is read off the shipped runs like it
+    with serving(store) as service:
+        seconds, device = run_estimate(config)
+        assert seconds == pytest.approx(service.estimate_s(config)) and device == shipped().training_device
+        before = time_text(config)
+        job = SimpleNamespace(fraction=0.0, remaining_s=lambda: seconds)  # a job that has not measured its speed
+        during = time_text(config, job)
+        measured = time_text(config, SimpleNamespace(fraction=0.5, remaining_s=lambda: 480.0))
+    assert f"took about {duration_text(seconds)} each on" in before and "here" not in before
+    assert during == f"about {duration_text(seconds)} left, going by runs on {device}"
+    assert measured == "about 8 min left at the speed so far"
+    assert what_one_run_trains(config).startswith(f"This button trains one run: RoPE, seed 3, {config.steps:,} steps")

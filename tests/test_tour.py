@@ -20,7 +20,7 @@ BY_SLUG = {step.slug: step for step in STEPS}
 PLACEHOLDER = re.compile(r"\{[a-z_]+(?:[:!][^{}]*)?\}")
 # Digits a step's text may carry besides its $formulas$: definitions, not results (results are placeholders).
 DEFINITIONS = [re.escape(text) for text in (
-    "2π/θᵢ", "√(1/t)", "0.1·ln s + 1", "(1, 0, 1, 0, …)", "d/2", "1/s", "Pair 0", "pair 0", "i = 0", "r = 0",
+    "2π/θᵢ", "√(1/t)", "0.1·ln s + 1", "(1, 0, 1, 0, …)", "d/2", "1/s", "Pair 0", "pair 0", "i = 0", "r = 0", "m − n = 0",
     "from 0 to", "was 0", "by 1", "by 1/", "instead of 1", "1: ", "bfloat16")]
 
 
@@ -272,3 +272,60 @@ def test_the_toy_turns_like_llama_2():
     assert (got["llama_turning"], got["llama_pairs"]) == (turning(128, 10_000.0, 4096), 64) == (46, 64)
     assert got["usual_turning"] < got["turning"]  # the smaller base is what makes the toy turn like Llama 2
     assert abs(got["unseen"] - got["llama_unseen"]) < abs(got["usual_unseen"] - got["llama_unseen"])
+
+
+_LATEX_LETTERS = {r"\theta": "θ", r"\beta": "β", r"\lambda": "λ", r"\alpha": "α", r"\gamma": "γ"}
+
+
+def _letters(symbol: str) -> set[str]:
+    """The letters a glossary symbol is written with: its Greek letters (before any parenthesis), or its first
+    letter where it is a Latin one ("r = m − n": r; "m, n": m)."""
+    head = symbol.split("(")[0]
+    greek = {c for c in head if "\u0370" <= c <= "\u03ff"}
+    if greek:
+        return greek
+    if head[:1].isascii() and head[:1].isalpha():
+        return {head[:2]} if head[1:2] == "′" else {head[0]}  # L′ is its own symbol
+    return set()
+
+
+def _uses(text: str, letter: str) -> bool:
+    if not letter[0].isascii():
+        return letter in text
+    return re.search(rf"(?<![\w'’\\]){re.escape(letter)}(?![\w'’′])", text) is not None
+
+
+def test_each_symbol_keeps_one_meaning_across_the_guided_lesson():
+    """A letter the glossary defines means one thing in the whole guided lesson: in each step it can only be one
+    glossary entry of that step's lesson (not two), and all steps together resolve it to one entry. β once meant
+    b^(2/d) in one step and YaRN's threshold in the next, λ a wavelength and then a base multiplier."""
+    from references.glossary import SYMBOLS
+
+    by_letter: dict[str, list] = {}
+    for entry in SYMBOLS:
+        for letter in _letters(entry.symbol):
+            by_letter.setdefault(letter, []).append(entry)
+    meanings: dict[str, dict[str, list[str]]] = {}
+    for step in STEPS:
+        text = step_text(step)
+        words = " ".join((text.text, text.question, *text.choices, text.why))
+        for latex, letter in _LATEX_LETTERS.items():
+            words = words.replace(latex, letter)
+        for letter, entries in by_letter.items():
+            if not _uses(words, letter):
+                continue
+            candidates = [entry.anchor for entry in entries if step.lesson in entry.lessons]
+            assert len(candidates) <= 1, f"step {step.slug}: {letter} could be any of {candidates}"
+            for anchor in candidates:
+                meanings.setdefault(letter, {}).setdefault(anchor, []).append(step.slug)
+    reused = {letter: steps for letter, steps in meanings.items() if len(steps) > 1}
+    assert reused == {}, f"one symbol, two meanings: {reused}"
+    assert {"β", "λ", "i", "P"} <= set(meanings)  # the letters the test is about are read at all
+
+
+def test_step_3s_figure_names_positions_m_and_n_as_every_step_does():
+    """i is the pair index throughout the lesson: the similarity matrix's axes are the query's and key's positions
+    m and n."""
+    figure = tour.step_figure(BY_SLUG["relative"])
+    titles = {figure.layout.xaxis.title.text, figure.layout.yaxis.title.text}
+    assert titles == {"key position n", "query position m"}

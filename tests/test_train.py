@@ -881,3 +881,21 @@ def test_the_cost_column_shows_a_small_spread_instead_of_zero():
     assert cell(12_345.0, 20.0, seeds=1) == "12.3k"
     for sd in (0.5, 0.9, 4.9, 49.0, 99.0, 149.0):
         assert not cell(12_345.0, sd).endswith("± 0.0k") and "± 0.000k" not in cell(12_345.0, sd), sd
+
+
+@pytest.mark.parametrize("forced", ["1", "2"])
+def test_the_sidebars_cpu_label_and_a_runs_record_name_the_same_threads(monkeypatch, forced):
+    """One server, one count: the sidebar's "Compute device" (``device_label``) and what a run records
+    (``training_label``) both say the threads training computes on, whatever torch's own intra-op count is."""
+    from pe_core.device import device_label
+    from pe_core.train.loop import training_label
+
+    monkeypatch.setenv("PE_TRAIN_THREADS", forced)
+    cpu = torch.device("cpu")
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)  # the server's page work (use_server_threads on a small machine)
+        expected = "CPU (1 thread)" if forced == "1" else "CPU (2 threads)"
+        assert device_label(cpu) == training_label(cpu) == expected
+    finally:
+        torch.set_num_threads(before)

@@ -41,7 +41,8 @@ PHONE_CSS = f"""/* A display formula breaks after a relation or an operator wher
 /* A page link's label wraps instead of ending in an ellipsis, in the page and in the sidebar's list of pages. */
 [data-testid="stMain"] [data-testid="stPageLink-NavLink"] span, [data-testid="stMain"] [data-testid="stPageLink-NavLink"] p
   {{white-space: normal}}
-[data-testid="stSidebarNavLink"] span {{white-space: normal; text-overflow: clip; overflow: visible}}
+[data-testid="stSidebarNavLink"] span, [data-testid="stSidebarNavLink"] [data-testid="stMarkdownContainer"],
+[data-testid="stSidebarNavLink"] p {{white-space: normal; text-overflow: clip; overflow: visible}}
 [data-testid="stSidebarNavLink"] {{height: auto}}
 @media (max-width: {NARROW_WIDTH_PX}px) {{
   /* plotly's toolbar sits on a figure's top edge, over its panel titles and labels: on a phone, where a tap shows

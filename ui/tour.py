@@ -7,7 +7,9 @@ so in presenter mode the class sees the question, then the figure that settles i
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import re
 from urllib.parse import urlencode
 
 import streamlit as st
@@ -17,7 +19,7 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 from figures.export import INSTALL_HINT, browser_available, render
 from i18n import LANGUAGES, _, current_language, ngettext
 from lessons import all_lessons, deck, tour
-from lessons.base import SLIDE, BoundedCache
+from lessons.base import SLIDE, BoundedCache, FigureStyle
 from references import cite
 from ui import export, params
 from ui.figure import show_figure
@@ -30,40 +32,107 @@ log = logging.getLogger(__name__)
 STEP_KEY, PRESENT_KEY = "step", "present"
 SUMMARY_KEY = "tour_summary"  # set once the reader moves on from the last step: the summary screen shows
 FIRST_STEP = 1  # steps are numbered from 1 in the URL (``?step=N``)
-SLIDE_BOX = "tour_slide"  # the container the presenter's figure fills at 16:9
+SLIDE_BOX = "tour_slide"  # the container the presenter's figure fills
 WHY_BOX = "tour_why"  # the presenter's "why", beside the slide
-# The presenter's answer screen: the slide and the "why" beside it, as shares of the width. At 1280 × 720 the slide is
-# 805 × 453 px under the header and the answer, and the longest "why" (330 characters) takes twelve lines beside it.
-SLIDE_AND_WHY = (0.68, 0.32)
+ANSWER_BOX = "tour_answer"  # the presenter's answer screen: the slide and the "why" side by side
+SUMMARY_BOX = "tour_summary_list"  # the presenter's summary: two columns
+CONTROLS_BOX = "tour_controls"  # the presenter's type scale and switch, top right
 KEYS_BOX = f"{KEYBOARD_ONLY_PREFIX}tour"  # the keyboard hints: shown where there is a keyboard
 _YES, _NO = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 
-# Presenter mode: no sidebar or top bar, large type, and the figure as the slide itself: the export's 16:9
-# SVG, scaled to the largest size that fits under the step's header (a live chart would be laid out again at
-# that size, and a slide's type and margins are made for 1280 × 720).
-PRESENTER_CSS = f"""<style>
+# Presenter mode is laid out on a 1280 × 720 screen in "design pixels" and scaled as a whole with the screen
+# (``--u``: one design pixel, the smaller of the width's and the height's share), so a 1920 × 1080 projector shows
+# the same screen 1.5 times larger. At the default type scale the chart's text is at least CHART_TYPE and the
+# prose (question, choices, answer, why) PROSE_TYPE design pixels; a type scale multiplies both for large halls.
+DESIGN_WIDTH, DESIGN_HEIGHT = 1280, 720
+CHART_TYPE, PROSE_TYPE = 24, 28
+TYPE_KEY = "type"  # ?type=S|M|L|XL
+TYPE_SCALES = {"S": 0.85, "M": 1.0, "L": 1.1, "XL": 1.2}
+DEFAULT_TYPE = "M"
+# The share of the width the "why" takes beside the slide at each scale: larger type needs a wider column (the
+# longest "why", 377 characters in English and 195 in Chinese, must fit beside the slide at every scale).
+WHY_SHARES = {"S": 0.36, "M": 0.42, "L": 0.48, "XL": 0.54}
+_PAD_X, _PAD_TOP, _PAD_BOTTOM, _GAP = 32, 12, 12, 16  # design pixels
+# Height the header and the buttons' line take above the slide: a fixed part and a part that grows with the type
+_ABOVE_FIXED, _ABOVE_PER_SCALE = 40, 104
+
+
+def type_scale() -> str:
+    """The presenter's type scale (S, M, L or XL): the control's state, else the link's ``?type=``."""
+    chosen = st.session_state.get(TYPE_KEY)
+    if chosen in TYPE_SCALES:
+        return chosen
+    linked = st.query_params.get(TYPE_KEY)
+    return linked if linked in TYPE_SCALES else DEFAULT_TYPE
+
+
+def slide_canvas(scale: str) -> tuple[int, int]:
+    """The slide's size in design pixels at a type scale: the width beside the "why", the height under the header."""
+    content = DESIGN_WIDTH - 2 * _PAD_X - _GAP
+    width = round(content * (1 - WHY_SHARES[scale]))
+    height = DESIGN_HEIGHT - _PAD_TOP - _PAD_BOTTOM - _ABOVE_FIXED - round(_ABOVE_PER_SCALE * TYPE_SCALES[scale])
+    return width, height
+
+
+def presenter_style(scale: str) -> FigureStyle:
+    """The slide style the presenter's screen draws a step's figure in: its canvas is the size it is shown at on a
+    1280 × 720 screen, so its type (CHART_TYPE at the least, times the scale) is shown at that size there."""
+    factor = TYPE_SCALES[scale]  # no title: the step's header says what the figure shows
+    return dataclasses.replace(SLIDE, titles=False, canvas=slide_canvas(scale), font_size=CHART_TYPE * factor,
+                               least=CHART_TYPE * factor)
+
+
+def presenter_css(scale: str) -> str:
+    """Presenter mode's stylesheet: no sidebar or top bar; the whole screen in design pixels (Streamlit's rem too,
+    so its spacing scales with the screen); prose at PROSE_TYPE times the scale; the slide and why side by side."""
+    factor = TYPE_SCALES[scale]
+    why = WHY_SHARES[scale]
+    _width, height = slide_canvas(scale)
+    prose = f"calc({PROSE_TYPE * factor:g} * var(--u))"
+    small = "calc(17 * var(--u))"
+    return f"""<style>
+:root {{ --u: min({100 / DESIGN_WIDTH:.6f}vw, {100 / DESIGN_HEIGHT:.6f}vh); }}
+html {{ font-size: calc(16 * var(--u)); }}
 [data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"], [data-testid="stExpandSidebarButton"],
 [data-testid="stHeader"], .st-key-{STEP_KEY} {{ display: none !important; }}
-[data-testid="stMainBlockContainer"] {{ max-width: 100%; padding: 1.2rem 2.5rem 2rem 2.5rem; }}
+[data-testid="stMainBlockContainer"] {{ max-width: 100%;
+  padding: calc({_PAD_TOP} * var(--u)) calc({_PAD_X} * var(--u)) calc({_PAD_BOTTOM} * var(--u)); }}
 [data-testid="stMain"] [data-testid="stMarkdownContainer"] p,
-[data-testid="stMain"] [data-testid="stMarkdownContainer"] li {{ font-size: 1.55rem; line-height: 1.4; }}
-[data-testid="stMain"] h2 {{ font-size: 2.1rem; padding-top: 0.2rem; }}
-[data-testid="stMain"] [data-testid="stCaptionContainer"] p {{ font-size: 1.05rem; }}
-[data-testid="stMain"] button p {{ font-size: 1.3rem; }}
-.st-key-{SLIDE_BOX} {{ width: min(calc((100vh - 10.75rem) * 16 / 9), 100%) !important; margin: 0 auto; }}
-.st-key-{SLIDE_BOX} img {{ width: 100%; height: auto; }}
-.st-key-{WHY_BOX} [data-testid="stMarkdownContainer"] p {{ font-size: 1.3rem !important; line-height: 1.4; }}
+[data-testid="stMain"] [data-testid="stMarkdownContainer"] li {{ font-size: {prose}; line-height: 1.35; }}
+[data-testid="stMain"] h2 {{ font-size: calc(32 * var(--u)); padding: 0; line-height: 1.25;
+  white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }}
+[data-testid="stMain"] [data-testid="stCaptionContainer"] p {{ font-size: {small}; }}
+[data-testid="stMain"] button p {{ font-size: {prose}; }}
+[class*="st-key-tour_previous"] button p, [class*="st-key-tour_next"] button p, .st-key-tour_reveal button p,
+[class*="st-key-tour_summary"] button p {{ font-size: calc({24 * factor:g} * var(--u)); }}
+.st-key-{WHY_BOX} [data-testid="stAlert"] > div {{ padding: calc(8 * var(--u)) calc(12 * var(--u)); }}
+[data-testid="stMain"] .katex, [data-testid="stMain"] .katex-html {{ white-space: nowrap; }}
+.st-key-{CONTROLS_BOX} p {{ font-size: {small} !important; line-height: 1.2; }}
+.st-key-{CONTROLS_BOX} button {{ min-height: 0; padding: calc(4 * var(--u)) calc(10 * var(--u)); }}
+.st-key-tour_type_down, .st-key-tour_type_up {{ position: absolute !important; width: 1px !important; height: 1px;
+  overflow: hidden; opacity: 0; pointer-events: none; }}
+.st-key-{SLIDE_BOX} {{ width: 100%; }}
+.st-key-{SLIDE_BOX} img {{ width: 100%; height: auto; max-height: calc({height} * var(--u)); object-fit: contain; }}
+.st-key-{ANSWER_BOX} {{ display: grid !important; grid-template-columns: {1 - why:.3f}fr {why:.3f}fr;
+  gap: calc({_GAP} * var(--u)); align-items: start; }}
+.st-key-{ANSWER_BOX} > div {{ width: auto !important; min-width: 0; }}
+.st-key-{SUMMARY_BOX} > div {{ flex: 1 1 0 !important; min-width: 0; }}
+.st-key-{SUMMARY_BOX} [data-testid="stMarkdownContainer"] li {{ font-size: calc({22 * factor:g} * var(--u)); }}
 </style>"""
-_SLIDES = BoundedCache(48)  # (step, language) -> the slide as SVG
 
 
-def slide_svg(step: tour.Step) -> str | None:
-    """The step's figure as the slide export draws it (SVG), or None where no browser can draw it."""
+_SLIDES = BoundedCache(96)  # (step, language, type scale) -> the slide as SVG
+
+
+def slide_svg(step: tour.Step, scale: str = DEFAULT_TYPE) -> str | None:
+    """The step's figure drawn for the presenter's screen at a type scale (SVG), or None where no browser can
+    draw it."""
     if not browser_available():
         return None
-    figure = tour.step_figure(step, SLIDE)
+    figure = tour.step_figure(step, presenter_style(scale))
     try:
-        return _SLIDES.get_or_make((step.slug, current_language()), lambda: render(figure, "svg").decode("utf-8"))
+        return _SLIDES.get_or_make((step.slug, current_language(), scale),
+                                   lambda: render(figure, "svg").decode("utf-8"))
     except Exception:  # noqa: BLE001 - a browser that fails to draw: the live chart instead
         log.exception("drawing the slide of %s failed", step.slug)
         return None
@@ -96,8 +165,33 @@ def presenter_switch() -> bool:
                    help=_("No sidebar, large type, one figure per screen at 16:9; → reveals, then moves on."))
     _keep_in_link()
     if on:
-        st.html(PRESENTER_CSS)
+        st.html(presenter_css(type_scale()))
     return on
+
+
+def _bigger(step: int) -> None:
+    names = list(TYPE_SCALES)
+    now = names.index(type_scale())
+    st.session_state[TYPE_KEY] = names[min(len(names) - 1, max(0, now + step))]
+
+
+def type_control() -> str:
+    """The type scale, S to XL, bound to the link as ``?type=``, with ↑ and ↓ (and A+, A−) for larger and smaller
+    type: a large hall reads the same screen at a larger scale. Returns the scale shown. (The buttons carry the keys
+    and are hidden: the S–XL control says the same in less room.)"""
+    linked = st.query_params.get(TYPE_KEY)
+    if linked is not None and linked not in TYPE_SCALES and TYPE_KEY not in st.session_state:
+        st.warning(_("The link set the type size to `{value}`; use one of {choices}.").format(
+            value=linked, choices=", ".join(TYPE_SCALES)), icon=":material/link:")
+    if st.session_state.get(TYPE_KEY) not in TYPE_SCALES:
+        st.session_state[TYPE_KEY] = type_scale()
+    help_text = _("Type size on the presenter's screen: larger for a large hall (keys ↑ and ↓).")
+    with st.container(horizontal=True, vertical_alignment="center", gap="small"):
+        st.button("A−", key="tour_type_down", shortcut="Down", on_click=_bigger, args=(-1,), help=help_text)
+        st.segmented_control(_("Type size"), list(TYPE_SCALES), key=TYPE_KEY, required=True, bind="query-params",
+                             help=help_text, label_visibility="collapsed")
+        st.button("A+", key="tour_type_up", shortcut="Up", on_click=_bigger, args=(1,), help=help_text)
+    return type_scale()
 
 
 def step_picker(count: int) -> int:
@@ -213,9 +307,17 @@ def summary(steps: tuple[tour.Step, ...], presenting: bool) -> None:
         st.button(_("Previous"), key="tour_previous", shortcut="Left", on_click=_back)
     st.markdown(_("What each step showed:"))
     texts = [tour.step_text(step) for step in steps]
-    st.markdown("\n".join(_("{number}. **{title}**: {question} **{answer}**").format(
-        number=number, title=text.title, question=text.question, answer=text.answer)
-        for number, text in enumerate(texts, start=FIRST_STEP)))
+    if presenting:  # one screen: each step's title and answer, in two columns
+        half = (len(texts) + 1) // 2
+        with st.container(key=SUMMARY_BOX, horizontal=True, gap="medium"):
+            for start in (0, half):
+                st.markdown("\n".join(_("{number}. **{title}**: {answer}").format(
+                    number=number, title=text.title, answer=text.answer)
+                    for number, text in enumerate(texts[start:start + half], start=start + FIRST_STEP)))
+    else:
+        st.markdown("\n".join(_("{number}. **{title}**: {question} **{answer}**").format(
+            number=number, title=text.title, question=text.question, answer=text.answer)
+            for number, text in enumerate(texts, start=FIRST_STEP)))
     answered = [step for step in steps if chosen(step) is not None]
     if answered:
         right = sum(chosen(step) == step.answer for step in answered)
@@ -235,12 +337,12 @@ def verdict(step: tour.Step, text: tour.StepText) -> None:
 
 
 def figure(step: tour.Step, presenting: bool) -> None:
-    """The step's figure from its lesson; when presenting, the 16:9 slide fitted to the screen (the live
-    screen figure where the server has no browser to draw slides)."""
+    """The step's figure from its lesson; when presenting, the slide drawn for the screen at its type scale (the
+    live screen figure where the server has no browser to draw slides)."""
     key = f"tour_{step.slug}"
     if presenting:
         with st.container(key=SLIDE_BOX):
-            svg = slide_svg(step)
+            svg = slide_svg(step, type_scale())
             if svg is not None:
                 st.image(svg, width="stretch")
             else:
@@ -291,11 +393,27 @@ def _in_navigation(page: PageInfo) -> bool:
     return any(info.get("url_pathname") == page.url_path for info in ctx.pages_manager.get_pages().values())
 
 
-def keyboard_note(step: tour.Step) -> None:
+def keyboard_note(step: tour.Step, presenting: bool = False) -> None:
     """The keys the lesson answers to, where the reader has a keyboard (the stylesheet hides it on a touch screen)."""
     with st.container(key=KEYS_BOX):
-        st.caption(_("Keys: 1–{count} answer · → reveal the answer, then the next step · ← previous step.").format(
-            count=len(step.choices)))
+        if presenting:
+            st.caption(_("Keys: 1–{count} answer · → reveal the answer, then the next step · ← previous step · "
+                         "↑ ↓ type size.").format(count=len(step.choices)))
+        else:
+            st.caption(_("Keys: 1–{count} answer · → reveal the answer, then the next step · ← previous step.").format(
+                count=len(step.choices)))
+
+
+_MATH = re.compile(r"(\$[^$]+\$)")
+_FORMULA_SPACE = re.compile(r" ([=≈<>≤≥×+−·→]) (?=\S)")
+
+
+def unbroken(text: str) -> str:
+    """Prose whose formulas written in plain characters (``λᵢ = 2π/θᵢ``) do not break at their operators: the
+    spaces around one are non-breaking (KaTeX's formulas are kept on one line by the presenter's stylesheet)."""
+    pieces = _MATH.split(text)  # KaTeX's own formulas (odd pieces) are left as they are
+    return "".join(piece if index % 2 else _FORMULA_SPACE.sub("\u00a0\\1\u00a0", piece)
+                   for index, piece in enumerate(pieces))
 
 
 _DECKS = BoundedCache(6)  # (format, answers, language) -> (file name, bytes): built once, shared by every session
