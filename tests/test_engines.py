@@ -281,3 +281,23 @@ def test_cli_help_answers_before_torch():
                            "except SystemExit:\n    pass\nprint('torch' in sys.modules)"],
                           capture_output=True, text=True, cwd=Path(__file__).parents[1], timeout=60)
     assert "--target" in done.stdout and done.stdout.strip().endswith("False"), done.stderr
+
+
+@pytest.mark.parametrize("key", sorted(STORED["recipes"]))
+def test_vllm_recipe_loads_in_vllm_own_config_code(key):
+    """Each stored recipe was applied with vLLM's get_config(hf_overrides_kw=...) and accepted by its
+    _get_and_verify_max_len at the target; the registry's vLLM entry on the same overrides gives vLLM's θᵢ."""
+    name, target = key.split("@")
+    stored = STORED["recipes"][key]
+    config = _config(name)
+    [recipe] = [r for r in engines.recipes(config, int(target)) if r.engine == "vllm"]
+    overrides = json.loads(recipe.lines[0].split("'")[1]) if len(recipe.lines) > 1 else {}
+    assert overrides == stored["overrides"]
+    assert stored["max_model_len"] == int(target)
+    patched = {k: v for k, v in config.items() if k != "rope_scaling"}
+    patched.update(overrides)
+    [vllm] = engines.engine_results(patched, engines=("vllm",), layer_type="full_attention")
+    assert _close32(vllm.inv_freq, stored["inv_freq"]), key
+    assert math.isclose(vllm.attention_factor, stored["attention_factor"], rel_tol=1e-6)
+    if overrides:
+        assert engines.vllm_max_model_len(engines.engine_input(patched)) >= int(target)

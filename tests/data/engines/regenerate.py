@@ -29,6 +29,9 @@ import torch
 ROOT = Path(__file__).resolve().parents[3]
 CONFIGS = sorted((ROOT / "tests/data/model_configs").glob("*.json")) + sorted((Path(__file__).parent / "cases").glob("*.json"))
 OUT = Path(__file__).parent / "vllm.json"
+# Recipes loaded back through vLLM's own config code: (config, target length)
+RECIPES = (("Qwen--Qwen3-8B", 131072), ("mistralai--Mistral-7B-v0.1", 131072), ("openai--gpt-oss-20b", 262144),
+           ("Qwen--Qwen2.5-7B", 65536))
 
 
 def _head_size(config, layer_type: str) -> int:
@@ -36,8 +39,10 @@ def _head_size(config, layer_type: str) -> int:
         return int(config.qk_rope_head_dim)
     per_layer = getattr(config, "per_layer_config", None)  # Gemma 4: head_dim per layer, as its attention reads it
     if per_layer is not None and getattr(config, "layer_types", None):
-        index = list(config.layer_types).index(layer_type)
-        return int(per_layer[index].head_dim)
+        index = list(config.layer_types).index(layer_type) if layer_type in config.layer_types else 0
+        head = getattr(per_layer[index], "head_dim", None) if index < len(per_layer) else None
+        if head:
+            return int(head)
     values = config.to_dict()
     if layer_type == "full_attention" and values.get("global_head_dim"):
         return int(values["global_head_dim"])
@@ -118,9 +123,31 @@ def main() -> int:
                 entry.update(inv_freq=theta[:rope_angles] if rope_angles else theta, attention_factor=factor)
             kinds[layer_type] = entry
         results[name] = {"max_model_len": int(max_model_len), "kinds": kinds}
+    recipes = {}
+    sys.path.insert(0, str(ROOT))
+    from pe_core.engines import recipes as engine_recipes
+
+    for name, target in RECIPES:
+        config = json.loads((ROOT / "tests/data/model_configs" / f"{name}.json").read_text())
+        [vllm_recipe] = [r for r in engine_recipes(config, target) if r.engine == "vllm"]
+        overrides = json.loads(vllm_recipe.lines[0].split("'")[1]) if len(vllm_recipe.lines) > 1 else {}
+        with tempfile.TemporaryDirectory() as folder:
+            (Path(folder) / "config.json").write_text(json.dumps(config))
+            hf = get_config(folder, trust_remote_code=False, hf_overrides_kw=overrides or None)
+        text = _text(hf)
+        arch = types.SimpleNamespace(derived_max_model_len_and_key=(float(text.max_position_embeddings),
+                                                                   "max_position_embeddings"))
+        accepted = _get_and_verify_max_len(text, arch, None, target, False, None)  # raises if vLLM refuses it
+        block = dict(_blocks(text)["full_attention"])
+        with set_current_vllm_config(VllmConfig()):
+            rotary = get_rope(_head_size(text, "full_attention"), text.max_position_embeddings, is_neox_style=True,
+                              rope_parameters=block, dtype=torch.float32)
+        theta, factor = _row(rotary.cos_sin_cache, 1)
+        recipes[f"{name}@{target}"] = {"overrides": overrides, "max_model_len": int(accepted),
+                                       "class": type(rotary).__name__, "inv_freq": theta, "attention_factor": factor}
     OUT.write_text(json.dumps({"engine": "vllm", "version": vllm.__version__, "torch": torch.__version__,
                                "transformers": __import__("transformers").__version__,
-                               "configs": results}, indent=1) + "\n")
+                               "configs": results, "recipes": recipes}, indent=1) + "\n")
     print(f"wrote {OUT.relative_to(ROOT)}: {len(results)} configs", file=sys.stderr)
     return 0
 
