@@ -1,0 +1,56 @@
+"""The engines page's figure: where each serving engine's θᵢ part from the model's own transformers classes.
+
+Plain values in, ``go.Figure`` out: one trace per engine, θᵢ(engine) / θᵢ(transformers) pair by pair on a log axis,
+the pairs where it differs marked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+import torch
+
+from figures.theme import HIGHLIGHT, LEGEND_BELOW, new_figure, reference_line, series_colour
+from i18n import N_, _
+
+ENGINES_RATIO_TITLE = N_("Where the engines' θᵢ part from transformers': θᵢ(engine) / θᵢ(transformers) per pair")
+DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
+APART = 1e-6  # a pair whose ratio is further than this from 1 is marked
+
+
+def engines_ratio_figure(curves: Sequence[tuple[str, str, torch.Tensor | None]], *, layer_type: str,
+                         seq_len: int) -> go.Figure:
+    """One trace per engine (key, title, ratio to transformers' θᵢ; None: the engine refuses the config)."""
+    figure = new_figure(_(ENGINES_RATIO_TITLE))
+    low, high = 1.0, 1.0
+    for index, (key, title, ratio) in enumerate(curves):
+        if ratio is None:
+            continue
+        values = ratio.detach().cpu().numpy().astype(np.float64) if isinstance(ratio, torch.Tensor) else \
+            np.asarray(ratio, dtype=np.float64)
+        low, high = min(low, float(values.min())), max(high, float(values.max()))
+        apart = np.abs(values - 1) > APART
+        name = _("{engine}: {count} of {total} pairs differ").format(engine=title, count=int(apart.sum()),
+                                                                     total=len(values))
+        colour = series_colour(index)
+        figure.add_trace(go.Scatter(
+            x=np.arange(len(values)), y=values, name=name, mode="lines", meta={"engine": key},
+            line=dict(color=colour, dash=DASHES[index % len(DASHES)], width=2),
+            hovertemplate=title + "<br>" + _("pair %{x}") + ": θ/θ_transformers = %{y:.6g}<extra></extra>"))
+        if apart.any():
+            figure.add_trace(go.Scatter(
+                x=np.flatnonzero(apart), y=values[apart], mode="markers", showlegend=False,
+                meta={"engine": key, "apart": True}, marker=dict(color=HIGHLIGHT, size=6, symbol="x"),
+                hovertemplate=title + "<br>" + _("pair %{x} differs") + ": %{y:.6g}<extra></extra>"))
+    shape, label = reference_line(1.0, _("1: as transformers"), dash="dash", log_axis=True)
+    span = max(high / low, 1.0001)
+    pad = span ** 0.08
+    figure.update_layout(
+        height=460, legend=LEGEND_BELOW, margin=dict(b=170), shapes=[shape], annotations=[label],
+        xaxis=dict(title=dict(text=_("pair index i ({layer_type}, {seq_len:,} tokens)").format(
+            layer_type=layer_type, seq_len=seq_len))),
+        yaxis=dict(type="log", title=dict(text=_("θᵢ(engine) / θᵢ(transformers) (log)")),
+                   range=[float(np.log10(low / pad)), float(np.log10(high * pad))]))
+    return figure

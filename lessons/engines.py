@@ -1,0 +1,144 @@
+"""What each serving engine computes for a config, side by side: θᵢ, the cos/sin factor, the softmax scale, the
+context limit, LongRoPE's choice, every difference from the model's own transformers classes (numbered and cited),
+and each engine's recipe for a target length (``pe_core.engines``)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from figures import engines as draw
+from i18n import N_, _
+from lessons.base import FigureSpec, Lesson, SettingsError, figure_registry, setting
+from lessons.model_source import MODEL, ModelSettings, config_of, preset_names
+from pe_core.cli_args import TARGET_CEILING
+from pe_core.engines import ENGINES, REFERENCE, EngineResult, Recipe, engine_results, recipes
+
+RUN = "run"
+KIND = "kind"
+LONGEST = TARGET_CEILING
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings(ModelSettings):
+    preset: str = setting("gpt-oss-20b", N_("Model"), key="preset", widget="selectbox", group=MODEL,
+                          options=preset_names(), when={"source": ("preset",)},
+                          examples=("Phi-3.5-mini-instruct", "DeepSeek-V3"))
+    seq_len: int = setting(0, N_("Sequence length (0: the config's max_position_embeddings)"), key="len",
+                           widget="number", group=RUN, min_value=0, max_value=LONGEST, step=1024, examples=(2048,),
+                           help=N_("The tokens in the sequence: transformers' dynamic NTK and LongRoPE follow it."))
+    context: int = setting(0, N_("Context the engine allocates (0: each engine's default)"), key="ctx",
+                           widget="number", group=RUN, min_value=0, max_value=LONGEST, step=1024, examples=(131072,),
+                           help=N_("vLLM's --max-model-len, llama.cpp's --ctx-size: LongRoPE's factors follow it "
+                                   "there."))
+    target: int = setting(0, N_("Target length for the recipes (0: twice the length the config is built for)"),
+                          key="target", widget="number", group=RUN, min_value=0, max_value=LONGEST, step=1024,
+                          examples=(262144,))
+    layer_type: str = setting("", N_("Kind of layer (empty: every kind with RoPE)"), key="kind", widget="text",
+                              group=KIND, examples=("full_attention",))
+
+
+class Result:
+    def __init__(self, settings: Settings) -> None:
+        from pe_core.config import extended_length_of, layer_map
+
+        self.settings = settings
+        self.config = config_of(settings.source, settings.preset, settings.config)
+        try:
+            self.model = layer_map(self.config)
+            self.results: list[EngineResult] = engine_results(
+                self.config, settings.seq_len or None, layer_type=settings.layer_type.strip() or None,
+                context=settings.context or None, model=self.model)
+            self.target = settings.target or 2 * extended_length_of(self.model)
+            self.recipes: list[Recipe] = recipes(self.config, self.target, model=self.model)
+        except ValueError as err:
+            raise SettingsError(str(err)) from err
+        self.seq_len = self.results[0].seq_len
+
+    @property
+    def layer_types(self) -> list[str]:
+        seen = []
+        for result in self.results:
+            if result.layer_type not in seen:
+                seen.append(result.layer_type)
+        return seen
+
+    def of_kind(self, layer_type: str) -> list[EngineResult]:
+        return [r for r in self.results if r.layer_type == layer_type]
+
+    def rows(self, layer_type: str) -> list[dict]:
+        """The side-by-side table: one row per engine."""
+        rows = []
+        for result in self.of_kind(layer_type):
+            engine = ENGINES[result.engine]
+            theta = result.inv_freq
+            rows.append({
+                _("engine"): engine.title, _("version"): result.versions,
+                _("θ₀"): None if theta is None else float(theta[0]),
+                _("θ last"): None if theta is None else float(theta[-1]),
+                _("cos/sin ×"): result.attention_factor if result.supported else None,
+                _("softmax ×"): result.softmax_scale if result.supported else None,
+                _("pairing"): result.pairing,
+                _("context limit"): result.context_limit,
+                _("LongRoPE factors"): result.factor_choice or "",
+                _("differences"): len(result.divergences),
+                _("note"): result.note or "",
+            })
+        return rows
+
+    def divergence_lines(self, layer_type: str) -> list[str]:
+        lines = []
+        for result in self.of_kind(layer_type):
+            title = f"{ENGINES[result.engine].title} {result.versions}"
+            for number, divergence in enumerate(result.divergences, 1):
+                lines.append(f"{number}. **{title}**: {divergence.text} _({divergence.source})_")
+        return lines
+
+    def ratios(self, layer_type: str) -> list[tuple]:
+        results = self.of_kind(layer_type)
+        reference = next((r for r in results if r.engine == REFERENCE and r.inv_freq is not None), None)
+        curves = []
+        for result in results:
+            if result.engine == REFERENCE:
+                continue
+            ratio = None if reference is None or result.inv_freq is None else result.inv_freq / reference.inv_freq
+            curves.append((result.engine, f"{ENGINES[result.engine].title} {result.versions}", ratio))
+        return curves
+
+
+def compute(settings: Settings) -> Result:
+    return Result(settings)
+
+
+def _ratio(result: Result, style):
+    layer_type = result.layer_types[0] if len(result.layer_types) == 1 else _default_kind(result)
+    return draw.engines_ratio_figure(result.ratios(layer_type), layer_type=layer_type, seq_len=result.seq_len)
+
+
+def _default_kind(result: Result) -> str:
+    kinds = result.layer_types
+    return max(kinds, key=lambda kind: sum(len(r.divergences) for r in result.of_kind(kind)))
+
+
+def _ratio_caption(result: Result) -> str:
+    return _("Each engine's θᵢ divided by transformers' on the {layer_type} layers; 1 means the same angle. A red "
+             "cross marks each pair that differs by more than one part in a million.").format(
+        layer_type=_default_kind(result) if len(result.layer_types) > 1 else result.layer_types[0])
+
+
+FIGURES = figure_registry(
+    FigureSpec("ratio", draw.ENGINES_RATIO_TITLE, _ratio, caption=_ratio_caption),
+)
+
+LESSON = Lesson(
+    name="engines",
+    title=N_("What each serving engine computes"),
+    settings=Settings,
+    compute=compute,
+    figures=FIGURES,
+    summary=N_("transformers, vLLM, SGLang, llama.cpp and MLX-LM side by side for one config: θᵢ, the cos/sin and "
+               "softmax factors, the context limit, each difference from the model's own classes with its source, "
+               "and each engine's recipe for a target length."),
+    max_results=8,
+)
+
+__all__ = ["LESSON", "Settings", "compute"]
