@@ -29,7 +29,7 @@ with model_column:
                 also={"src": "config"})
 with run_column:
     page.controls(lesson.RUN)
-    page.controls(lesson.KIND)
+    page.controls(lesson.TARGET)
 
 result = page.result()
 for layer_type in result.layer_types:
@@ -49,6 +49,7 @@ st.markdown(_("How to serve this config at the target length in each engine: the
               "already reaches it, else YaRN over the length the model was trained for (its own YaRN block kept, "
               "with the factor raised). The vLLM recipe is loaded back through vLLM's own config code in the tests; "
               "the llama.cpp keys round-trip through the gguf package."))
+page.figure("recipe")
 for recipe in result.recipes:
     st.markdown(f"**{ENGINES[recipe.engine].title}**")
     st.code("\n".join(recipe.lines), language="bash")

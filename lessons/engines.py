@@ -5,16 +5,19 @@ and each engine's recipe for a target length (``pe_core.engines``)."""
 from __future__ import annotations
 
 import dataclasses
+import functools
+
+import torch
 
 from figures import engines as draw
 from i18n import N_, _
 from lessons.base import FigureSpec, Lesson, SettingsError, figure_registry, setting
 from lessons.model_source import MODEL, ModelSettings, config_of, preset_names
 from pe_core.cli_args import TARGET_CEILING
-from pe_core.engines import ENGINES, REFERENCE, EngineResult, Recipe, engine_results, recipes
+from pe_core.engines import ENGINES, REFERENCE, EngineResult, Recipe, engine_results, recipe_config, recipes
 
 RUN = "run"
-KIND = "kind"
+TARGET = "target"
 LONGEST = TARGET_CEILING
 
 
@@ -31,10 +34,8 @@ class Settings(ModelSettings):
                            help=N_("vLLM's --max-model-len, llama.cpp's --ctx-size: LongRoPE's factors follow it "
                                    "there."))
     target: int = setting(0, N_("Target length for the recipes (0: twice the length the config is built for)"),
-                          key="target", widget="number", group=RUN, min_value=0, max_value=LONGEST, step=1024,
-                          examples=(262144,))
-    layer_type: str = setting("", N_("Kind of layer (empty: every kind with RoPE)"), key="kind", widget="text",
-                              group=KIND, examples=("full_attention",))
+                          key="target", widget="number", group=TARGET, min_value=0, max_value=LONGEST, step=1024,
+                          examples=(524288,))
 
 
 class Result:
@@ -46,8 +47,7 @@ class Result:
         try:
             self.model = layer_map(self.config)
             self.results: list[EngineResult] = engine_results(
-                self.config, settings.seq_len or None, layer_type=settings.layer_type.strip() or None,
-                context=settings.context or None, model=self.model)
+                self.config, settings.seq_len or None, context=settings.context or None, model=self.model)
             self.target = settings.target or 2 * extended_length_of(self.model)
             self.recipes: list[Recipe] = recipes(self.config, self.target, model=self.model)
         except ValueError as err:
@@ -105,13 +105,34 @@ class Result:
         return curves
 
 
+    @functools.cached_property
+    def recipe_thetas(self) -> tuple[str, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(layer type, plain θᵢ = b^(−2i/d), the config's θᵢ, the recipe's θᵢ) at the target length, for the layers
+        context extension scales."""
+        from pe_core.config import layer_map
+        from pe_core.rope import default_inv_freq, rope_frequencies
+
+        kind = self.model.default_kind
+        spec = kind.spec
+        patched = layer_map(recipe_config(self.config, self.target, self.model)).kind(kind.layer_type).spec
+        plain = default_inv_freq(spec.base, spec.rotary_dim)
+        return (kind.layer_type, plain, rope_frequencies(spec, self.target).inv_freq,
+                rope_frequencies(patched, self.target).inv_freq)
+
+
 def compute(settings: Settings) -> Result:
     return Result(settings)
 
 
 def _ratio(result: Result, style):
     layer_type = result.layer_types[0] if len(result.layer_types) == 1 else _default_kind(result)
-    return draw.engines_ratio_figure(result.ratios(layer_type), layer_type=layer_type, seq_len=result.seq_len)
+    return draw.engines_ratio_figure(result.ratios(layer_type), layer_type=layer_type, seq_len=result.seq_len,
+                                     context=result.settings.context or None)
+
+
+def _recipe(result: Result, style):
+    layer_type, plain, own, patched = result.recipe_thetas
+    return draw.recipe_figure(own / plain, patched / plain, layer_type=layer_type, target=result.target)
 
 
 def _default_kind(result: Result) -> str:
@@ -126,7 +147,10 @@ def _ratio_caption(result: Result) -> str:
 
 
 FIGURES = figure_registry(
-    FigureSpec("ratio", draw.ENGINES_RATIO_TITLE, _ratio, caption=_ratio_caption),
+    FigureSpec("ratio", draw.ENGINES_RATIO_TITLE, _ratio, groups=(MODEL, RUN), caption=_ratio_caption),
+    FigureSpec("recipe", draw.RECIPE_TITLE, _recipe, groups=(MODEL, TARGET),
+               caption=N_("θᵢ divided by plain RoPE's b^(−2i/d): 1 keeps a pair, 1/s interpolates it. The recipe's "
+                          "line is the same in every engine that reads the block as transformers does.")),
 )
 
 LESSON = Lesson(

@@ -38,6 +38,11 @@ from pe_core.rope import RopeSpec, default_inv_freq, rope_frequencies, yarn_get_
 
 # The engine the others are compared with: the model's own transformers classes.
 REFERENCE = "transformers"
+CHOICE_TITLES = {"long": N_("long"), "short": N_("short")}  # LongRoPE's two sets of factors
+
+
+def _choice(choice: str) -> str:
+    return _(CHOICE_TITLES[choice])
 
 
 class Divergence(NamedTuple):
@@ -327,8 +332,8 @@ def _vllm(engine: Engine, data: EngineInput, kind: LayerKind, seq_len: int, cont
                    "vLLM uses the {engine_choice} factors at {seq_len:,} tokens, where transformers uses the "
                    "{reference_choice} ones."),
                 VLLM_ROPE + "phi3_long_rope_scaled_rope.py (Phi3LongRoPEScaledRotaryEmbedding); vllm PR #27431",
-                limit="?" if limit is None else f"{limit:,}", seq_len=seq_len, engine_choice=_(choice),
-                reference_choice=_("long" if reference_long else "short")))
+                limit="?" if limit is None else f"{limit:,}", seq_len=seq_len, engine_choice=_choice(choice),
+                reference_choice=_choice("long" if reference_long else "short")))
     else:
         return _unsupported(engine, kind, seq_len, _("This entry does not model vLLM's {rope_type!r}.").format(
             rope_type=rope_type))
@@ -614,8 +619,8 @@ def _llamacpp(engine: Engine, data: EngineInput, kind: LayerKind, seq_len: int, 
                    "llama.cpp uses the {engine_choice} factors for a {seq_len:,}-token sequence, where transformers "
                    "uses the {reference_choice} ones."),
                 "src/llama-graph.cpp (build_rope_factors: n_ctx_per_seq > n_ctx_orig_yarn); llama.cpp #24823, "
-                "PR #24875", n_ctx=n_ctx, seq_len=seq_len, engine_choice=_(choice),
-                reference_choice=_("long" if seq_len > spec.original_max_position_embeddings else "short")))
+                "PR #24875", n_ctx=n_ctx, seq_len=seq_len, engine_choice=_choice(choice),
+                reference_choice=_choice("long" if seq_len > spec.original_max_position_embeddings else "short")))
     if spec.rope_type == "yarn" and not spec.truncate:
         divergences.append(_divergence(
             "llamacpp.yarn_truncate",
@@ -800,8 +805,7 @@ def recipes(config: Mapping, target: int, model: LayerMap | None = None) -> list
         if block else
         _("nothing to change: the config's RoPE reaches {target:,} tokens").format(target=target),), block, target)]
     scaling = {k: v for k, v in (block or {}).items() if k != "rope_theta"}
-    overrides = {"rope_parameters": recipe_parameters(data, block), "max_position_embeddings": target} \
-        if block else None
+    overrides = recipe_overrides(config, data, block, target) if block else None
     out.append(Recipe("vllm", tuple(
         ([f"--hf-overrides '{json.dumps(overrides)}'"] if overrides else []) + [f"--max-model-len {target}"]),
         block, target))
@@ -820,17 +824,32 @@ def recipes(config: Mapping, target: int, model: LayerMap | None = None) -> list
     return out
 
 
-def recipe_gguf_keys(config: Mapping, target: int) -> dict:
-    """The GGUF RoPE keys a converted model carries after the recipe (the block applied to its config)."""
-    data = engine_input(config)
+def recipe_overrides(config: Mapping, data: EngineInput, block: Mapping, target: int) -> dict:
+    """The keys the recipe changes, under text_config where the config keeps its language model there (the form
+    of vLLM's --hf-overrides and of a patched config.json)."""
+    changed = {"rope_parameters": recipe_parameters(data, block), "max_position_embeddings": target}
+    return {"text_config": changed} if isinstance(config.get("text_config"), Mapping) else changed
+
+
+def recipe_config(config: Mapping, target: int, model: LayerMap | None = None) -> dict:
+    """``config`` with the recipe for ``target`` applied (its rope_scaling dropped for the new rope_parameters)."""
+    data = engine_input(config, model)
     block = recipe_block(data, target)
+    patched = json.loads(json.dumps(config))
     if block is None:
-        return gguf_keys(data)[0]
-    patched = dict(config)
-    patched["rope_scaling"] = dict(block)
-    patched.pop("rope_parameters", None)
-    patched["max_position_embeddings"] = target
-    return gguf_keys(engine_input(patched))[0]
+        return patched
+    overrides = recipe_overrides(config, data, block, target)
+    where = patched
+    if "text_config" in overrides:
+        where, overrides = patched["text_config"], overrides["text_config"]
+    where.pop("rope_scaling", None)
+    where.update(overrides)
+    return patched
+
+
+def recipe_gguf_keys(config: Mapping, target: int) -> dict:
+    """The GGUF RoPE keys a converted model carries after the recipe (the recipe's config converted)."""
+    return gguf_keys(engine_input(recipe_config(config, target)))[0]
 
 
 # ---- text and JSON -----------------------------------------------------------------------------------------------

@@ -62,7 +62,7 @@ def test_pasted_deepseek_mscale_only_and_chinese():
 
 @pytest.mark.parametrize("query, sentence", [
     ({"src": "config", "config": "{not json"}, "not valid JSON"),
-    ({"kind": "linear_attention"}, "no 'linear_attention' layers"),
+    ({"len": "-3"}, "which this control cannot take"),
 ])
 def test_bad_input_is_a_sentence(query, sentence):
     at = run_page(PAGE, query)
@@ -76,3 +76,13 @@ def test_extremes():
     assert not at.exception, at.exception
     assert len(at.dataframe) == 2  # sliding and full layers
     assert json.dumps(16777216) in "\n".join(c.value for c in at.code)
+
+
+def test_chinese():
+    from tests.visible_text import run_page_with_sidebar
+
+    at = run_page_with_sidebar(PAGE, {"lang": "zh"})
+    assert not at.exception, at.exception
+    assert at.title[0].value == "各推理引擎实际计算什么"
+    assert "truncate = false 未被读取：SGLang" in markdown(at)
+    assert list(at.dataframe[0].value.columns)[:2] == ["引擎", "版本"]
