@@ -37,7 +37,7 @@ for layer_type in result.layer_types:
     st.dataframe(result.rows(layer_type), hide_index=True)
     lines = result.divergence_lines(layer_type)
     if lines:
-        st.markdown(_("**Where each engine differs from transformers** (numbered per engine):"))
+        st.markdown(_("**Where each engine differs from transformers** (numbered per engine, with its source):"))
         st.markdown("\n".join(lines))
     else:
         st.success(_("Every engine modelled here computes what transformers computes for these layers."),
@@ -52,6 +52,6 @@ st.markdown(_("How to serve this config at the target length in each engine: the
 page.figure("recipe")
 for recipe in result.recipes:
     st.markdown(f"**{ENGINES[recipe.engine].title}**")
-    st.code("\n".join(recipe.lines), language="bash")
+    st.code("\n".join(recipe.lines), language="bash", wrap_lines=True)
 st.caption(_("The same from a terminal: `python -m pe_core.engines CONFIG [--engine NAME] [--seq-len N] "
              "[--context N] [--target N] [--json]`."))

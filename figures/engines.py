@@ -12,6 +12,7 @@ import numpy as np
 import plotly.graph_objects as go
 import torch
 
+from figures.frequencies import power_of_two_ticks
 from figures.theme import HIGHLIGHT, LEGEND_BELOW, new_figure, reference_line, series_colour
 from i18n import N_, _
 
@@ -50,10 +51,9 @@ def engines_ratio_figure(curves: Sequence[tuple[str, str, torch.Tensor | None]],
     pad = span ** 0.08
     figure.update_layout(
         height=460, legend=LEGEND_BELOW, margin=dict(b=170), shapes=[shape], annotations=[label],
-        xaxis=dict(title=dict(text=_("pair index i ({layer_type}, {seq_len:,} tokens, context: {context})").format(
-            layer_type=layer_type, seq_len=seq_len,
-            context=_("each engine's default") if context is None else f"{context:,}"))),
-        yaxis=dict(type="log", title=dict(text=_("θᵢ(engine) / θᵢ(transformers) (log)")),
+        xaxis=dict(title=dict(text=_("pair i · {seq_len:,} tokens · context {context}").format(
+            seq_len=seq_len, context=_("default") if context is None else f"{context:,}"))),
+        yaxis=dict(type="log", title=dict(text=_("θ ratio (log)")),
                    range=[float(np.log10(low / pad)), float(np.log10(high * pad))]))
     return figure
 
@@ -73,10 +73,8 @@ def recipe_figure(own: torch.Tensor, patched: torch.Tensor, *, layer_type: str, 
                                     hovertemplate=name + "<br>" + _("pair %{x}") + ": θ ÷ θ(plain) = %{y:.4g}"
                                     "<extra></extra>"))
     shape, label = reference_line(1.0, _("1: plain RoPE"), dash="dash", log_axis=True)
-    pad = max(high / low, 1.0001) ** 0.08
     figure.update_layout(
         height=420, legend=LEGEND_BELOW, margin=dict(b=130), shapes=[shape], annotations=[label],
-        xaxis=dict(title=dict(text=_("pair index i ({layer_type})").format(layer_type=layer_type))),
-        yaxis=dict(type="log", title=dict(text=_("θᵢ / b^(−2i/d) (log)")),
-                   range=[float(np.log10(low / pad)), float(np.log10(high * pad))]))
+        xaxis=dict(title=dict(text=_("pair i ({layer_type})").format(layer_type=layer_type))),
+        yaxis=dict(type="log", title=dict(text=_("θᵢ / b^(−2i/d) (log)")), **power_of_two_ticks(low, high)))
     return figure

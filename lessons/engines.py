@@ -14,7 +14,16 @@ from i18n import N_, _
 from lessons.base import FigureSpec, Lesson, SettingsError, figure_registry, setting
 from lessons.model_source import MODEL, ModelSettings, config_of, preset_names
 from pe_core.cli_args import TARGET_CEILING
-from pe_core.engines import ENGINES, REFERENCE, EngineResult, Recipe, engine_results, recipe_config, recipes
+from pe_core.engines import (
+    CHOICE_TITLES,
+    ENGINES,
+    REFERENCE,
+    EngineResult,
+    Recipe,
+    engine_results,
+    recipe_config,
+    recipes,
+)
 
 RUN = "run"
 TARGET = "target"
@@ -73,24 +82,25 @@ class Result:
             theta = result.inv_freq
             rows.append({
                 _("engine"): engine.title, _("version"): result.versions,
-                _("θ₀"): None if theta is None else float(theta[0]),
-                _("θ last"): None if theta is None else float(theta[-1]),
-                _("cos/sin ×"): result.attention_factor if result.supported else None,
-                _("softmax ×"): result.softmax_scale if result.supported else None,
+                _("θ₀"): "" if theta is None else f"{float(theta[0]):.6g}",
+                _("θ last"): "" if theta is None else f"{float(theta[-1]):.6g}",
+                _("cos/sin ×"): f"{result.attention_factor:.5f}" if result.supported else "",
+                _("softmax ×"): f"{result.softmax_scale:.5f}" if result.supported else "",
                 _("pairing"): result.pairing,
-                _("context limit"): result.context_limit,
-                _("LongRoPE factors"): result.factor_choice or "",
+                _("context limit"): "-" if result.context_limit is None else f"{result.context_limit:,}",
+                _("LongRoPE factors"): _choice_title(result.factor_choice),
                 _("differences"): len(result.divergences),
                 _("note"): result.note or "",
             })
         return rows
 
     def divergence_lines(self, layer_type: str) -> list[str]:
+        """One bullet per difference: the engine, its number within that engine's list, the sentence, the source."""
         lines = []
         for result in self.of_kind(layer_type):
             title = f"{ENGINES[result.engine].title} {result.versions}"
             for number, divergence in enumerate(result.divergences, 1):
-                lines.append(f"{number}. **{title}**: {divergence.text} _({divergence.source})_")
+                lines.append(f"- **{title} · {number}.** {divergence.text} `{divergence.source}`")
         return lines
 
     def ratios(self, layer_type: str) -> list[tuple]:
@@ -120,6 +130,10 @@ class Result:
                 rope_frequencies(patched, self.target).inv_freq)
 
 
+def _choice_title(choice: str | None) -> str:
+    return "" if choice is None else _(CHOICE_TITLES[choice])
+
+
 def compute(settings: Settings) -> Result:
     return Result(settings)
 
@@ -141,9 +155,10 @@ def _default_kind(result: Result) -> str:
 
 
 def _ratio_caption(result: Result) -> str:
-    return _("Each engine's θᵢ divided by transformers' on the {layer_type} layers; 1 means the same angle. A red "
-             "cross marks each pair that differs by more than one part in a million.").format(
-        layer_type=_default_kind(result) if len(result.layer_types) > 1 else result.layer_types[0])
+    return _("Each engine's θᵢ divided by transformers' on the {layer_type} layers at {seq_len:,} tokens; 1 means "
+             "the same angle. A red cross marks each pair that differs by more than one part in a million.").format(
+        layer_type=_default_kind(result) if len(result.layer_types) > 1 else result.layer_types[0],
+        seq_len=result.seq_len)
 
 
 FIGURES = figure_registry(
