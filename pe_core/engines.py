@@ -131,13 +131,17 @@ def _block_of_spec(spec: RopeSpec) -> dict:
     block = {"rope_type": spec.rope_type, "rope_theta": spec.base}
     if spec.rope_type != "default":
         block.update(factor=spec.factor, original_max_position_embeddings=spec.original_max_position_embeddings)
-    for name in ("beta_fast", "beta_slow", "low_freq_factor", "high_freq_factor"):
+    names = {"yarn": ("beta_fast", "beta_slow"), "ntk_by_parts": ("beta_fast", "beta_slow"),
+             "llama3": ("low_freq_factor", "high_freq_factor")}.get(spec.rope_type, ())
+    for name in names:
         block[name] = getattr(spec, name)
     for name in ("attention_factor", "mscale", "mscale_all_dim", "short_factor", "long_factor"):
         if getattr(spec, name) is not None:
             block[name] = getattr(spec, name)
-    if not spec.truncate:
+    if not spec.truncate and spec.rope_type == "yarn":
         block["truncate"] = False
+    if spec.partial_rotary_factor != 1:
+        block["partial_rotary_factor"] = spec.partial_rotary_factor
     return block
 
 
