@@ -389,6 +389,8 @@ def _vllm_yarn(spec: RopeSpec, block: Mapping, data: EngineInput, seq_len: int):
 
 
 def _pairs_apart(a: torch.Tensor, b: torch.Tensor, rtol: float = 1e-9) -> int:
+    if a.shape != b.shape:  # a different number of rotated pairs: every pair counts as apart
+        return max(a.numel(), b.numel())
     return int((~torch.isclose(a, b, rtol=rtol, atol=0)).sum())
 
 
@@ -528,6 +530,8 @@ def gguf_keys(data: EngineInput) -> tuple[dict, dict]:
     sliding = next((k for k in model.rotary_kinds if k.layer_type == SLIDING), None)
     if sliding is not None and sliding.spec.base != spec.base:
         keys["rope.freq_base_swa"] = float(sliding.spec.base)
+    if sliding is not None and sliding.spec.rotary_dim != spec.rotary_dim:
+        keys["rope.dimension_count_swa"] = sliding.spec.rotary_dim
     return keys, tensors
 
 
@@ -536,7 +540,8 @@ def llamacpp_inv_freq(keys: Mapping, tensors: Mapping, sliding: bool, scale_slid
     """θᵢ and the cos/sin factor llama.cpp computes from GGUF keys: ggml's ``rope_yarn`` (θ_extrap = p·b^(−2i/d) /
     freq_factor, θ_interp = freq_scale·θ_extrap, blended over ``ggml_rope_yarn_corr_dims``' floor/ceil range, cos
     and sin times attn_factor·(1 + 0.1·ln(1/freq_scale)) when YaRN is on). Also the LongRoPE factors chosen."""
-    dim = int(keys["rope.dimension_count"])
+    dim = int(keys.get("rope.dimension_count_swa", keys["rope.dimension_count"]) if sliding
+              else keys["rope.dimension_count"])
     base = float(keys.get("rope.freq_base_swa", keys["rope.freq_base"]) if sliding else keys["rope.freq_base"])
     kind = keys.get("rope.scaling.type", "none")
     factor = float(keys.get("rope.scaling.factor", 1.0) or 1.0)
@@ -631,8 +636,17 @@ def _llamacpp(engine: Engine, data: EngineInput, kind: LayerKind, seq_len: int, 
             N_("truncate = false has no GGUF key: ggml floors and ceils YaRN's correction range, so {pairs} of "
                "{total} pairs differ from transformers."),
             LLAMA_CONVERTER + "; " + GGML_ROPE, pairs=_pairs_apart(inv_freq, reference_inv), total=spec.num_pairs))
-    if spec.rope_type == "yarn" and not data.mla and reference_factor is not None \
-            and not math.isclose(attention, reference_factor, rel_tol=1e-6):
+    mismatch = spec.rope_type == "yarn" and not data.mla and reference_factor is not None \
+        and not math.isclose(attention, reference_factor, rel_tol=1e-6)
+    if mismatch and block.get("attention_factor") is None:
+        divergences.append(_divergence(
+            "llamacpp.yarn_mscale_dropped",
+            N_("mscale = {mscale} and mscale_all_dim = {mscale_all_dim} have no GGUF key outside DeepSeek's "
+               "converter, so ggml's cos/sin factor is 1 + 0.1·ln s = {engine:.5f} where transformers takes "
+               "mscale(s, mscale)/mscale(s, mscale_all_dim) = {reference:.5f}."),
+            LLAMA_CONVERTER + "; " + GGML_ROPE, mscale=block.get("mscale"), mscale_all_dim=block.get("mscale_all_dim"),
+            engine=attention, reference=reference_factor))
+    elif mismatch:
         divergences.append(_divergence(
             "llamacpp.yarn_attn_factor",
             N_("The config's attention_factor ({given}) is written as rope.scaling.yarn_attn_factor, and ggml "
@@ -640,6 +654,14 @@ def _llamacpp(engine: Engine, data: EngineInput, kind: LayerKind, seq_len: int, 
                "{reference:.5f}."),
             LLAMA_CONVERTER + "; " + GGML_ROPE + "; ik_llama.cpp #1298", given=block.get("attention_factor"),
             engine=attention, reference=reference_factor))
+    if sliding and reference_factor is not None and not data.mla \
+            and not math.isclose(attention, reference_factor, rel_tol=1e-6):
+        divergences.append(_divergence(
+            "llamacpp.attn_factor_all_layers",
+            N_("llama.cpp multiplies cos and sin by one factor for every layer ({engine:.5f}, from "
+               "rope.scaling.yarn_attn_factor); these layers' own class uses {reference:.5f}."),
+            "src/llama-context.cpp (cparams.yarn_attn_factor); " + GGML_ROPE, engine=attention,
+            reference=reference_factor))
     own = _reference(spec.replace(truncate=True), seq_len)[0] if spec.rope_type == "yarn" else reference_inv
     if sliding and own is not None and _pairs_apart(inv_freq, own, 1e-6):
         divergences.append(_divergence(

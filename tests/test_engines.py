@@ -66,7 +66,10 @@ def test_vllm_entry_equals_vllm_own_code(name, maps):
     stored = STORED["configs"][name]
     config = _config(name)
     model = _map(maps, name)
-    results = engines.engine_results(config, engines=("vllm",), model=model)
+    every = engines.engine_results(config, model=model)  # every engine runs on every published config
+    assert {r.engine for r in every} == set(engines.ENGINE_NAMES)
+    assert all(r.inv_freq is None or bool(torch.isfinite(r.inv_freq).all()) for r in every)
+    results = [r for r in every if r.engine == "vllm"]
     assert results
     blocks = stored["kinds"]
     for result in results:
@@ -301,3 +304,20 @@ def test_vllm_recipe_loads_in_vllm_own_config_code(key):
     assert math.isclose(vllm.attention_factor, stored["attention_factor"], rel_tol=1e-6)
     if overrides:
         assert engines.vllm_max_model_len(engines.engine_input(patched)) >= int(target)
+
+
+def test_llamacpp_attention_factor_from_the_config(maps):
+    """Laguna's explicit attention_factor: written as yarn_attn_factor, multiplied by 1 + 0.1·ln s again by ggml
+    (ik_llama.cpp #1298) and applied to the sliding layers too; its sliding layers' own rotary width is written as
+    rope.dimension_count_swa."""
+    name = "poolside--Laguna-XS.2-FP8"
+    config, model = _config(name), _map(maps, name)
+    keys, _tensors = engines.gguf_keys(engines.engine_input(config, model))
+    assert keys["rope.dimension_count"] == 64 and keys["rope.dimension_count_swa"] == 128
+    full, sliding = (engines.engine_results(config, engines=("llama.cpp",), layer_type=kind, model=model)[0]
+                     for kind in ("full_attention", "sliding_attention"))
+    given = 0.1 * math.log(64) + 1
+    assert full.attention_factor == pytest.approx(given * given, rel=1e-6)
+    assert [d.key for d in full.divergences] == ["llamacpp.yarn_attn_factor"]
+    assert [d.key for d in sliding.divergences] == ["llamacpp.attn_factor_all_layers"]
+    assert len(sliding.inv_freq) == 64
