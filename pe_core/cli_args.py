@@ -68,3 +68,24 @@ def plan_parser() -> argparse.ArgumentParser:
     parser.add_argument("--strict", action="store_true", help=_STRICT)
     parser.add_argument("--read-as", metavar="MODEL_TYPE", help=_READ_AS)
     return parser
+
+
+ENGINE_CHOICES = ("transformers", "vllm", "sglang", "llama.cpp", "llama.cpp-b5731", "mlx-lm")
+
+
+def engines_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m pe_core.engines",
+        description="What transformers, vLLM, SGLang, llama.cpp and MLX-LM each compute for a config's RoPE, where "
+                    "they differ from the model's own classes, and (with --target) how to set each for a length.")
+    parser.add_argument("config", help=_CONFIG)
+    parser.add_argument("--engine", choices=ENGINE_CHOICES, help="one engine, beside transformers (default: all)")
+    parser.add_argument("--seq-len", type=int, metavar="N",
+                        help="the sequence length (default: the config's max_position_embeddings)")
+    parser.add_argument("--context", type=int, metavar="N",
+                        help="the context the engine allocates (vLLM --max-model-len, llama.cpp --ctx-size; "
+                             "default: each engine's own)")
+    parser.add_argument("--layer-type", metavar="TYPE", help="one kind of layer (full_attention, sliding_attention, ...)")
+    parser.add_argument("--target", type=int, metavar="N", help="also print each engine's recipe for N tokens")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    return parser

@@ -78,6 +78,10 @@ PAGES = (
     PageInfo("app_pages/compare.py", N_("Compare two RoPE configs"), ":material/compare_arrows:", N_("For practitioners"),
              N_("Two configs side by side: θ ratio per pair, wavelengths, attention factors, every parameter that "
                 "differs."), lesson="compare"),
+    PageInfo("app_pages/engines.py", N_("What each serving engine computes"), ":material/dns:", N_("For practitioners"),
+             N_("transformers, vLLM, SGLang, llama.cpp and MLX-LM side by side for one config: θᵢ, factors, context "
+                "limits, every difference with its source, and each engine's recipe for a target length."),
+             lesson="engines"),
     PageInfo("app_pages/training.py", N_("Train a tiny transformer"), ":material/model_training:", N_("Experiment"),
              N_("Train a small model live at a short length and watch each encoding extrapolate."), lesson="training"),
     PageInfo("app_pages/glossary.py", N_("Glossary of symbols"), ":material/menu_book:", N_("Reference"),
