@@ -33,7 +33,7 @@ import plotly.graph_objects as go
 
 from figures.export import FORMATS, IMAGE_FORMATS, INSTALL_HINT, PNG_SCALE, browser_available, file_stem, render
 from i18n import DEFAULT_LANGUAGE, LANGUAGES, _, current_language, use_language
-from lessons import all_lessons, deck
+from lessons import all_lessons
 from lessons.base import SCREEN, FigureStyle, Lesson, LessonSettings, SettingsError, copy_of
 
 Selection = dict[str, set[str] | None]  # lesson -> figure names (None: all)
@@ -247,6 +247,8 @@ def _formats(text: str) -> list[str]:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from lessons import deck  # the guided lesson and torch: only where a deck is asked for (the pages import this)
+
     parser = argparse.ArgumentParser(
         prog="python -m figures.export",
         description="Write the app's figures to files (PNG, SVG, PDF, self-contained HTML, plotly JSON) "
@@ -286,6 +288,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _deck(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    from lessons import deck
+
     if args.deck is not None and args.deck not in deck.deck_names():
         parser.error(f"there is no deck {args.deck!r}; choose tour or a lesson: {', '.join(deck.deck_names())}.")
     if args.handout and args.deck not in (None, deck.TOUR):

@@ -488,7 +488,8 @@ def test_tour_presents_with_the_keyboard_and_no_sidebar(app):
                                              || (box && box.querySelector('.js-plotly-plot')); }""", timeout=60_000)
     wait_for_app_idle(page)
     box = page.locator(".st-key-tour_slide").bounding_box()
-    assert abs(box["width"] / box["height"] - 16 / 9) < 0.02 and box["y"] + box["height"] <= 720 + 1
+    # the slide fills the screen's height beside the answer (its size: tests/test_tour_browser.py), nothing below
+    assert box["width"] >= 1280 / 2 and box["y"] + box["height"] <= 720 + 1
     page.keyboard.press("ArrowRight")
     page.get_by_text("4 / ").first.wait_for(timeout=60_000)
     assert "step=4" in page.url and "present=1" in page.url

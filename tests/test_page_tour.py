@@ -241,8 +241,8 @@ def test_the_lesson_downloads_as_a_deck_built_on_demand():
     at = run_page(PAGE, {"step": "1"})
     assert at.expander[0].label == "Download the lesson as a deck"
     assert not at.get("download_button")  # nothing is built until asked
-    at.radio(key="tour_deck_format").set_value("html").run()
-    at.checkbox(key="tour_deck_answers").uncheck().run()
+    at.radio(key="deck").set_value("html").run()
+    at.checkbox(key="answers").uncheck().run()
     at.button(key="tour_deck_build").click().run()
     assert not at.exception and not at.error
     downloads = at.get("download_button")
@@ -250,5 +250,5 @@ def test_the_lesson_downloads_as_a_deck_built_on_demand():
     assert "tour_deck_build" not in [button.key for button in at.button]  # built: only the download shows
     at.run()  # the built deck stays offered on the next run
     assert len(at.get("download_button")) == 1
-    at.checkbox(key="tour_deck_answers").check().run()  # another deck: asked for again
+    at.checkbox(key="answers").check().run()  # another deck: asked for again
     assert not at.get("download_button") and "tour_deck_build" in [button.key for button in at.button]

@@ -186,6 +186,10 @@ def test_the_sidebars_page_names_wrap_instead_of_being_cut(app):
     page.goto(f"{base_url}/tour")
     page.locator('[data-testid="stSidebarNavLink"]').first.wait_for(timeout=90_000)
     wait_for_app_idle(page)
+    # the app's stylesheet is drawn by the page's run: on a busy machine it may land after the links
+    page.wait_for_function("""() => { const label = document.querySelector('[data-testid="stSidebarNavLink"] span');
+                                      return label && getComputedStyle(label).whiteSpace === 'normal'; }""",
+                           timeout=60_000)
     # a label cut off: wider than its box (an ellipsis), or running past its link's right edge (hidden beyond it)
     cut = page.evaluate("""() => [...document.querySelectorAll('[data-testid="stSidebarNavLink"]')].flatMap((link) =>
         [...link.querySelectorAll('*')].filter((e) => e.textContent.trim() && (e.scrollWidth > e.clientWidth + 1

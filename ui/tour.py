@@ -428,10 +428,10 @@ def deck_download() -> None:
     """"Download the lesson as a deck": a format, with or without the answers, in the reader's language; built on
     demand (``lessons.deck``), then offered for download."""
     with st.expander(_("Download the lesson as a deck"), icon=":material/slideshow:"):
-        fmt = st.radio(_("Format"), tuple(deck.DOWNLOAD_FORMATS), key="tour_deck_format", horizontal=True,
-                       format_func=lambda name: _(deck.DOWNLOAD_FORMATS[name]))
+        fmt = params.radio(_("Format"), "deck", tuple(deck.DOWNLOAD_FORMATS), horizontal=True,
+                           format_func=lambda name: _(deck.DOWNLOAD_FORMATS[name]))
         handout = fmt == "handout"
-        answers = st.checkbox(_("With the answer slides"), value=True, key="tour_deck_answers", disabled=handout,
+        answers = params.checkbox(_("With the answer slides"), "answers", True, disabled=handout,
                               help=_("Without them the deck shows each question and its figure; the answers are "
                                      "left out of the speaker notes and the summary too."))
         st.caption(_("In {language}, the language of this page; speaker notes carry each step's text, answer and "
