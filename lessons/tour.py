@@ -27,7 +27,7 @@ from lessons import all_lessons
 from lessons.base import SCREEN, FigureStyle, Lesson, LessonSettings
 from lessons.format import base_text, length_text, superscript
 
-TITLE = N_("RoPE and long context in 12 steps")
+TITLE = N_("RoPE and long context in 13 steps")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -169,6 +169,12 @@ def _collisions(result) -> dict[str, Any]:
             "start": int(window.positions[0]), "end": int(window.positions[-1]),
             "distinct": int(torch.unique(window.stored).numel()), "width": window.positions.numel(),
             "L": length_text(marks.length), "exact": length_text(marks.exact), "fraction": marks.fraction}
+
+
+def _trap(result) -> dict[str, Any]:
+    from lessons.needle import shipped_rows, trap_numbers
+
+    return trap_numbers(shipped_rows())
 
 
 def _toy(result) -> dict[str, Any]:
@@ -331,6 +337,17 @@ STEPS: tuple[Step, ...] = (
             "{llama_pairs} and {llama_unseen:.0%}; with base {llama_base} it would be {usual_unseen:.0%}. So the "
             "toy fails past L for the reason real models do, and its runs test the scaling methods fairly."),
          _toy, (("su_beta_base", ""),)),
+    Step("trap", N_("Good accuracy can hide a lost needle"), "training", "trap", {},
+         N_("Next-character accuracy asks the model about the characters just before each one. A passkey planted "
+            "early in a long context and asked for at its end asks it to fetch something far away. The figure "
+            "places every method at {scale}× L by both scores, mean over {seeds} seeds."),
+         N_("Which method keeps its accuracy but loses the needle?"),
+         (N_("{loses}"), N_("{method}"), N_("{keeps}")), 1,
+         N_("{method} still predicts {accuracy:.1%} of characters at {scale}× L ({at_train:.1%} at L), but retrieves "
+            "the passkey {retrieval_long:.0%} of the time there, against {retrieval_short:.0%} at L. {loses} loses "
+            "its accuracy too ({loses_accuracy:.1%}); {keeps} keeps the needle best ({keeps_retrieval:.0%}, "
+            "accuracy {keeps_accuracy:.1%})."),
+         _trap, (("drope", ""),)),
 )
 
 

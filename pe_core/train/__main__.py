@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 
 import torch
 
-from pe_core.train.config import DEFAULT_GRID, DEFAULT_SEEDS, ExperimentConfig, Grid
+from pe_core.train.config import DEFAULT_GRID, DEFAULT_SEEDS, RETRIEVAL_GRID, ExperimentConfig, Grid
 from pe_core.train.experiment import RunUpdate, Status
 from pe_core.train.schema import MEMORY_PEAK, RunRecord, report_json
 from pe_core.train.store import RunStore, StoreError, default_location, describe_location, open_store
@@ -64,6 +64,9 @@ def _parser() -> argparse.ArgumentParser:
     actions.add_argument("--ship", action="store_true",
                          help="with --prepare and no other option: train the default grid from scratch and write it "
                               "as the results the app ships (pe_core/train/data/)")
+    actions.add_argument("--retrieval-grid", action="store_true",
+                         help="with --prepare: the retrieval experiment's grid instead (the default model trained on a "
+                              "mix that teaches copying, scored on passkey retrieval, DroPE among the fine-tunes)")
     actions.add_argument("--table", action="store_true",
                          help="print the stored runs' accuracy, mean ± sd over seeds, and each encoding's training "
                               "cost, as a markdown table")
@@ -93,6 +96,8 @@ def configs_from(args: argparse.Namespace) -> list[ExperimentConfig]:
     single = {k: (tuple(v) if isinstance(v, list) else v) for k, v in values.items()
               if v is not None and k not in MANY}
     base = ExperimentConfig(**single)
+    if args.prepare and getattr(args, "retrieval_grid", False):
+        base = RETRIEVAL_GRID.base.replace(**single)
     if args.prepare:
         grid = Grid(base=base, encodings=tuple(values["encoding"] or DEFAULT_GRID.encodings),
                     seeds=tuple(values["seed"] or DEFAULT_GRID.seeds))
@@ -166,8 +171,8 @@ def run_all(configs: Sequence[ExperimentConfig], store: RunStore | None, *, devi
     return [records[c.hash] for c in configs]
 
 
-def ship(configs: Sequence[ExperimentConfig], store: RunStore | None, *, device=None, quiet: bool = False
-         ) -> list[RunRecord]:
+def ship(configs: Sequence[ExperimentConfig], store: RunStore | None, *, device=None, quiet: bool = False,
+         grid: Grid = DEFAULT_GRID) -> list[RunRecord]:
     """Train the default grid from scratch and write it as the results the app ships (``pe_core.train.shipped``),
     rewritten after every finished run (so a long regeneration that is cut short keeps what it finished)."""
     from pe_core.train.shipped import WEIGHTS_CONFIG, write_shipped
@@ -178,7 +183,7 @@ def ship(configs: Sequence[ExperimentConfig], store: RunStore | None, *, device=
         if update.config.hash == WEIGHTS_CONFIG.hash:
             models["weights"] = update.experiment.run.model
         finished.append(update.record)
-        write_shipped(finished, DEFAULT_GRID, finished[0].device, models.pop("weights", None))
+        write_shipped(finished, grid, finished[0].device, models.pop("weights", None))
 
     return run_all(configs, store, device=device, force=True, quiet=quiet, on_trained=keep)
 
@@ -223,9 +228,11 @@ def main(argv: Sequence[str] | None = None) -> dict:
                       "keeps for the backward pass of one step (a CUDA run reports torch.cuda.max_memory_allocated).")
             return {"table": [s._asdict() for s in stats], "costs": [c._asdict() for c in costs]}
         if args.ship:
-            if configs != DEFAULT_GRID.configs():
-                parser.error("--ship writes the default grid: use it with --prepare and no experiment option.")
-            records = ship(configs, store, device=args.device, quiet=args.quiet)
+            grid = RETRIEVAL_GRID if args.retrieval_grid else DEFAULT_GRID
+            if configs != grid.configs():
+                parser.error("--ship writes the default grid (or with --retrieval-grid the retrieval experiment's): "
+                             "use it with --prepare and no experiment option.")
+            records = ship(configs, store, device=args.device, quiet=args.quiet, grid=grid)
         else:
             records = run_all(configs, store, device=args.device, force=args.force, quiet=args.quiet)
     finally:
