@@ -738,8 +738,9 @@ def _needle_caption(result: Result) -> str:
         _("Exact retrieval of a {digits}-digit passkey planted at a depth of the context and asked for at its end, "
           "mean over {n} seeds ({trials} probes per cell and seed; a guess scores {chance:.2%}).").format(
             digits=PASSKEY_DIGITS, n=first.seeds, trials=TRIALS_PER_DEPTH, chance=chance()),
-        _("The model was trained on docstrings with a passkey and its repeat planted in {share:.0%} of the windows "
-          "(a model trained on docstrings alone retrieves nothing, even at L), so that it learns to copy.").format(
+        _("The model was trained on docstrings with random letters written twice and a passkey and its repeat "
+          "planted in {share:.0%} of the windows, so that it learns to copy (a model trained on docstrings alone "
+          "retrieves nothing, even at L).").format(
             share=COPY_FRACTION)])
 
 

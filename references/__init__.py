@@ -129,7 +129,7 @@ _ALL = (
               "Extending the Context of Pretrained LLMs by Dropping Their Positional Embeddings", "arXiv; ICLR 2026",
               _arxiv("2512.12167"), "2512.12167",
               N_("DroPE: train with RoPE, remove the rotation afterwards and recalibrate briefly; the tiny model's "
-                 "fine-tune beside PI, NTK-aware and YaRN.")),
+                 "fine-tune beside YaRN, scored on next-character accuracy and passkey retrieval.")),
     Reference("su_beta_base", "Su Jianlin", "Su 2023a", 2023, "Transformer升级之路：10、RoPE是一种β进制编码 "
               "(RoPE is a β-base encoding)", "Scientific Spaces (kexue.fm)", "https://kexue.fm/archives/9675",
               note=N_("RoPE as a number in base β = b^(2/d); NTK-aware scaling as a base conversion; an extrapolation "

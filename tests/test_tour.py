@@ -35,10 +35,10 @@ def theta(head_dim: int, base: float) -> np.ndarray:
 # ---- the steps as data ------------------------------------------------------------------------------
 
 
-def test_twelve_steps_cover_the_story_in_order():
+def test_thirteen_steps_cover_the_story_in_order():
     assert [step.slug for step in STEPS] == ["rotation", "spectrum", "relative", "decay", "unseen", "pi", "ntk",
-                                             "beta-base", "by-parts", "temperature", "bf16", "toy"]
-    assert "12" in tour.TITLE and len(STEPS) == 12
+                                             "beta-base", "by-parts", "temperature", "bf16", "toy", "trap"]
+    assert "13" in tour.TITLE and len(STEPS) == 13
 
 
 @pytest.mark.parametrize("step", STEPS, ids=[s.slug for s in STEPS])

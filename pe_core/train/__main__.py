@@ -27,7 +27,7 @@ from pe_core.train.config import DEFAULT_GRID, DEFAULT_SEEDS, RETRIEVAL_GRID, Ex
 from pe_core.train.experiment import RunUpdate, Status
 from pe_core.train.schema import MEMORY_PEAK, RunRecord, report_json
 from pe_core.train.store import RunStore, StoreError, default_location, describe_location, open_store
-from pe_core.train.summary import cost_stats, markdown_table, seed_stats
+from pe_core.train.summary import cost_stats, markdown_table, retrieval_markdown, seed_stats
 
 MANY = ("encoding", "seed")  # fields the CLI takes several values of (a grid)
 
@@ -95,12 +95,12 @@ def configs_from(args: argparse.Namespace) -> list[ExperimentConfig]:
     values = {f.name: getattr(args, f.name) for f in dataclasses.fields(ExperimentConfig)}
     single = {k: (tuple(v) if isinstance(v, list) else v) for k, v in values.items()
               if v is not None and k not in MANY}
-    base = ExperimentConfig(**single)
+    base, default = ExperimentConfig(**single), DEFAULT_GRID
     if args.prepare and getattr(args, "retrieval_grid", False):
-        base = RETRIEVAL_GRID.base.replace(**single)
+        base, default = RETRIEVAL_GRID.base.replace(**single), RETRIEVAL_GRID
     if args.prepare:
-        grid = Grid(base=base, encodings=tuple(values["encoding"] or DEFAULT_GRID.encodings),
-                    seeds=tuple(values["seed"] or DEFAULT_GRID.seeds))
+        grid = Grid(base=base, encodings=tuple(values["encoding"] or default.encodings),
+                    seeds=tuple(values["seed"] or default.seeds))
         return grid.configs()
     encodings = values["encoding"] or [base.encoding]
     seeds = values["seed"] or [base.seed]
@@ -218,6 +218,10 @@ def main(argv: Sequence[str] | None = None) -> dict:
             stats = seed_stats(store.results(base.family), base)
             costs = cost_stats(store.records(base.family), base)
             print(markdown_table(stats, base.train_length, base.fine_tune_steps, costs))
+            retrieval = retrieval_markdown(store.records(base.family, base.encoding)) if base.retrieval else ""
+            if retrieval:
+                print("\nPasskey retrieval (exact, mean over depths) beside next-character accuracy:\n")
+                print(retrieval)
             unmeasured = sorted({(c.encoding, s) for c in costs for s in c.unmeasured})
             if unmeasured:
                 print(f"\n{len(unmeasured)} run(s) were stored before costs were measured (record schema 1); "
