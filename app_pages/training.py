@@ -317,15 +317,15 @@ def retrieval_part() -> None:
         "for something far away: a {digits}-digit passkey (“@@4821”) is planted at a depth of a long context of "
         "docstrings and asked for at its end, and the model must give every digit (exact retrieval). A model "
         "trained on docstrings alone cannot copy a passkey even within L, so this experiment trains the same "
-        "model on a mix that teaches copying (random letters written twice and a planted passkey and its repeat "
+        "model on a mix meant to teach copying (random letters written twice and a planted passkey and its repeat "
         "in {share:.0%} of the training windows); its runs have their own hashes, beside the default "
-        "experiment's. **DroPE** ({drope}) is fine-tuned beside YaRN: the trained RoPE model with its rotation "
+        "experiment's. The figures say whether it learned to. **DroPE** ({drope}) is fine-tuned beside YaRN: the trained RoPE model with its rotation "
         "removed (attention then sees content only, as in NoPE), recalibrated for the same steps at the same length "
         "as YaRN's fine-tune."
     ).format(digits=lesson.PASSKEY_DIGITS, share=lesson.COPY_FRACTION, drope=cite("drope")))
     page.figure("trap")
-    st.markdown(_("**What to look for:** a method far to the right but low down keeps its accuracy and loses the "
-                  "needle. Below, where each method loses it: the depth of the needle against the length."))
+    st.markdown(_("**What to look for:** a method far to the right but low down keeps its accuracy and does not "
+                  "find the needle. Below, where each method finds it: the depth of the needle against the length."))
     page.figure("needle")
 
 

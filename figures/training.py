@@ -551,7 +551,7 @@ def needle_figure(panels: Sequence[NeedlePanel], train_length: int, *, columns: 
                                         title=dict(text=_("length")) if r == rows - 1 else None)
         layout[f"yaxis{suffix}"] = dict(domain=y_domain, anchor=f"x{suffix}", autorange="reversed",
                                         tickformat=".0%", tickvals=[float(d) for d in panel.depths],
-                                        title=dict(text=_("depth")) if c == 0 else None, showticklabels=c == 0)
+                                        title=dict(text=_("depth")) if c == 0 else None)
         layout["annotations"].append(dict(text=panel.name, x=sum(x_domain) / 2, y=y_domain[1], xref="paper",
                                           yref="paper", xanchor="center", yanchor="bottom", showarrow=False,
                                           font=dict(size=12)))

@@ -112,16 +112,21 @@ def trap_row(rows) -> Row | None:
 
 
 def trap_numbers(rows) -> dict:
-    """What the page and the tour say about the trap, computed (an empty dict without shipped rows)."""
-    row = trap_row(rows)
-    if row is None:
+    """What the page and the tour say about the trap, computed (an empty dict without shipped rows): the trap's
+    method (None when no method loses a needle it finds at L), the most accurate untuned method at the longest
+    length and its retrieval, and the best retrieval of any method at L."""
+    untuned = [r for r in rows if r.encoding == "rope" and not r.tuned]
+    if not untuned:
         return {}
-    others = [r for r in rows if r.encoding == "rope" and r is not row]
-    # the tour's other two answers: the method that keeps the needle best, and the one that loses accuracy most
-    keeps = max(others, key=lambda r: (r.retrieval[-1], r.accuracy))
-    loses = min((r for r in others if r is not keeps), key=lambda r: (r.tuned, r.accuracy))
-    return {"method": row_title(row), "accuracy": row.accuracy, "at_train": row.accuracy_at_train,
-            "retrieval_short": row.retrieval[0], "retrieval_long": row.retrieval[-1], "seeds": row.seeds,
-            "scale": row.lengths[-1] // row.lengths[0], "chance": chance(),
-            "keeps": row_title(keeps), "keeps_accuracy": keeps.accuracy, "keeps_retrieval": keeps.retrieval[-1],
-            "loses": row_title(loses), "loses_accuracy": loses.accuracy, "loses_retrieval": loses.retrieval[-1]}
+    row = trap_row(rows)
+    best = max(untuned, key=lambda r: r.accuracy)
+    drope = find(rows, "rope", DROPE, True)
+    return {"method": None if row is None else row_title(row), "best": row_title(best), "accuracy": best.accuracy,
+            "at_train": best.accuracy_at_train, "retrieval_short": best.retrieval[0],
+            "retrieval_long": best.retrieval[-1], "best_short": max(r.retrieval[0] for r in rows),
+            "best_long": max(r.retrieval[-1] for r in rows), "seeds": best.seeds,
+            "scale": best.lengths[-1] // best.lengths[0], "chance": chance(),
+            "drope": method_title(DROPE), "drope_accuracy": None if drope is None else drope.accuracy,
+            "trap_accuracy": None if row is None else row.accuracy,
+            "trap_short": None if row is None else row.retrieval[0],
+            "trap_long": None if row is None else row.retrieval[-1]}

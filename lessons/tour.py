@@ -342,11 +342,12 @@ STEPS: tuple[Step, ...] = (
             "early in a long context and asked for at its end asks it to fetch something far away. The figure "
             "places every method at {scale}× L by both scores, mean over {seeds} seeds."),
          N_("Which method keeps its accuracy but loses the needle?"),
-         (N_("{loses}"), N_("{method}"), N_("{keeps}")), 1,
-         N_("{method} still predicts {accuracy:.1%} of characters at {scale}× L ({at_train:.1%} at L), but retrieves "
-            "the passkey {retrieval_long:.0%} of the time there, against {retrieval_short:.0%} at L. {loses} loses "
-            "its accuracy too ({loses_accuracy:.1%}); {keeps} keeps the needle best ({keeps_retrieval:.0%}, "
-            "accuracy {keeps_accuracy:.1%})."),
+         (N_("{best}, the most accurate at {scale}× L"), N_("Every method: none finds the needle, even at L"),
+          N_("{drope}")), 1,
+         N_("{best} still predicts {accuracy:.1%} of characters at {scale}× L ({at_train:.1%} at L), yet no method "
+            "retrieves the passkey: the best finds it in {best_short:.0%} of the probes at L and {best_long:.0%} at "
+            "{scale}× L. The model never learned to copy, and its accuracy could not tell: only the retrieval test "
+            "does."),
          _trap, (("drope", ""),)),
 )
 

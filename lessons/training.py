@@ -739,8 +739,8 @@ def _needle_caption(result: Result) -> str:
           "mean over {n} seeds ({trials} probes per cell and seed; a guess scores {chance:.2%}).").format(
             digits=PASSKEY_DIGITS, n=first.seeds, trials=TRIALS_PER_DEPTH, chance=chance()),
         _("The model was trained on docstrings with random letters written twice and a passkey and its repeat "
-          "planted in {share:.0%} of the windows, so that it learns to copy (a model trained on docstrings alone "
-          "retrieves nothing, even at L).").format(
+          "planted in {share:.0%} of the windows, a mix meant to teach it to copy (a model trained on docstrings "
+          "alone retrieves nothing, even at L).").format(
             share=COPY_FRACTION)])
 
 
@@ -761,7 +761,7 @@ def _trap(result: Result, style) -> object:
     if not rows:
         return _no_retrieval(_(draw.TRAP_TITLE))
     numbers = needle.trap_numbers(rows)
-    return draw.trap_figure(trap_points(), chance=chance(), highlight=numbers.get("method"))
+    return draw.trap_figure(trap_points(), chance=chance(), highlight=numbers.get("method") or numbers.get("best"))
 
 
 def trap_text() -> str:
@@ -769,15 +769,22 @@ def trap_text() -> str:
     numbers = needle.trap_numbers(needle.shipped_rows())
     if not numbers:
         return ""
+    if numbers["method"] is not None:
+        return sentences([
+            _("Next-character accuracy is a local score: {method} still predicts {accuracy:.1%} of characters at "
+              "{scale}× L, yet it finds the planted passkey {long:.0%} of the time there, against {short:.0%} at "
+              "L.").format(method=numbers["method"], accuracy=numbers["trap_accuracy"], scale=numbers["scale"],
+                           long=numbers["trap_long"], short=numbers["trap_short"]),
+            _("A method that keeps its perplexity past L has not shown it can use the far context: retrieval has to "
+              "be measured on its own.")])
     return sentences([
-        _("Next-character accuracy is a local score: {method} still predicts {accuracy:.1%} of characters at "
-          "{scale}× L (it scored {at_train:.1%} at L), yet it finds the planted passkey {long:.0%} of the time "
-          "there, against {short:.0%} at L.").format(scale=numbers["scale"], method=numbers["method"],
-                                                      accuracy=numbers["accuracy"], at_train=numbers["at_train"],
-                                                      long=numbers["retrieval_long"],
-                                                      short=numbers["retrieval_short"]),
-        _("A method that keeps its perplexity past L has not shown it can use the far context: retrieval has to be "
-          "measured on its own.")])
+        _("Next-character accuracy is a local score: {best} still predicts {accuracy:.1%} of characters at {scale}× L "
+          "({at_train:.1%} at L), yet no method finds the planted passkey, not even at L (the best: {short:.0%} of "
+          "probes; a guess: {chance:.2%}).").format(best=numbers["best"], accuracy=numbers["accuracy"],
+                                                   scale=numbers["scale"], at_train=numbers["at_train"],
+                                                   short=numbers["best_short"], chance=numbers["chance"]),
+        _("High accuracy far out is no evidence that a model can fetch a fact from far away: this tiny model, trained "
+          "with the copying mix, never learned to copy, and only a retrieval test shows it.")])
 
 
 FIGURES = figure_registry(
