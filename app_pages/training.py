@@ -308,6 +308,25 @@ def inside_part() -> None:
     page.figure("attention-entropy")
 
 
+def retrieval_part() -> None:
+    st.markdown(_(
+        "Next-character accuracy scores each method on what the text just before a character predicts: the "
+        "perplexity view. It can stay high past L while the model has lost the far context. A second test asks "
+        "for something far away: a {digits}-digit passkey (“@@4821”) is planted at a depth of a long context of "
+        "docstrings and asked for at its end, and the model must give every digit (exact retrieval). A model "
+        "trained on docstrings alone cannot copy a passkey even within L, so this experiment trains the same "
+        "model on a mix meant to teach copying (random letters written twice and a planted passkey and its repeat "
+        "in {share:.0%} of the training windows); its runs have their own hashes, beside the default "
+        "experiment's. The figures say whether it learned to. **DroPE** ({drope}) is fine-tuned beside YaRN: the trained RoPE model with its rotation "
+        "removed (attention then sees content only, as in NoPE), recalibrated for the same steps at the same length "
+        "as YaRN's fine-tune."
+    ).format(digits=lesson.PASSKEY_DIGITS, share=lesson.COPY_FRACTION, drope=cite("drope")))
+    page.figure("trap")
+    st.markdown(_("**What to look for:** a method far to the right but low down keeps its accuracy and does not "
+                  "find the needle. Below, where each method finds it: the depth of the needle against the length."))
+    page.figure("needle")
+
+
 def needs_the_run(draw):
     """``draw``, for a part that shows the stored run's results: without one, a note (nothing is trained)."""
     def part() -> None:
@@ -320,7 +339,7 @@ def needs_the_run(draw):
 
 
 drawers = {"miniature": miniature_part, "encodings": encodings_part, "methods": methods_part, "run": run_part,
-           "position": position_part, "inside": inside_part}
+           "position": position_part, "inside": inside_part, "retrieval": retrieval_part}
 page.parts({part.slug: needs_the_run(drawers[part.slug]) if lesson.needs_run(part) else drawers[part.slug]
             for part in lesson.LESSON.parts})
 

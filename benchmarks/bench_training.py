@@ -155,6 +155,34 @@ def _rerope():
     return rotary
 
 
+@functools.lru_cache(maxsize=1)
+def _eval_model() -> TinyTransformer:
+    torch.manual_seed(0)
+    return TinyTransformer(DEFAULT.model_config()).eval()
+
+
+def _evaluate_all(retrieval: bool) -> None:
+    """A default RoPE run's evaluation phase: every method at every length (and its passkey retrieval)."""
+    from pe_core.train.evaluate import retrieve
+    from pe_core.train.retrieval import make_probes
+
+    model, corpus = _eval_model(), load_corpus()
+    for length in DEFAULT.lengths:
+        windows = evaluation_windows(corpus, length, DEFAULT.eval_tokens)
+        probes = make_probes(corpus.validation, length) if retrieval else None
+        for method in DEFAULT.methods:
+            evaluate_one(model, windows, method)
+            if probes is not None:
+                retrieve(model, probes, method)
+
+
+def _retrieve(method: str, multiple: int) -> None:
+    from pe_core.train.evaluate import retrieve
+    from pe_core.train.retrieval import make_probes
+
+    retrieve(_eval_model(), make_probes(load_corpus().validation, DEFAULT.train_length * multiple), method)
+
+
 def _evaluate(method: str, multiple: int) -> None:
     run = _run("rope")
     evaluate(run.model, run.corpus, [DEFAULT.train_length * multiple], [method], tokens_per_length=16_384)
@@ -237,6 +265,11 @@ CASES = [
       for encoding in ("alibi", "xl", "deberta")],
     *[Case("training", f"evaluate {method} at 8×, 16k characters", functools.partial(_evaluate, method, 8), repeats=3)
       for method in ("direct", "dynamic", "yarn", "direct_logn", "rerope")],
+    Case("training", "passkey retrieval: YaRN at 8×, 5 depths × 4 probes in one pass (vs next-character accuracy, "
+         "16k characters)", functools.partial(_retrieve, "yarn", 8), functools.partial(_evaluate, "yarn", 8),
+         repeats=3),
+    Case("training", "a RoPE run's evaluation phase with passkey retrieval (vs without: every method at "
+         "1×-8×)", functools.partial(_evaluate_all, True), functools.partial(_evaluate_all, False), repeats=1),
     Case("training", "rotate q: 4×2 heads × 512 positions × d=64", _rotate_vectorised, _rotate_loop),
     Case("training", "ReRoPE scores: 4×2 heads × 512² (vs a loop over 64 queries × 512 keys of one head)",
          _rectified_vectorised, _rectified_loop, repeats=3),

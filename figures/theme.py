@@ -53,6 +53,7 @@ METHOD_STYLES: dict[str, TraceStyle] = {
     # inference-time methods of the tiny model (pe_core.train's INFERENCE_METHODS)
     "rerope": TraceStyle("#994F00", "solid", "triangle-down"),
     "leaky_rerope": TraceStyle("#7A5195", "longdashdot", "triangle-left"),
+    "drope": TraceStyle("#117799", "dash", "hourglass"),  # DroPE: the rotation dropped after training
     "model": TraceStyle("#777777", "solid", "circle-open"),
 }
 

@@ -510,3 +510,94 @@ def attention_entropy_figure(curves: Sequence[Keyed], train_length: int) -> go.F
     figure.add_annotation(x=math.log10(train_length), y=1, yref="paper", text=_("L = {length}").format(
         length=train_length), showarrow=False, xanchor="right", yanchor="top", font=dict(color=HIGHLIGHT))
     return _legend_below(figure, 140, entries=len(curves) + 1)
+
+
+NEEDLE_TITLE = N_("Needle in a haystack: passkey retrieval by depth and length, per method")
+TRAP_TITLE = N_("The perplexity trap: next-character accuracy against retrieval at the longest length")
+
+
+class NeedlePanel(NamedTuple):
+    """One method's exact retrieval accuracy, mean over seeds: ``values[depth][length]``."""
+
+    name: str  # already translated
+    depths: Sequence[float]
+    lengths: Sequence[int]
+    values: Sequence[Sequence[float]]
+
+
+def needle_figure(panels: Sequence[NeedlePanel], train_length: int, *, columns: int = 4) -> go.Figure:
+    """A depth × length heatmap of retrieval accuracy per method (white 0, dark 1), the share printed in each cell;
+    a dotted line after the training length."""
+    columns = max(1, min(columns, len(panels)))
+    rows = math.ceil(len(panels) / columns)
+    plot, gap, top, bottom = 150, 70, 80, 60
+    area = plot * rows + gap * (rows - 1)
+    share = 1 / columns
+    layout: dict = {"annotations": []}
+    traces = []
+    hover = _("needle at depth %{y:.0%}, length %{x}<br>retrieved %{z:.0%}") + "<extra>%{fullData.name}</extra>"
+    for number, panel in enumerate(panels, start=1):
+        r, c = divmod(number - 1, columns)
+        suffix = "" if number == 1 else str(number)
+        labels = [f"{n // train_length}×" for n in panel.lengths]
+        z = [list(row) for row in panel.values]
+        traces.append(go.Heatmap(
+            z=z, x=labels, y=[float(d) for d in panel.depths], coloraxis="coloraxis", name=panel.name,
+            text=[[f"{v:.0%}" for v in row] for row in z], texttemplate="%{text}", textfont=dict(size=11),
+            hovertemplate=hover, xaxis=f"x{suffix}", yaxis=f"y{suffix}"))
+        x_domain = (c * share + 0.05 * share + (0.06 if c == 0 else 0.0) * share, (c + 1) * share - 0.05 * share)
+        y_domain = (1 - (r * (plot + gap) + plot) / area, 1 - r * (plot + gap) / area)
+        layout[f"xaxis{suffix}"] = dict(domain=x_domain, anchor=f"y{suffix}", type="category",
+                                        title=dict(text=_("length")) if r == rows - 1 else None)
+        layout[f"yaxis{suffix}"] = dict(domain=y_domain, anchor=f"x{suffix}", autorange="reversed",
+                                        tickformat=".0%", tickvals=[float(d) for d in panel.depths],
+                                        title=dict(text=_("depth")) if c == 0 else None)
+        layout["annotations"].append(dict(text=panel.name, x=sum(x_domain) / 2, y=y_domain[1], xref="paper",
+                                          yref="paper", xanchor="center", yanchor="bottom", showarrow=False,
+                                          font=dict(size=12)))
+    layout.update(coloraxis=dict(colorscale="Blues", cmin=0, cmax=1, showscale=False),
+                  margin=dict(t=top, b=bottom, l=20, r=10), height=top + area + bottom)
+    figure = new_figure(_(NEEDLE_TITLE))
+    figure.add_traces(traces)
+    figure.update_layout(layout)
+    return figure
+
+
+class TrapPoint(NamedTuple):
+    """One method at the longest length: next-character accuracy and exact retrieval, mean ± sd over seeds."""
+
+    key: str
+    kind: str
+    name: str  # already translated
+    accuracy: float
+    accuracy_sd: float
+    retrieval: float
+    retrieval_sd: float
+    open_marker: bool = False  # fine-tuned: an open marker in the method's colour
+
+
+def trap_figure(points: Sequence[TrapPoint], *, chance: float, highlight: str | None = None) -> go.Figure:
+    """Each method's next-character accuracy (x) against its exact retrieval (y) at the longest length, with error
+    bars (sd over seeds); the method ``highlight`` names is ringed."""
+    figure = new_figure(_(TRAP_TITLE), height=560, xaxis_title=_("next-character accuracy at the longest length"),
+                        yaxis_title=_("passkey retrieved at the longest length"), margin=dict(l=10, r=20, t=60, b=150))
+    for point in points:
+        style = style_of(point.key, point.kind)
+        symbol = style.marker.replace("-open", "")
+        marker = dict(size=12, symbol=symbol + "-open" if point.open_marker else symbol,
+                      color=style.colour, line=dict(width=2, color=style.colour))
+        hover = _("{name}: accuracy {accuracy:.1%} ± {asd:.1%}, retrieval {retrieval:.0%} ± {rsd:.0%}").format(
+            name=point.name, accuracy=point.accuracy, asd=point.accuracy_sd, retrieval=point.retrieval,
+            rsd=point.retrieval_sd)
+        figure.add_scatter(x=[point.accuracy], y=[point.retrieval], mode="markers", name=point.name, marker=marker,
+                           error_x=dict(type="data", array=[point.accuracy_sd], color=style.colour, thickness=1.5),
+                           error_y=dict(type="data", array=[point.retrieval_sd], color=style.colour, thickness=1.5),
+                           hovertemplate=hover + "<extra></extra>", meta={"key": point.key, "kind": point.kind})
+        if point.name == highlight:
+            figure.add_scatter(x=[point.accuracy], y=[point.retrieval], mode="markers", showlegend=False,
+                               marker=dict(size=26, symbol="circle-open", color=HIGHLIGHT, line=dict(width=2.5)),
+                               hoverinfo="skip")
+    figure.add_hline(y=chance, line=dict(color=MUTED, dash="dot", width=1))
+    figure.update_xaxes(tickformat=".0%")
+    figure.update_yaxes(tickformat=".0%", range=[-0.05, 1.05])
+    return _legend_below(figure, 150, entries=len(points))

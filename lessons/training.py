@@ -18,6 +18,7 @@ import torch
 
 from figures import training as draw
 from i18n import N_, _, ngettext, sentences
+from lessons import needle
 from lessons.base import FigureSpec, Lesson, LessonSettings, Part, cached, figure_registry, setting
 from lessons.format import base_text, length_text
 from pe_core.biases import alibi_slopes
@@ -41,10 +42,12 @@ from pe_core.train import (
     Status,
 )
 from pe_core.train.attention import INSIDE_METHODS, Inside, inside, kept_weights, model_from_bytes, pooled
-from pe_core.train.config import YARN_RAMPS
+from pe_core.train.config import COPY_FRACTION, YARN_RAMPS
 from pe_core.train.evaluate import evaluation_windows
 from pe_core.train.published import SU_TABLE, SU_TEST_LENGTH, SU_TRAIN_LENGTH
+from pe_core.train.retrieval import PASSKEY_DIGITS, TRIALS_PER_DEPTH, chance
 from pe_core.train.schema import MEMORY_PEAK
+from pe_core.train.shipped import REGENERATE_RETRIEVAL
 from pe_core.train.spectrum import PAPER_RAMP, Spectrum, matched_ramp, ramp_zones, real_spectra, spectrum
 from pe_core.train.summary import CostStat, SeedStat, TunePoint, cost_cells, cost_stats, fine_tune_curves, seed_stats
 
@@ -72,7 +75,7 @@ RAMP_TITLES = {"matched": N_("Matched to the toy"), "paper": N_("The paper's (fo
 
 
 def _method_title(key: str) -> str:
-    return _("as trained") if key == AS_TRAINED else _(INFERENCE_METHODS[key].title)
+    return needle.method_title(key)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -729,6 +732,92 @@ def _tune_curve_caption(result: Result) -> str:
     return sentences([lead, *parts])
 
 
+# ---- the retrieval experiment (its shipped runs: the same figures whatever this page's settings) -------------
+
+
+def _no_retrieval(title: str) -> object:
+    figure = draw.no_position_figure(_("The retrieval experiment's results are not installed: make them with "
+                                       "{command}.").format(command=REGENERATE_RETRIEVAL))
+    figure.update_layout(title=dict(text=title))
+    return figure
+
+
+def needle_rows() -> list[needle.Row]:
+    """The heatmaps' rows: RoPE's methods as trained, then its fine-tunes (DroPE among them), then the encodings."""
+    rows = needle.shipped_rows()
+    untuned = [needle.find(rows, "rope", m) for m in needle.HEATMAP_METHODS]
+    tuned = [r for r in rows if r.encoding == "rope" and r.tuned]
+    others = [r for r in rows if r.encoding != "rope"]
+    return [r for r in (*untuned, *tuned, *others) if r is not None]
+
+
+def _needle(result: Result, style) -> object:
+    rows = needle_rows()
+    if not rows:
+        return _no_retrieval(_(draw.NEEDLE_TITLE))
+    panels = [draw.NeedlePanel(needle.row_title(r), r.depths, r.lengths, r.grid) for r in rows]
+    columns = 3 if style.slide else 4
+    return draw.needle_figure(panels, rows[0].lengths[0], columns=columns)
+
+
+def _needle_caption(result: Result) -> str:
+    rows = needle.shipped_rows()
+    if not rows:
+        return ""
+    first = rows[0]
+    return sentences([
+        _("Exact retrieval of a {digits}-digit passkey planted at a depth of the context and asked for at its end, "
+          "mean over {n} seeds ({trials} probes per cell and seed; a guess scores {chance:.2%}).").format(
+            digits=PASSKEY_DIGITS, n=first.seeds, trials=TRIALS_PER_DEPTH, chance=chance()),
+        _("The model was trained on docstrings with random letters written twice and a passkey and its repeat "
+          "planted in {share:.0%} of the windows, a mix meant to teach it to copy (a model trained on docstrings "
+          "alone retrieves nothing, even at L).").format(
+            share=COPY_FRACTION)])
+
+
+def trap_points() -> list[draw.TrapPoint]:
+    points = []
+    for r in needle.shipped_rows():
+        key, kind = (r.method if r.method != "drope" else "drope", "method") if r.encoding == "rope" else \
+            (r.encoding, "encoding")
+        if r.encoding == "rope":
+            key = INFERENCE_METHODS[r.method].style if r.method in INFERENCE_METHODS else r.method
+        points.append(draw.TrapPoint(key, kind, needle.row_title(r), r.accuracy, r.accuracy_sd, r.retrieval[-1],
+                                     r.retrieval_sd[-1], open_marker=r.tuned or r.method.endswith("_logn")))
+    return points
+
+
+def _trap(result: Result, style) -> object:
+    rows = needle.shipped_rows()
+    if not rows:
+        return _no_retrieval(_(draw.TRAP_TITLE))
+    numbers = needle.trap_numbers(rows)
+    return draw.trap_figure(trap_points(), chance=chance(), highlight=numbers.get("method") or numbers.get("best"))
+
+
+def trap_text() -> str:
+    """The two sentences of what the trap teaches, with the shipped numbers (empty without them)."""
+    numbers = needle.trap_numbers(needle.shipped_rows())
+    if not numbers:
+        return ""
+    if numbers["method"] is not None:
+        return sentences([
+            _("Next-character accuracy is a local score: {method} still predicts {accuracy:.1%} of characters at "
+              "{scale}× L, yet it finds the planted passkey {long:.0%} of the time there, against {short:.0%} at "
+              "L.").format(method=numbers["method"], accuracy=numbers["trap_accuracy"], scale=numbers["scale"],
+                           long=numbers["trap_long"], short=numbers["trap_short"]),
+            _("A method that keeps its perplexity past L has not shown it can use the far context: retrieval has to "
+              "be measured on its own.")])
+    return sentences([
+        _("Next-character accuracy is a local score: {best} still predicts {accuracy:.1%} of characters at {scale}× L "
+          "({at_train:.1%} at L), yet no method finds the planted passkey, not even at L (the best: {short:.0%} of "
+          "probes; a guess: {chance:.2%}).").format(best=numbers["best"], accuracy=numbers["accuracy"],
+                                                   scale=numbers["scale"], at_train=numbers["at_train"],
+                                                   short=numbers["best_short"], chance=numbers["chance"]),
+        _("High accuracy far out is no evidence that a model can fetch a fact from far away: this tiny model, trained "
+          "with the copying mix, never learned to copy, and only a retrieval test shows it.")])
+
+
 FIGURES = figure_registry(
     FigureSpec("spectrum", draw.SPECTRUM_TITLE, _spectrum, groups=(EXPERIMENT,), caption=spectrum_caption),
     FigureSpec("position", draw.POSITION_TITLE, _position, groups=(EXPERIMENT,)),
@@ -749,8 +838,10 @@ FIGURES = figure_registry(
                caption=_attention_maps_caption),
     FigureSpec("attention-entropy", draw.ATTENTION_ENTROPY_TITLE, _attention_entropy, groups=(EXPERIMENT,),
                caption=_attention_entropy_caption),
+    FigureSpec("needle", draw.NEEDLE_TITLE, _needle, caption=_needle_caption),
+    FigureSpec("trap", draw.TRAP_TITLE, _trap, caption=lambda result: trap_text()),
 )
-CHEAP_FIGURES = ("spectrum", "position")  # drawn without a run
+CHEAP_FIGURES = ("spectrum", "position", "needle", "trap")  # drawn without a run (the last two: shipped runs)
 
 
 # ---- what the page shows while a run is in flight, and the browse view ------------------------------
@@ -1059,6 +1150,7 @@ LESSON = TrainingLesson(
         Part("position", N_("Position"), N_("What the model sees of position"), ("position",)),
         Part("inside", N_("Inside"), N_("Inside the model: where attention goes past L"),
              ("attention-maps", "attention-entropy")),
+        Part("retrieval", N_("Retrieval"), N_("Good accuracy can hide a lost needle"), ("trap", "needle")),
     ),
 )
 

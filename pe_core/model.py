@@ -196,15 +196,18 @@ class Rotary(nn.Module):
         self.logn = False  # queries × max(1, log_L n)
         self.window: int | None = None  # ReRoPE's w: relative positions beyond it are rectified
         self.leak: float | None = None  # Leaky ReRoPE's k (slope 1/k beyond w); None: ReRoPE (constant w)
+        self.dropped = False  # DroPE: the rotation removed (every angle 0: queries and keys as they are, NoPE)
         self._cache: dict = {}
 
     def set_spec(self, spec: RopeSpec, *, logn: bool = False, window: int | None = None,
-                 leak: float | None = None) -> None:
+                 leak: float | None = None, dropped: bool = False) -> None:
         if window is not None and not (isinstance(window, int) and 1 <= window):
             raise ValueError(f"The ReRoPE window must be a positive whole number of positions (got {window!r}).")
         if leak is not None and (window is None or not leak >= 1):
             raise ValueError("Leaky ReRoPE needs a window and a k ≥ 1 (the slope beyond the window is 1/k).")
-        self.spec, self.logn, self.window, self.leak = spec, logn, window, leak
+        if dropped and (logn or window is not None):
+            raise ValueError("A model without rotation (DroPE) takes neither log-n scaling nor a ReRoPE window.")
+        self.spec, self.logn, self.window, self.leak, self.dropped = spec, logn, window, leak, dropped
         self._cache.clear()
 
     def angles_cos_sin(self, positions: torch.Tensor, length: int, device: torch.device,
@@ -213,6 +216,8 @@ class Rotary(nn.Module):
         frequencies = rope_frequencies(self.spec, seq_len=length)
         angles = rotation_angles(frequencies.inv_freq, positions)  # float64: exact angles
         factor = frequencies.attention_factor
+        if self.dropped:  # no rotation: cos 1, sin 0 at every position
+            angles, factor = torch.zeros_like(angles), 1.0
         # float64 is computed on the CPU and cast there: MPS has no float64
         cos, sin = (angles.cos() * factor).to(dtype), (angles.sin() * factor).to(dtype)
         return cos.to(device), sin.to(device)
@@ -383,7 +388,7 @@ class TinyTransformer(nn.Module):
             nn.init.zeros_(module.bias)
 
     def set_rope(self, spec: RopeSpec | None, *, logn: bool = False, window: int | None = None,
-                 leak: float | None = None) -> None:
+                 leak: float | None = None, dropped: bool = False) -> None:
         """Use ``spec``'s frequencies from now on (None: the plain RoPE the model was trained with), optionally
         with log-n scaling and ReRoPE's window ``window`` (Leaky ReRoPE: with slope 1/``leak`` beyond it)."""
         if self.rotary is None:
@@ -391,7 +396,7 @@ class TinyTransformer(nn.Module):
         spec = spec or self.config.default_rope()
         if spec.head_dim != self.config.head_dim:
             raise ValueError(f"The spec's head_dim ({spec.head_dim}) must equal the model's ({self.config.head_dim}).")
-        self.rotary.set_spec(spec, logn=logn, window=window, leak=leak)
+        self.rotary.set_spec(spec, logn=logn, window=window, leak=leak, dropped=dropped)
 
     @property
     def rope_spec(self) -> RopeSpec | None:

@@ -125,6 +125,11 @@ _ALL = (
     Reference("yarn", "Peng, Quesnelle, Fan, Shippole", "Peng et al. 2023", 2023,
               "YaRN: Efficient Context Window Extension of Large Language Models", "ICLR 2024", _arxiv("2309.00071"),
               "2309.00071", N_("NTK-by-parts (the ramp γ(r)), YaRN's attention temperature, dynamic scaling.")),
+    Reference("drope", "Gelberg, Eguchi, Akiba, Cetin", "Gelberg et al. 2025", 2025,
+              "Extending the Context of Pretrained LLMs by Dropping Their Positional Embeddings", "arXiv; ICLR 2026",
+              _arxiv("2512.12167"), "2512.12167",
+              N_("DroPE: train with RoPE, remove the rotation afterwards and recalibrate briefly; the tiny model's "
+                 "fine-tune beside YaRN, scored on next-character accuracy and passkey retrieval.")),
     Reference("su_beta_base", "Su Jianlin", "Su 2023a", 2023, "Transformer升级之路：10、RoPE是一种β进制编码 "
               "(RoPE is a β-base encoding)", "Scientific Spaces (kexue.fm)", "https://kexue.fm/archives/9675",
               note=N_("RoPE as a number in base β = b^(2/d); NTK-aware scaling as a base conversion; an extrapolation "

@@ -84,7 +84,7 @@ def drawn_figures(at) -> list[str]:
 def test_the_page_opens_at_the_miniature_and_results_parts_wait_for_a_run(fresh_service):
     at = run_page(PAGE)
     assert [tab.label for tab in at.tabs] == ["The miniature", "Encodings", "RoPE methods", "This run", "Position",
-                                              "Inside", "Whole page"]
+                                              "Inside", "Retrieval", "Whole page"]
     assert drawn_figures(at) == ["spectrum"]
     for part in lesson.LESSON.parts:
         shown = run_page(PAGE, {PART_KEY: part.slug})
@@ -92,7 +92,7 @@ def test_the_page_opens_at_the_miniature_and_results_parts_wait_for_a_run(fresh_
         waits = any("No results yet" in i.value for i in shown.info)
         assert waits == lesson.needs_run(part), part.slug
         assert drawn_figures(shown) == ([] if waits else list(part.figures)), part.slug
-    assert [lesson.needs_run(p) for p in lesson.LESSON.parts] == [False, True, True, True, False, True]
+    assert [lesson.needs_run(p) for p in lesson.LESSON.parts] == [False, True, True, True, False, True, False]
     assert fresh_service.trained == 0 and fresh_service.store.count() == 0  # looking trains nothing
 
 

@@ -283,7 +283,8 @@ def test_one_registry_names_every_method_the_cli_and_the_fine_tunes_offer():
     assert {"direct_logn", "pi_logn", "ntk_logn", "rerope", "rerope_logn", "leaky_rerope"} <= set(INFERENCE_METHODS)
     choices = next(a.choices for a in _cli_parser()._actions if a.dest == "methods")
     assert tuple(choices) == tuple(INFERENCE_METHODS)
-    assert "dynamic" not in FINE_TUNABLE and not {m for m in FINE_TUNABLE if INFERENCE_METHODS[m].window}
+    assert "dynamic" not in FINE_TUNABLE and "drope" in FINE_TUNABLE
+    assert not {m for m in FINE_TUNABLE if m != "drope" and INFERENCE_METHODS[m].window}
     assert {"pi", "ntk", "yarn"} <= set(FINE_TUNABLE) and "ntk_logn" not in FINE_TUNABLE
     assert {row.method for row in SU_TABLE} <= set(ExperimentConfig().methods)  # the default runs Su's rows
 
@@ -453,6 +454,7 @@ def test_runs_stored_before_the_weight_decay_knob_read_as_trained_and_keep_their
     legacy = tiny_config(weight_decay=0.1, yarn_ramp="paper")  # what every run used before the knobs existed
     saved = legacy.to_json()
     del saved["weight_decay"], saved["yarn_ramp"]
+    del saved["copy_fraction"], saved["retrieval"]  # later knobs, at their legacy values
     assert ExperimentConfig.from_json(saved) == legacy
     identity = {"results_version": RESULTS_VERSION, **saved}  # the hash as computed before the knob
     text = json.dumps(identity, sort_keys=True, separators=(",", ":"))
@@ -471,6 +473,7 @@ def test_runs_stored_before_the_yarn_ramp_knob_read_as_the_papers_and_keep_their
     legacy = tiny_config(methods=("direct", "yarn"), yarn_ramp="paper")  # what YaRN used before the knob
     saved = legacy.to_json()
     del saved["yarn_ramp"]
+    del saved["copy_fraction"], saved["retrieval"]  # later knobs, at their legacy values
     assert ExperimentConfig.from_json(saved) == legacy
     identity = {"results_version": RESULTS_VERSION, **saved}
     text = json.dumps(identity, sort_keys=True, separators=(",", ":"))

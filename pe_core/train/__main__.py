@@ -23,11 +23,11 @@ from collections.abc import Callable, Sequence
 
 import torch
 
-from pe_core.train.config import DEFAULT_GRID, DEFAULT_SEEDS, ExperimentConfig, Grid
+from pe_core.train.config import DEFAULT_GRID, DEFAULT_SEEDS, RETRIEVAL_GRID, ExperimentConfig, Grid
 from pe_core.train.experiment import RunUpdate, Status
 from pe_core.train.schema import MEMORY_PEAK, RunRecord, report_json
 from pe_core.train.store import RunStore, StoreError, default_location, describe_location, open_store
-from pe_core.train.summary import cost_stats, markdown_table, seed_stats
+from pe_core.train.summary import cost_stats, markdown_table, retrieval_markdown, seed_stats
 
 MANY = ("encoding", "seed")  # fields the CLI takes several values of (a grid)
 
@@ -64,6 +64,9 @@ def _parser() -> argparse.ArgumentParser:
     actions.add_argument("--ship", action="store_true",
                          help="with --prepare and no other option: train the default grid from scratch and write it "
                               "as the results the app ships (pe_core/train/data/)")
+    actions.add_argument("--retrieval-grid", action="store_true",
+                         help="with --prepare: the retrieval experiment's grid instead (the default model trained on a "
+                              "mix that teaches copying, scored on passkey retrieval, DroPE among the fine-tunes)")
     actions.add_argument("--table", action="store_true",
                          help="print the stored runs' accuracy, mean ± sd over seeds, and each encoding's training "
                               "cost, as a markdown table")
@@ -92,10 +95,12 @@ def configs_from(args: argparse.Namespace) -> list[ExperimentConfig]:
     values = {f.name: getattr(args, f.name) for f in dataclasses.fields(ExperimentConfig)}
     single = {k: (tuple(v) if isinstance(v, list) else v) for k, v in values.items()
               if v is not None and k not in MANY}
-    base = ExperimentConfig(**single)
+    base, default = ExperimentConfig(**single), DEFAULT_GRID
+    if args.prepare and getattr(args, "retrieval_grid", False):
+        base, default = RETRIEVAL_GRID.base.replace(**single), RETRIEVAL_GRID
     if args.prepare:
-        grid = Grid(base=base, encodings=tuple(values["encoding"] or DEFAULT_GRID.encodings),
-                    seeds=tuple(values["seed"] or DEFAULT_GRID.seeds))
+        grid = Grid(base=base, encodings=tuple(values["encoding"] or default.encodings),
+                    seeds=tuple(values["seed"] or default.seeds))
         return grid.configs()
     encodings = values["encoding"] or [base.encoding]
     seeds = values["seed"] or [base.seed]
@@ -166,8 +171,8 @@ def run_all(configs: Sequence[ExperimentConfig], store: RunStore | None, *, devi
     return [records[c.hash] for c in configs]
 
 
-def ship(configs: Sequence[ExperimentConfig], store: RunStore | None, *, device=None, quiet: bool = False
-         ) -> list[RunRecord]:
+def ship(configs: Sequence[ExperimentConfig], store: RunStore | None, *, device=None, quiet: bool = False,
+         grid: Grid = DEFAULT_GRID) -> list[RunRecord]:
     """Train the default grid from scratch and write it as the results the app ships (``pe_core.train.shipped``),
     rewritten after every finished run (so a long regeneration that is cut short keeps what it finished)."""
     from pe_core.train.shipped import WEIGHTS_CONFIG, write_shipped
@@ -178,7 +183,7 @@ def ship(configs: Sequence[ExperimentConfig], store: RunStore | None, *, device=
         if update.config.hash == WEIGHTS_CONFIG.hash:
             models["weights"] = update.experiment.run.model
         finished.append(update.record)
-        write_shipped(finished, DEFAULT_GRID, finished[0].device, models.pop("weights", None))
+        write_shipped(finished, grid, finished[0].device, models.pop("weights", None))
 
     return run_all(configs, store, device=device, force=True, quiet=quiet, on_trained=keep)
 
@@ -213,6 +218,10 @@ def main(argv: Sequence[str] | None = None) -> dict:
             stats = seed_stats(store.results(base.family), base)
             costs = cost_stats(store.records(base.family), base)
             print(markdown_table(stats, base.train_length, base.fine_tune_steps, costs))
+            retrieval = retrieval_markdown(store.records(base.family, base.encoding)) if base.retrieval else ""
+            if retrieval:
+                print("\nPasskey retrieval (exact, mean over depths) beside next-character accuracy:\n")
+                print(retrieval)
             unmeasured = sorted({(c.encoding, s) for c in costs for s in c.unmeasured})
             if unmeasured:
                 print(f"\n{len(unmeasured)} run(s) were stored before costs were measured (record schema 1); "
@@ -223,9 +232,11 @@ def main(argv: Sequence[str] | None = None) -> dict:
                       "keeps for the backward pass of one step (a CUDA run reports torch.cuda.max_memory_allocated).")
             return {"table": [s._asdict() for s in stats], "costs": [c._asdict() for c in costs]}
         if args.ship:
-            if configs != DEFAULT_GRID.configs():
-                parser.error("--ship writes the default grid: use it with --prepare and no experiment option.")
-            records = ship(configs, store, device=args.device, quiet=args.quiet)
+            grid = RETRIEVAL_GRID if args.retrieval_grid else DEFAULT_GRID
+            if configs != grid.configs():
+                parser.error("--ship writes the default grid (or with --retrieval-grid the retrieval experiment's): "
+                             "use it with --prepare and no experiment option.")
+            records = ship(configs, store, device=args.device, quiet=args.quiet, grid=grid)
         else:
             records = run_all(configs, store, device=args.device, force=args.force, quiet=args.quiet)
     finally:

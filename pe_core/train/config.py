@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pe_core.data import EVAL_CHARACTERS_PER_LENGTH
 from pe_core.methods import METHODS
 from pe_core.model import ENCODINGS, ROPE_PAIRINGS, ModelConfig
-from pe_core.train.evaluate import AS_TRAINED, FINE_TUNABLE, INFERENCE_METHODS
+from pe_core.train.evaluate import AS_TRAINED, DROPE, FINE_TUNABLE, INFERENCE_METHODS
 from pe_core.train.spectrum import PAPER_RAMP, matched_ramp
 
 # Bump when a change to the model, the data, training or evaluation changes results: stored runs
@@ -29,7 +29,7 @@ TOKENS_PER_STEP = 2048  # batch size × training length, so a step costs about t
 DEFAULT_SEEDS = (0, 1, 2, 3, 4)
 # Knobs added after runs were first stored, with the value every earlier run used: a record without the
 # knob gets that value, and a config holding it hashes as before the knob existed, so those runs stay found.
-LEGACY_VALUES = {"weight_decay": 0.1, "yarn_ramp": "paper"}
+LEGACY_VALUES = {"weight_decay": 0.1, "yarn_ramp": "paper", "copy_fraction": 0.0, "retrieval": False}
 # What a knob that does not apply to an encoding is set to before hashing (the defaults when runs were first
 # stored). Fixed, not the current defaults: changing a default must not rename the runs it does not apply to.
 NOT_APPLICABLE = {"rope_base": 50.0, "rope_pairing": "half", "methods": (), "fine_tune": (), "fine_tune_steps": 100,
@@ -59,6 +59,7 @@ class TrainConfig:
     seed: int = 0
     validate_every: int = 100
     validation_windows: int = 32
+    copy_fraction: float = 0.0  # share of the batches' windows with a planted passkey and its repeat (retrieval)
 
     def __post_init__(self) -> None:
         for name in ("steps", "batch_size", "validate_every", "validation_windows"):
@@ -68,6 +69,8 @@ class TrainConfig:
         if not (isinstance(self.learning_rate, (int, float)) and math.isfinite(self.learning_rate)
                 and self.learning_rate > 0):
             raise ValueError(f"learning_rate must be a positive number (got {self.learning_rate!r}).")
+        if not (isinstance(self.copy_fraction, (int, float)) and 0 <= self.copy_fraction <= 1):
+            raise ValueError(f"copy_fraction must be a number in [0, 1] (got {self.copy_fraction!r}).")
         if not (isinstance(self.weight_decay, (int, float)) and math.isfinite(self.weight_decay)
                 and self.weight_decay >= 0):
             raise ValueError(f"weight_decay must be a number ≥ 0 (got {self.weight_decay!r}).")
@@ -121,6 +124,9 @@ class ExperimentConfig:
     eval_tokens: int = _knob(EVAL_CHARACTERS_PER_LENGTH, "validation characters per evaluation length")
     start_token: bool = _knob(False, "begin every window with a start-of-text token, as language models' "
                                      "sequences do")
+    copy_fraction: float = _knob(0.0, "share of training windows with a planted passkey and its later repeat, so "
+                                      "the model learns to copy (0: docstrings only)")
+    retrieval: bool = _knob(False, "also score passkey retrieval (needle in a haystack) at every length and depth")
 
     def __post_init__(self) -> None:
         if self.encoding not in ENCODINGS:
@@ -173,7 +179,7 @@ class ExperimentConfig:
     def uses_ramp(self) -> bool:
         """Whether a method evaluated or fine-tuned sorts pairs by YaRN's ramp (so ``yarn_ramp`` matters)."""
         return self.scalable and any(METHODS[INFERENCE_METHODS[m].frequencies].ramp
-                                     for m in (*self.methods, *self.fine_tune))
+                                     for m in (*self.methods, *self.fine_tune) if m != DROPE)
 
     @property
     def ramp_turns(self) -> tuple[float, float]:
@@ -188,7 +194,8 @@ class ExperimentConfig:
 
     def train_config(self) -> TrainConfig:
         return TrainConfig(steps=self.steps, batch_size=batch_size_for(self.train_length, self.tokens_per_step),
-                           learning_rate=self.learning_rate, weight_decay=self.weight_decay, seed=self.seed)
+                           learning_rate=self.learning_rate, weight_decay=self.weight_decay, seed=self.seed,
+                           copy_fraction=float(self.copy_fraction))
 
     # ---- identity --------------------------------------------------------------------------------
 
@@ -286,3 +293,13 @@ class Grid:
 
 
 DEFAULT_GRID = Grid()
+# The retrieval experiment: the default RoPE model trained on a mix that teaches copying (``COPY_FRACTION`` of the
+# windows hold random letters written twice and a passkey and its repeat: ``pe_core.train.retrieval``), scored
+# on passkey retrieval beside next-character accuracy, with YaRN and DroPE fine-tuned.
+# Its own hashes: the default grid's runs stay as they are. RoPE only: the scaling methods and DroPE are RoPE's.
+COPY_FRACTION = 0.5
+RETRIEVAL_FINE_TUNES = ("yarn", DROPE)  # the best scaling fine-tune of the default experiment, and DroPE
+RETRIEVAL_SEEDS = (0, 1, 2)  # three seeds: a run here fine-tunes at 8× L, which costs more than its training
+RETRIEVAL_GRID = Grid(base=ExperimentConfig(copy_fraction=COPY_FRACTION, retrieval=True,
+                                            fine_tune=RETRIEVAL_FINE_TUNES), encodings=("rope",),
+                      seeds=RETRIEVAL_SEEDS)

@@ -13,6 +13,7 @@ GPU and a CPU compare.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -27,6 +28,7 @@ from pe_core.data import EVAL_CHARACTERS_PER_LENGTH, Corpus, evenly_spaced_windo
 from pe_core.methods import METHODS, method_setup
 from pe_core.model import ENCODINGS, TinyTransformer
 from pe_core.rope import RopeSpec, rope_frequencies
+from pe_core.train.retrieval import Probes, RetrievalResult, score
 
 AS_TRAINED = "as_trained"  # the only "method" of encodings other than RoPE: the model as it was trained
 ATTENTION_BUDGET = 1 << 22  # batch × T² per forward pass, so a 16× evaluation fits in memory
@@ -63,7 +65,11 @@ INFERENCE_METHODS: dict[str, InferenceMethod] = {
     "rerope_logn": InferenceMethod(N_("ReRoPE + log n"), "rerope", "direct", "rerope", logn=True, window=0.5),
     "leaky_rerope": InferenceMethod(N_("Leaky ReRoPE"), "rerope", "direct", "leaky_rerope", window=0.25, leak=16.0),
 }
-FINE_TUNABLE = tuple(name for name, m in INFERENCE_METHODS.items() if m.fine_tunable)
+# DroPE (Gelberg et al. 2025, arXiv 2512.12167): the RoPE model with its rotation removed (a NoPE forward),
+# recalibrated by a short fine-tune. Not an inference method: without recalibration the model breaks.
+DROPE = "drope"
+DROPE_TITLE = N_("DroPE (rotation dropped, recalibrated)")
+FINE_TUNABLE = (*(name for name, m in INFERENCE_METHODS.items() if m.fine_tunable), DROPE)
 
 
 class LengthResult(NamedTuple):
@@ -141,6 +147,8 @@ def _dynamic_losses(model: TinyTransformer, windows: torch.Tensor, train_length:
 def method_spec(model: TinyTransformer, method: str, length: int) -> RopeSpec:
     """The RoPE spec ``method`` (a key of ``INFERENCE_METHODS``) gives the model at L' = ``length``."""
     config = model.config
+    if method == DROPE:  # the spec stays the trained one; the rotation is switched off (``use_method``)
+        return config.default_rope()
     frequencies = INFERENCE_METHODS[method].frequencies
     beta_fast, beta_slow = config.yarn_ramp
     return method_setup(frequencies, config.head_dim, config.rope_base, config.train_length, length,
@@ -148,7 +156,11 @@ def method_spec(model: TinyTransformer, method: str, length: int) -> RopeSpec:
 
 
 def use_method(model: TinyTransformer, method: str, length: int) -> None:
-    """Set ``model`` up to run ``method`` at L' = ``length``: its spec, log-n scaling, ReRoPE's window."""
+    """Set ``model`` up to run ``method`` at L' = ``length``: its spec, log-n scaling, ReRoPE's window (DroPE: no
+    rotation)."""
+    if method == DROPE:
+        model.set_rope(None, dropped=True)
+        return
     definition = INFERENCE_METHODS[method]
     model.set_rope(method_spec(model, method, length), logn=definition.logn,
                    window=definition.window_at(model.config.train_length), leak=definition.leak)
@@ -158,8 +170,8 @@ def evaluation_key(model: TinyTransformer, method: str, length: int) -> tuple:
     """What ``method`` computes at ``length``: two keys are equal only when the evaluations are bit for bit
     the same (e.g. every frequency method at L, where s = 1), so one can stand for the other."""
     c = model.config
-    if method == AS_TRAINED:
-        return (AS_TRAINED, length)
+    if method in (AS_TRAINED, DROPE):
+        return (method, length)
     definition = INFERENCE_METHODS[method]
     if definition.frequencies == "dynamic" and length > c.train_length:
         return (method, length)  # scored block by block
@@ -181,12 +193,12 @@ def evaluate_one(model: TinyTransformer, windows: torch.Tensor, method: str) -> 
     started = time.perf_counter()
     was_training = model.training
     rotary = model.rotary
-    before = None if rotary is None else (rotary.spec, rotary.logn, rotary.window, rotary.leak)
+    before = None if rotary is None else (rotary.spec, rotary.logn, rotary.window, rotary.leak, rotary.dropped)
     model.eval()
     try:
         if method == AS_TRAINED:
             losses, hits = _losses(model, windows)
-        elif INFERENCE_METHODS[method].frequencies == "dynamic":
+        elif method != DROPE and INFERENCE_METHODS[method].frequencies == "dynamic":
             losses, hits = _dynamic_losses(model, windows, train_length,
                                            lambda current: method_spec(model, method, current))
         else:
@@ -194,10 +206,37 @@ def evaluate_one(model: TinyTransformer, windows: torch.Tensor, method: str) -> 
             losses, hits = _losses(model, windows)
     finally:
         if before is not None:
-            spec, logn, window, leak = before
-            model.set_rope(spec, logn=logn, window=window, leak=leak)
+            spec, logn, window, leak, dropped = before
+            model.set_rope(spec, logn=logn, window=window, leak=leak, dropped=dropped)
         model.train(was_training)
     return LengthResult(method, length, losses.mean(0), hits.mean(0), time.perf_counter() - started)
+
+
+@contextlib.contextmanager
+def running(model: TinyTransformer, method: str | None, length: int):
+    """``model`` set up to run ``method`` at ``length`` (None or ``AS_TRAINED``: as it stands) in eval mode; its
+    RoPE set-up and training mode restored afterwards."""
+    was_training = model.training
+    rotary = model.rotary
+    before = None if rotary is None else (rotary.spec, rotary.logn, rotary.window, rotary.leak, rotary.dropped)
+    model.eval()
+    try:
+        if method not in (None, AS_TRAINED):
+            use_method(model, method, length)
+        yield model
+    finally:
+        if before is not None:
+            spec, logn, window, leak, dropped = before
+            model.set_rope(spec, logn=logn, window=window, leak=leak, dropped=dropped)
+        model.train(was_training)
+
+
+def retrieve(model: TinyTransformer, probes: Probes, method: str | None) -> RetrievalResult:
+    """Exact passkey retrieval per depth of ``model`` run with ``method`` on ``probes`` (one forward pass over
+    every depth and trial). Dynamic NTK takes the frequencies for the probe's whole length (the query is its
+    end). None: the model as it stands (a fine-tuned model keeps its method)."""
+    with running(model, method, probes.tokens.shape[1]):
+        return score(model, probes, method or AS_TRAINED)
 
 
 def evaluate(

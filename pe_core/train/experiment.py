@@ -17,6 +17,7 @@ import torch
 from pe_core.data import Corpus, load_corpus
 from pe_core.train.config import ExperimentConfig
 from pe_core.train.evaluate import (
+    DROPE,
     INFERENCE_METHODS,
     Evaluation,
     LengthResult,
@@ -24,6 +25,7 @@ from pe_core.train.evaluate import (
     evaluation_key,
     evaluation_windows,
     method_spec,
+    retrieve,
 )
 from pe_core.train.loop import (
     Progress,
@@ -34,6 +36,7 @@ from pe_core.train.loop import (
     training_label,
     use_cpu_threads,
 )
+from pe_core.train.retrieval import Probes, RetrievalResult, make_probes
 from pe_core.train.schema import (
     MEMORY_COUNTED,
     MEMORY_PEAK,
@@ -42,6 +45,7 @@ from pe_core.train.schema import (
     CurvePoint,
     FineTuneResult,
     MethodResult,
+    RetrievalEntry,
     RunRecord,
     code_version,
     now_iso,
@@ -92,6 +96,9 @@ class ExperimentRun:
         self.fine_tunes: dict[str, FineTuneResult] = {}
         self.seconds = 0.0
         self._windows: dict[int, torch.Tensor] = {}
+        self._probes: dict[int, Probes] = {}
+        self.retrieval: dict[tuple[str, int, bool], RetrievalResult] = {}  # (method, length, tuned)
+        self._retrieved: dict[tuple, RetrievalResult] = {}  # by evaluation_key, as ``_evaluated``
         self._costs = self._cost_model()
 
     # ---- progress ---------------------------------------------------------------------------------
@@ -151,6 +158,34 @@ class ExperimentRun:
             self._evaluated[key] = evaluate_one(self.run.model, self._windows_for(length), method)
         return self._evaluated[key]._replace(method=method)
 
+    def _probes_for(self, length: int) -> Probes:
+        if length not in self._probes:
+            self._probes[length] = make_probes(self.corpus.validation, length, first=int(self.config.start_token))
+            if self.config.start_token:
+                self._probes[length] = self._probes[length]._replace(
+                    tokens=self.run._marked(self._probes[length].tokens))
+        return self._probes[length]
+
+    def _evaluate_pair(self, method: str, length: int) -> LengthResult:
+        """``_evaluate``, and the passkey retrieval of the same set-up when the experiment scores it."""
+        result = self._evaluate(method, length)
+        if self.config.retrieval and (method, length, False) not in self.retrieval:
+            key = evaluation_key(self.run.model, method, length)
+            if key not in self._retrieved:
+                self._retrieved[key] = retrieve(self.run.model, self._probes_for(length), method)
+            self.retrieval[(method, length, False)] = self._retrieved[key]._replace(method=method)
+        return result
+
+    def _retrieve_tuned(self, method: str) -> None:
+        """The retrieval of ``method``'s fine-tuned model (as tuned: its spec, or no rotation) at every length."""
+        if not self.config.retrieval:
+            return
+        model = self.tunes[method].model
+        for length in self.config.lengths:
+            if (method, length, True) not in self.retrieval:
+                self.retrieval[(method, length, True)] = retrieve(model, self._probes_for(length), None)._replace(
+                    method=method)
+
     def work(self) -> Iterator[Status]:
         """Do what is left, yielding a ``Status`` after every step and every evaluation (an
         ``ExperimentBatch`` of one)."""
@@ -173,6 +208,8 @@ class ExperimentRun:
             spec = method_spec(self.run.model, method, c.longest)
             self.tunes[method] = TrainingRun.fine_tune_of(self.run, spec, c.longest, c.fine_tune_steps,
                                                           c.fine_tune_learning_rate)
+            if method == DROPE:  # the trained weights, the rotation removed: recalibrated without it
+                self.tunes[method].model.set_rope(None, dropped=True)
         return self.tunes[method]
 
     def _measure_tune(self, method: str) -> LengthResult:
@@ -210,6 +247,10 @@ class ExperimentRun:
             results=tuple(MethodResult.of(r) for r in results),
             fine_tunes=tuple(self.fine_tunes[m] for m in c.fine_tuned_methods),
             cost=self.cost(),
+            retrieval=tuple(RetrievalEntry.of(self.retrieval[key], tuned=key[2]) for key in
+                            [(m, n, False) for n in c.lengths for m in c.evaluated_methods]
+                            + [(m, n, True) for m in c.fine_tuned_methods for n in c.lengths]
+                            if key in self.retrieval),
         )
 
     def cost(self) -> Cost:
@@ -305,7 +346,7 @@ class ExperimentBatch:
                               for length in e.config.lengths for method in e.config.evaluated_methods)
         for length, method in pairs:
             todo = [e for e in live() if (length, method) in _pairs(e) and (method, length) not in e.evaluation]
-            results = map_experiments(todo, lambda e, m=method, n=length: e._evaluate(m, n))
+            results = map_experiments(todo, lambda e, m=method, n=length: e._evaluate_pair(m, n))
             self._charge(todo)
             for e, result in zip(todo, results, strict=True):
                 e.evaluation.results.append(result)
@@ -342,6 +383,8 @@ class ExperimentBatch:
         finished = [(e, method) for e, method in todo
                     if e in live() and method in e.tunes and e.tunes[method].done]
         afters = self._measured(finished)
+        map_work(finished, lambda pair: pair[0]._retrieve_tuned(pair[1]), finished[0][0].run.device if finished
+                 else None)
         self._charge(list(dict.fromkeys(e for e, _ in finished)))
         for (e, method), after in zip(finished, afters, strict=True):
             yield e, e._finish_fine_tune(method, after)

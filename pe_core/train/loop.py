@@ -33,6 +33,7 @@ from pe_core.device import AUTOCAST_NOTE, TF32_NOTE, compute_device, stored_devi
 from pe_core.model import ModelConfig, TinyTransformer
 from pe_core.rope import RopeSpec
 from pe_core.train.config import TrainConfig
+from pe_core.train.retrieval import plant_copies
 
 SHARDS = 2  # parts of every step's batch (fixed: the numbers must not depend on the machine)
 # Under vmap the fused attention kernels have no batching rule (they would loop over the copies) and the CPU's has
@@ -210,6 +211,8 @@ class TrainingRun:
             self.model.set_rope(spec)
         self.optimiser = _optimiser(self.model, train_config, self.device)
         self.batches = torch.Generator().manual_seed(train_config.seed + 1)
+        # the planted passkeys' own stream: the text windows are those of a run without them
+        self.copies = torch.Generator().manual_seed(train_config.seed + 2)
         self.step = 0
         self.elapsed_s = 0.0
         self.history: list[Progress] = []
@@ -232,7 +235,8 @@ class TrainingRun:
         config = TrainConfig(steps=steps, batch_size=max(1, base.batch_size * run.length // length),
                              learning_rate=learning_rate, weight_decay=base.weight_decay,
                              warmup_steps=max(1, steps // 10), seed=base.seed + 7, validate_every=steps,
-                             validation_windows=max(4, base.validation_windows * run.length // length))
+                             validation_windows=max(4, base.validation_windows * run.length // length),
+                             copy_fraction=base.copy_fraction)
         return cls(run.model_config, config, run.corpus, run.device, model=run.model, length=length, spec=spec,
                    start_token=run.start_token)
 
@@ -260,8 +264,10 @@ class TrainingRun:
         if self.step == 0 and self.device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(self.device)
         self.model.train()
-        batch = self._marked(random_windows(self.corpus.train, self.length, self.train_config.batch_size,
-                                            self.batches)).to(self.device)
+        windows = random_windows(self.corpus.train, self.length, self.train_config.batch_size, self.batches)
+        if self.train_config.copy_fraction > 0:
+            windows = plant_copies(windows, self.train_config.copy_fraction, self.copies)
+        batch = self._marked(windows).to(self.device)
         self._learning_rate = self.train_config.learning_rate_at(self.step)
         for group in self.optimiser.param_groups:
             group["lr"] = self._learning_rate

@@ -111,6 +111,35 @@ class FineTuneResult(NamedTuple):
         return cls(values["method"], int(values["length"]), steps, before, after, tuple(values["loss_curve"]), curve)
 
 
+class RetrievalEntry(NamedTuple):
+    """Exact passkey retrieval accuracy of one (method, length) per needle depth (``pe_core.train.retrieval``);
+    ``tuned``: of the model fine-tuned with ``method`` (at every length), else of the trained model."""
+
+    method: str
+    length: int
+    depths: tuple[float, ...]
+    accuracy: tuple[float, ...]
+    tuned: bool = False
+
+    @property
+    def mean_accuracy(self) -> float:
+        return sum(self.accuracy) / len(self.accuracy)
+
+    @classmethod
+    def of(cls, result, tuned: bool = False) -> RetrievalEntry:
+        """From a ``pe_core.train.retrieval.RetrievalResult``."""
+        return cls(result.method, result.length, tuple(result.depths), _rounded(result.accuracy), tuned)
+
+    def to_json(self) -> list:
+        return [self.method, self.length, list(self.depths), list(self.accuracy), self.tuned]
+
+    @classmethod
+    def from_json(cls, values: list) -> RetrievalEntry:
+        method, length, depths, accuracy, tuned = values
+        return cls(str(method), int(length), tuple(float(d) for d in depths), tuple(float(a) for a in accuracy),
+                   bool(tuned))
+
+
 class Cost(NamedTuple):
     """What training cost, measured on the run's device with the run's shapes (every encoding trains the same
     batches of the same length, so the encodings compare)."""
@@ -154,6 +183,7 @@ class RunRecord:
     fine_tunes: tuple[FineTuneResult, ...] = ()
     results_version: int = RESULTS_VERSION
     cost: Cost | None = None  # None: stored before costs were measured (schema 1)
+    retrieval: tuple[RetrievalEntry, ...] = ()  # passkey retrieval (experiments with ``retrieval``; else none)
 
     @property
     def hash(self) -> str:
@@ -177,6 +207,12 @@ class RunRecord:
                 return result
         raise KeyError((method, length))
 
+    def retrieval_of(self, method: str, length: int, tuned: bool = False) -> RetrievalEntry:
+        for entry in self.retrieval:
+            if (entry.method, entry.length, entry.tuned) == (method, length, tuned):
+                return entry
+        raise KeyError((method, length, tuned))
+
     def fine_tune(self, method: str) -> FineTuneResult | None:
         return next((f for f in self.fine_tunes if f.method == method), None)
 
@@ -185,7 +221,8 @@ class RunRecord:
         return next((p.validation_loss for p in reversed(self.loss_curve) if p.validation_loss is not None), None)
 
     def to_json(self) -> dict:
-        return {
+        retrieval = {"retrieval": [e.to_json() for e in self.retrieval]} if self.retrieval else {}
+        return retrieval | {
             "schema_version": SCHEMA_VERSION,
             "results_version": self.results_version,
             "hash": self.hash,
@@ -225,6 +262,7 @@ class RunRecord:
                 fine_tunes=tuple(FineTuneResult.from_json(f, version) for f in values["fine_tunes"]),
                 results_version=int(values["results_version"]),
                 cost=None if version == 1 or values["cost"] is None else Cost.from_json(values["cost"]),
+                retrieval=tuple(RetrievalEntry.from_json(e) for e in values.get("retrieval", ())),
             )
         except (KeyError, TypeError, ValueError) as err:
             raise RecordError(f"This run record is incomplete or damaged ({type(err).__name__}: {err}).") from err

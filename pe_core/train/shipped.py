@@ -20,7 +20,7 @@ from typing import NamedTuple
 import torch
 
 from pe_core.model import TinyTransformer
-from pe_core.train.config import DEFAULT_GRID, RESULTS_VERSION, ExperimentConfig, Grid
+from pe_core.train.config import DEFAULT_GRID, RESULTS_VERSION, RETRIEVAL_GRID, ExperimentConfig, Grid
 from pe_core.train.schema import SCHEMA_VERSION, RunRecord
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -28,6 +28,9 @@ RESULTS_FILE = DATA / "grid_results.json.gz"
 WEIGHTS_FILE = DATA / "default_rope.pt"
 WEIGHTS_CONFIG = ExperimentConfig()  # the run whose weights ship: the default RoPE run, seed 0
 REGENERATE = "python -m pe_core.train --prepare --ship"
+# the retrieval experiment's runs (``RETRIEVAL_GRID``: copying mix, passkey retrieval, DroPE), in a file of their own
+RETRIEVAL_FILE = DATA / "retrieval_results.json.gz"
+REGENERATE_RETRIEVAL = "python -m pe_core.train --prepare --ship --retrieval-grid"
 
 
 class Shipped(NamedTuple):
@@ -40,9 +43,19 @@ class Shipped(NamedTuple):
 @functools.lru_cache(maxsize=1)
 def shipped() -> Shipped | None:
     """The shipped results (None when the file is missing: a checkout that never generated them)."""
-    if not RESULTS_FILE.exists():
+    return _read(RESULTS_FILE)
+
+
+@functools.lru_cache(maxsize=1)
+def shipped_retrieval() -> Shipped | None:
+    """The retrieval experiment's shipped results (``RETRIEVAL_GRID``), or None."""
+    return _read(RETRIEVAL_FILE)
+
+
+def _read(path: Path) -> Shipped | None:
+    if not path.exists():
         return None
-    with gzip.open(RESULTS_FILE, "rt", encoding="utf-8") as handle:
+    with gzip.open(path, "rt", encoding="utf-8") as handle:
         values = json.load(handle)
     grid = values["grid"]
     return Shipped(tuple(RunRecord.from_json(run) for run in values["runs"]),
@@ -51,8 +64,9 @@ def shipped() -> Shipped | None:
 
 
 def shipped_records() -> tuple[RunRecord, ...]:
-    found = shipped()
-    return () if found is None else found.records
+    """Every shipped run: the default grid's, then the retrieval experiment's."""
+    return tuple(record for found in (shipped(), shipped_retrieval()) if found is not None
+                 for record in found.records)
 
 
 def seed_store(store) -> int:
@@ -85,23 +99,28 @@ def shipped_model(config: ExperimentConfig) -> TinyTransformer | None:
 
 
 def write_shipped(records: list[RunRecord], grid: Grid, training_device: str, model: TinyTransformer | None) -> None:
-    """Write the shipped results (and ``model``'s weights, the run of ``WEIGHTS_CONFIG``)."""
+    """Write the shipped results (and ``model``'s weights, the run of ``WEIGHTS_CONFIG``); ``RETRIEVAL_GRID``'s to
+    their own file."""
     DATA.mkdir(parents=True, exist_ok=True)
+    retrieval = grid == RETRIEVAL_GRID
+    path = RETRIEVAL_FILE if retrieval else RESULTS_FILE
     order = {c.hash: i for i, c in enumerate(grid.configs())}
     records = sorted(records, key=lambda r: order.get(r.hash, len(order)))
-    values = {"schema_version": SCHEMA_VERSION, "results_version": RESULTS_VERSION, "regenerate": REGENERATE,
+    values = {"schema_version": SCHEMA_VERSION, "results_version": RESULTS_VERSION,
+              "regenerate": REGENERATE_RETRIEVAL if retrieval else REGENERATE,
               "grid": {"base": grid.base.to_json(), "encodings": list(grid.encodings), "seeds": list(grid.seeds)},
               "training_device": training_device,
               "seconds": round(sum(r.total_seconds for r in records), 1),
               "runs": [r.to_json() for r in records]}
     text = json.dumps(values, separators=(",", ":"), sort_keys=True)
     # mtime=0: the same results give the same bytes, so a regeneration that changes nothing changes no file
-    with open(RESULTS_FILE, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, compresslevel=9) as handle:
+    with open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, compresslevel=9) as handle:
         handle.write(text.encode("utf-8"))
     if model is not None:
         state = {name: tensor.detach().cpu().clone() for name, tensor in model.state_dict().items()}
         torch.save({"hash": WEIGHTS_CONFIG.hash, "state_dict": state}, WEIGHTS_FILE)
     shipped.cache_clear()
+    shipped_retrieval.cache_clear()
 
 
 def default_grid_missing(store) -> list[ExperimentConfig]:

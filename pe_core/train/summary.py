@@ -208,3 +208,35 @@ def markdown_table(stats: Sequence[SeedStat], train_length: int, fine_tune_steps
         lines.append("| " + " | ".join([encoding_title, method_title or "as trained", str(seeds), *cells, *cost])
                      + " |")
     return "\n".join(lines)
+
+
+def retrieval_markdown(records: Sequence[RunRecord]) -> str:
+    """The retrieval experiment as a markdown table: per method (and fine-tune), next-character accuracy and exact
+    passkey retrieval (mean over depths) at each length, mean ± sd over the records' seeds ("" without retrieval)."""
+    from pe_core.train.evaluate import DROPE, DROPE_TITLE
+
+    records = [r for r in records if r.retrieval]
+    if not records:
+        return ""
+    config = records[0].config
+    lengths = config.lengths
+
+    def title(method: str) -> str:
+        return DROPE_TITLE if method == DROPE else INFERENCE_METHODS[method].title
+
+    header = ["Method", "seeds", *[f"{n} ({n // config.train_length}×): accuracy / retrieval, %" for n in lengths]]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    keys = list(dict.fromkeys((e.method, e.tuned) for r in records for e in r.retrieval))
+    for method, tuned in keys:
+        cells = []
+        for n in lengths:
+            retrieved = [r.retrieval_of(method, n, tuned).mean_accuracy for r in records]
+            if tuned:
+                accuracy = [r.fine_tune(method).after.mean_accuracy for r in records] if n == config.longest else []
+            else:
+                accuracy = [r.result(method, n).mean_accuracy for r in records]
+            acc = "–" if not accuracy else "{:.1f} ± {:.1f}".format(*(100 * v for v in _mean_sd(accuracy)))
+            cells.append(acc + " / " + "{:.0f} ± {:.0f}".format(*(100 * v for v in _mean_sd(retrieved))))
+        name = title(method) + (f" + {config.fine_tune_steps} fine-tuning steps at {config.longest}" if tuned else "")
+        lines.append("| " + " | ".join([name, str(len(records)), *cells]) + " |")
+    return "\n".join(lines)
