@@ -80,7 +80,7 @@ For every seed log n (at inference only) adds to direct extrapolation and to NTK
 method, and with log n reaches the accuracy at L; Transformer-XL keeps its accuracy at 8× (it gains a
 point), DeBERTa keeps it within 1.5 points for five of six seeds (seed 3: 1.9).
 
-Results version 2: every step's batch computed as two halves side by side (``pe_core.train.loop.SHARDS``), the
+Results version 2: every step's batch computed as two halves side by side (``pe_core.device.SHARDS``), the
 same numbers on one core or two, 25 s of training on the 2-core machine instead of 44 s. The halves round
 differently from the whole batch, so every seed is a new draw of the same experiment (the seeds' spread above
 is the scale of the change). The same default, seeds 0-5 (as above):

@@ -547,8 +547,11 @@ def needle_figure(panels: Sequence[NeedlePanel], train_length: int, *, columns: 
             hovertemplate=hover, xaxis=f"x{suffix}", yaxis=f"y{suffix}"))
         x_domain = (c * share + 0.05 * share + (0.06 if c == 0 else 0.0) * share, (c + 1) * share - 0.05 * share)
         y_domain = (1 - (r * (plot + gap) + plot) / area, 1 - r * (plot + gap) / area)
+        bottom_row = r == rows - 1 or number + columns > len(panels)  # no panel below it
+        # the lengths are every panel's: named under the bottom row only, so no panel title meets a row's ticks
         layout[f"xaxis{suffix}"] = dict(domain=x_domain, anchor=f"y{suffix}", type="category",
-                                        title=dict(text=_("length")) if r == rows - 1 else None)
+                                        showticklabels=bottom_row,
+                                        title=dict(text=_("length")) if bottom_row else None)
         layout[f"yaxis{suffix}"] = dict(domain=y_domain, anchor=f"x{suffix}", autorange="reversed",
                                         tickformat=".0%", tickvals=[float(d) for d in panel.depths],
                                         title=dict(text=_("depth")) if c == 0 else None)

@@ -37,9 +37,24 @@ def _mps_available() -> bool:
     return bool(backend is not None and backend.is_available())
 
 
+# Parts of every training step's batch, each computed by its own copy of the model on one thread (fixed: the numbers
+# must not depend on the machine; ``pe_core.train.loop`` splits the batch so).
+SHARDS = 2
+
+
+def cpu_threads() -> int:
+    """Cores one CPU training run computes on: one per part of a step's batch, as many as the machine has
+    (``PE_TRAIN_THREADS`` overrides). Each part runs on one thread, so the count changes the speed, never
+    the numbers."""
+    forced = os.environ.get("PE_TRAIN_THREADS", "").strip()
+    if forced.isdigit() and int(forced) > 0:
+        return min(int(forced), SHARDS)
+    return max(1, min(os.cpu_count() or 1, SHARDS))
+
+
 def device_label(device: torch.device | None = None, threads: int | None = None) -> str:
     """A short human description, e.g. 'CUDA (NVIDIA H100)' or 'CPU (2 threads)' (``threads``: the CPU threads
-    that computed; a GPU ignores it). By default the threads the server trains on (``pe_core.train.cpu_threads``),
+    that computed; a GPU ignores it). By default the threads the server trains on (``cpu_threads``),
     the count a run's record keeps: the sidebar's device and the training page's never disagree on one server
     (torch's intra-op count, which the server keeps at 1 for page work on small machines, said "1 thread" where
     the runs said 2)."""
@@ -49,8 +64,6 @@ def device_label(device: torch.device | None = None, threads: int | None = None)
     if device.type == "mps":
         return _(MPS_LABEL)
     if threads is None:
-        from pe_core.train.loop import cpu_threads  # here: the training loop imports this module
-
         threads = cpu_threads()
     return _cpu_label(threads)
 

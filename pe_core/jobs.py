@@ -238,7 +238,7 @@ def default_max_running() -> int:
 
     import torch
 
-    from pe_core.train.loop import cpu_threads
+    from pe_core.device import cpu_threads
 
     forced = os.environ.get("PE_TRAINING_JOBS", "").strip()
     if forced.isdigit() and int(forced) > 0:

@@ -29,18 +29,17 @@ SLIDE_SIZE = (1280, 720)
 PHONE_PLOT_SHARE = 0.6
 
 
-def _variants(training_settings):
-    """(name, lesson, figure, settings): every figure at its defaults (the training lesson's at
+def _variants(lesson, training_settings):
+    """(name, lesson, figure, settings): every figure of ``lesson`` at its defaults (the training lesson's at
     ``training_settings``, a run the session has trained), and scrubbed where it has its own slider."""
-    for lesson in all_lessons().values():
-        settings = training_settings if lesson.name == "training" else None
-        for name, spec in lesson.figures.items():
-            yield f"{lesson.name}:{name}", lesson, name, settings
-            if spec.showcase:  # the settings the gallery shows it at
-                yield f"{lesson.name}:{name} (showcase)", lesson, name, lesson.settings(**dict(spec.showcase))
-            if spec.scrub:
-                yield f"{lesson.name}:{name} (own slider)", lesson, name, dataclasses.replace(
-                    settings or lesson.settings(), **{SCRUB_SETTING: True})
+    settings = training_settings
+    for name, spec in lesson.figures.items():
+        yield f"{lesson.name}:{name}", lesson, name, settings
+        if spec.showcase:  # the settings the gallery shows it at
+            yield f"{lesson.name}:{name} (showcase)", lesson, name, lesson.settings(**dict(spec.showcase))
+        if spec.scrub:
+            yield f"{lesson.name}:{name} (own slider)", lesson, name, dataclasses.replace(
+                settings or lesson.settings(), **{SCRUB_SETTING: True})
 
 
 @pytest.fixture(scope="module")
@@ -52,13 +51,16 @@ def plotly_page(tmp_path_factory):
         page.close()
 
 
+@pytest.mark.parametrize("lesson_name", sorted(all_lessons()))  # one test a lesson: the two workers share them
 @pytest.mark.parametrize("language", sorted(LANGUAGES))
-def test_no_figure_text_collides_on_a_phone_a_desktop_or_a_slide(plotly_page, language, small_training_run):
+def test_no_figure_text_collides_on_a_phone_a_desktop_or_a_slide(plotly_page, language, lesson_name, request):
     """Text apart and on the canvas on a phone, a desktop and a slide; and on a phone each plot keeps at least
     ``PHONE_PLOT_SHARE`` of its desktop height (a legend under a phone's plot takes its rows out of the figure)."""
     found = []
     with use_language(language):
-        for label, lesson, name, settings in _variants(small_training_run):
+        # the training lesson's figures at a run the session has trained
+        trained = request.getfixturevalue("small_training_run") if lesson_name == "training" else None
+        for label, lesson, name, settings in _variants(all_lessons()[lesson_name], trained):
             figure = lesson.figure(name, settings)
             drawn = {
                 "phone": draw(plotly_page, lesson.page_figure(name, settings, narrow=True).figure, PHONE_CHART_WIDTH),

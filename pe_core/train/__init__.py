@@ -17,6 +17,7 @@
 - ``__main__``: the CLI, ``python -m pe_core.train --help``.
 """
 
+from pe_core.device import cpu_threads
 from pe_core.train.config import (
     DEFAULT_GRID,
     DEFAULT_SEEDS,
@@ -40,7 +41,7 @@ from pe_core.train.experiment import (
     run_experiment,
     run_experiments,
 )
-from pe_core.train.loop import Progress, TrainingBatch, TrainingRun, cpu_threads
+from pe_core.train.loop import Progress, TrainingBatch, TrainingRun
 from pe_core.train.schema import SCHEMA_VERSION, Checkpoint, Cost, FineTuneResult, MethodResult, RecordError, RunRecord
 from pe_core.train.store import RunStore, StoreError, open_store
 

@@ -23,7 +23,7 @@ from pe_core.train.spectrum import PAPER_RAMP, matched_ramp
 
 # Bump when a change to the model, the data, training or evaluation changes results: stored runs
 # of the old version then no longer match any config (they stay in the store, browsable).
-# 2: every step's batch is computed in two parts, their gradients added (``pe_core.train.loop.SHARDS``).
+# 2: every step's batch is computed in two parts, their gradients added (``pe_core.device.SHARDS``).
 RESULTS_VERSION = 2
 TOKENS_PER_STEP = 2048  # batch size × training length, so a step costs about the same at every L
 DEFAULT_SEEDS = (0, 1, 2, 3, 4)

@@ -15,6 +15,7 @@ from typing import NamedTuple
 import torch
 
 from pe_core.data import Corpus, load_corpus
+from pe_core.device import cpu_threads
 from pe_core.train.config import ExperimentConfig
 from pe_core.train.evaluate import (
     DROPE,
@@ -31,7 +32,6 @@ from pe_core.train.loop import (
     Progress,
     TrainingBatch,
     TrainingRun,
-    cpu_threads,
     shard_workers,
     training_label,
     use_cpu_threads,

@@ -29,13 +29,12 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from pe_core.data import Corpus, evenly_spaced_windows, load_corpus, random_windows, unigram_baseline, with_start
-from pe_core.device import AUTOCAST_NOTE, TF32_NOTE, compute_device, stored_device_label
+from pe_core.device import AUTOCAST_NOTE, SHARDS, TF32_NOTE, compute_device, cpu_threads, stored_device_label
 from pe_core.model import ModelConfig, TinyTransformer
 from pe_core.rope import RopeSpec
 from pe_core.train.config import TrainConfig
 from pe_core.train.retrieval import plant_copies
 
-SHARDS = 2  # parts of every step's batch (fixed: the numbers must not depend on the machine)
 # Under vmap the fused attention kernels have no batching rule (they would loop over the copies) and the CPU's has
 # no gradient for an additive mask (Transformer-XL's, DeBERTa's): stacked copies use product-and-softmax attention.
 _STACKED_ATTENTION = SDPBackend.MATH
@@ -52,16 +51,6 @@ class Progress(NamedTuple):
     tokens_per_s: float  # throughput of this step
     elapsed_s: float  # training time so far (pauses excluded)
     learning_rate: float
-
-
-def cpu_threads() -> int:
-    """Cores one CPU training run computes on: one per part of a step's batch, as many as the machine has
-    (``PE_TRAIN_THREADS`` overrides). Each part runs on one thread, so the count changes the speed, never
-    the numbers."""
-    forced = os.environ.get("PE_TRAIN_THREADS", "").strip()
-    if forced.isdigit() and int(forced) > 0:
-        return min(int(forced), SHARDS)
-    return max(1, min(os.cpu_count() or 1, SHARDS))
 
 
 def use_cpu_threads(device: torch.device) -> None:
