@@ -276,6 +276,7 @@ def test_a_move_that_redraws_number_tables_adds_no_stylesheet_and_the_tables_kee
     base_url, _, chromium = app
     page = open_page(chromium, f"{base_url}/rope_code")
     page.wait_for_selector(f".{TABLE_CLASS}", timeout=90_000)
+    wait_for_app_idle(page)  # the page's own first runs draw the stylesheet: watch from the move on
     page.evaluate(APP_STYLES_ADDED_JS, [TABLE_CLASS, HIDDEN_KEY_PREFIX])
     thumb = page.locator(SLIDER_THUMBS).first
     before = page.locator(f".{TABLE_CLASS} tbody tr").count()
