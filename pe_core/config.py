@@ -20,6 +20,7 @@ from pathlib import Path
 
 from i18n import N_, _
 from pe_core.layers import (
+    SUB_CONFIG_KEYS,
     LayerKind,
     LayerMap,
     notes_of,
@@ -31,9 +32,7 @@ from pe_core.rope import ROPE_TYPE_ENTRIES, RopeSpec, canonical_rope_type, rope_
 
 # Rope types transformers has that this app does not analyse, with what they are.
 _UNSUPPORTED_TYPES = {"axial": N_("the 2-D axial RoPE of vision encoders")}
-# Where multimodal and composite configs keep the language model's own config.
 _LIST_KEYS = ("short_factor", "long_factor")  # rope_parameters keys that hold a number per pair
-SUB_CONFIG_KEYS = ("text_config", "language_config", "llm_config", "thinker_config", "vlm_config")
 _DEFAULT_THETA = 10000.0
 
 

@@ -21,6 +21,9 @@ from typing import NamedTuple
 from i18n import N_, _
 from pe_core.rope import RopeSpec, rope_type_entry
 
+# Where multimodal and composite configs keep the language model's own config.
+SUB_CONFIG_KEYS = ("text_config", "language_config", "llm_config", "thinker_config", "vlm_config")
+
 FULL, SLIDING, CHUNKED, LINEAR = "full_attention", "sliding_attention", "chunked_attention", "linear_attention"
 INDEXED = "indexed_attention"  # DeepSeek Sparse Attention: an indexer picks the keys each query attends to
 HYBRID_BLOCK = "hybrid"  # Zamba2: a Mamba layer after a transformer block shared across the model

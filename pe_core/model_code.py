@@ -160,7 +160,7 @@ def _suggestion(config: Mapping) -> str:
 
 
 def _given_keys(config: Mapping) -> list[str]:
-    from pe_core.config import SUB_CONFIG_KEYS
+    from pe_core.layers import SUB_CONFIG_KEYS
 
     keys = list(config)
     for sub in SUB_CONFIG_KEYS:  # a composite's text part: its keys are the language model's
