@@ -209,7 +209,7 @@ def tour_deck(*, answers: bool = True) -> Deck:
 
 def lesson_deck(lesson: Lesson) -> Deck:
     """One lesson's figures at their defaults (or the gallery's showcase settings) as a deck: a title slide, one
-    slide per figure (its caption in the notes) and a closing slide listing them."""
+    slide per figure (its caption in the speaker notes) and a closing slide listing them."""
     title = _(lesson.title)
     slides = [Slide("title", title, _("{count} figures from the explorer's “{title}” page.").format(
         count=len(lesson.figures), title=title))]

@@ -6,7 +6,7 @@ pe_core.check --help``) does not wait for torch.
 
 from __future__ import annotations
 
-import importlib
+from pe_core.lazy import lazy_names
 
 _PUBLIC = {
     "pe_core.biases": ("alibi_slopes", "t5_relative_bucket"),
@@ -22,17 +22,4 @@ _PUBLIC = {
                      "rotation_angles", "rotations_within", "wavelengths", "yarn_correction_range", "yarn_get_mscale",
                      "yarn_ramp"),
 }
-_WHERE = {name: module for module, names in _PUBLIC.items() for name in names}
-__all__ = sorted(_WHERE)
-
-
-def __getattr__(name: str):
-    if name not in _WHERE:
-        raise AttributeError(f"module 'pe_core' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_WHERE[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__all__, __getattr__, __dir__ = lazy_names(__name__, globals(), _PUBLIC)

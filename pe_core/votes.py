@@ -386,11 +386,13 @@ class PostgresVotes(VoteStore):
         return {name for (name,) in self._rows("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")}
 
     def _transaction(self):
-        return _PostgresTransaction(self)
+        return PostgresTransaction(self)
 
 
-class _PostgresTransaction:
-    def __init__(self, store: PostgresVotes):
+class PostgresTransaction:
+    """A transaction on a PostgreSQL store's one connection, held under the store's lock (the run store's too)."""
+
+    def __init__(self, store):
         self.store = store
 
     def __enter__(self):

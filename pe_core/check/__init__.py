@@ -42,7 +42,7 @@ first use, so ``python -m pe_core.check --help`` answers before torch is importe
 
 from __future__ import annotations
 
-import importlib
+from pe_core.lazy import lazy_names
 
 _PUBLIC = {
     "pe_core.check.common": ("EPS32", "FORM_TITLES", "LAYOUTS", "LAYOUT_NAMES", "LAYOUT_TITLES", "TOLERANCE_ULPS",
@@ -54,17 +54,4 @@ _PUBLIC = {
                              "diagnosis_title", "explain", "report_json", "report_text", "where_text"),
     "pe_core.check.cli": ("cli_error", "main", "refuse_if_strict"),
 }
-_WHERE = {name: module for module, names in _PUBLIC.items() for name in names}
-__all__ = sorted(_WHERE)
-
-
-def __getattr__(name: str):
-    if name not in _WHERE:
-        raise AttributeError(f"module 'pe_core.check' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_WHERE[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__all__, __getattr__, __dir__ = lazy_names(__name__, globals(), _PUBLIC)

@@ -25,7 +25,7 @@ transformers, ``vllm``, ``sglang``, ``llamacpp``, ``mlx``), ``registry`` (``ENGI
 
 from __future__ import annotations
 
-import importlib
+from pe_core.lazy import lazy_names
 
 _PUBLIC = {
     "pe_core.engines.common": ("CHOICE_TITLES", "REFERENCE", "Call", "Computed", "Divergence", "Engine",
@@ -41,17 +41,4 @@ _PUBLIC = {
                                "recipe_parameters", "recipes"),
     "pe_core.engines.cli": ("main", "result_json", "results_text"),
 }
-_WHERE = {name: module for module, names in _PUBLIC.items() for name in names}
-__all__ = sorted(_WHERE)
-
-
-def __getattr__(name: str):
-    if name not in _WHERE:
-        raise AttributeError(f"module 'pe_core.engines' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_WHERE[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__all__, __getattr__, __dir__ = lazy_names(__name__, globals(), _PUBLIC)

@@ -52,7 +52,7 @@ from typing import Any, NamedTuple
 from i18n import N_, Deferred
 from pe_core.train.config import ExperimentConfig
 from pe_core.train.schema import RecordError, RunRecord
-from pe_core.votes import VOTE_TABLES
+from pe_core.votes import VOTE_TABLES, PostgresTransaction
 
 STORE_SCHEMA_VERSION = 3
 STORE_ENV = "PE_RUN_STORE"
@@ -642,24 +642,7 @@ class PostgresStore(RunStore):
         return {name for (name,) in rows}
 
     def _transaction(self):
-        return _PostgresTransaction(self)
-
-
-class _PostgresTransaction:
-    def __init__(self, store: PostgresStore):
-        self.store = store
-
-    def __enter__(self):
-        self.store._lock.acquire()
-        self._inner = self.store._connection.transaction()
-        self._inner.__enter__()
-        return self
-
-    def __exit__(self, kind, value, traceback):
-        try:
-            return self._inner.__exit__(kind, value, traceback)
-        finally:
-            self.store._lock.release()
+        return PostgresTransaction(self)
 
 
 def open_store(location: str | None = None) -> RunStore:
